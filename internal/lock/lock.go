@@ -1,0 +1,89 @@
+// Package lock is the engine-neutral contract between distlock's commands and
+// its engines: a Backend grants Leases on keys, each with a fencing token, and
+// describes their Holders. It knows nothing of children or timing policy.
+package lock
+
+import (
+	"context"
+	"time"
+)
+
+// Request asks a Backend for a lease on Key.
+type Request struct {
+	Key   string        // user's key, without the prefix
+	TTL   time.Duration // lease time-to-live; the engine expires it after this
+	Owner string        // secret owner id, known only to this process
+	Meta  Meta          // who is asking, shown by status
+}
+
+// Meta describes the process that holds (or asks for) a lock. It never holds
+// the full argv: argv may carry secrets, so only argv[0] is kept.
+type Meta struct {
+	Host    string
+	PID     int // the distlock process (the one to signal), not its child
+	User    string
+	Command string // argv[0] of the child
+	Note    string
+}
+
+// Holder is what an engine knows of the current holder of a key.
+type Holder struct {
+	Key        string
+	Owner      string
+	Token      uint64
+	Meta       Meta
+	AcquiredAt time.Time     // wall clock, as recorded by the engine
+	TTL        time.Duration // the lease's TTL
+	ExpiresIn  time.Duration // time left before the engine expires the lease; <0 unknown
+}
+
+// Backend is one lock engine (file, redis, etcd, ...).
+type Backend interface {
+	// TryAcquire makes one attempt to take the lock. When the key is held by
+	// someone else it returns a *BusyError (errors.Is(err, ErrHeld)).
+	TryAcquire(ctx context.Context, req Request) (Lease, error)
+	// Inspect reports the current holder; ok is false when the key is free.
+	Inspect(ctx context.Context, key string) (h Holder, ok bool, err error)
+	// Break removes the lock on key whoever holds it. With token != 0 it only
+	// breaks a holder with that token (compare-and-delete); otherwise it
+	// returns a *BusyError describing the holder it left alone. It returns
+	// ErrNotHeld when the key is free.
+	Break(ctx context.Context, key string, token uint64) (Holder, error)
+	// Guarantee is one line on what exclusivity this engine promises.
+	Guarantee() string
+	// Close releases the engine's connections.
+	Close() error
+}
+
+// Lease is a granted lock. Renew and Release are owner-checked.
+type Lease interface {
+	Key() string
+	Token() uint64
+	Owner() string
+	// Granted is the monotonic time measured just before the request that
+	// granted the lease was sent; validity is counted from it.
+	Granted() time.Time
+	// Renew extends the lease to a full TTL from the moment it is sent.
+	// It returns ErrNotHeld when the engine answers that the lease is no
+	// longer ours; any other error is transient.
+	Renew(ctx context.Context) error
+	// Release frees the lock if it is still ours. Releasing a lease that is
+	// already gone returns ErrNotHeld.
+	Release(ctx context.Context) error
+}
+
+// Notifier is implemented by engines that can tell a waiter that a key may
+// have become free (Redis pub/sub, etcd watch). The channel gets a value
+// (non-blocking sends) whenever the key may be free; stop ends the
+// subscription. Waiters still poll as a fallback.
+type Notifier interface {
+	Notify(ctx context.Context, key string) (ch <-chan struct{}, stop func(), err error)
+}
+
+// Queuer is implemented by engines whose waiters queue in arrival order
+// (etcd). Acquire blocks until the lease is granted, ctx ends (deadline:
+// busy), or an error occurs; progress is called with the current holder
+// whenever it changes, and may be nil.
+type Queuer interface {
+	Acquire(ctx context.Context, req Request, progress func(Holder)) (Lease, error)
+}
