@@ -1,0 +1,64 @@
+package cmd
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/distlock/distlock/internal/backend"
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// backendURL is --backend, else DISTLOCK_BACKEND, else "" (the file engine).
+func (g *globalOptions) backendURL() string {
+	if g.Backend != "" {
+		return g.Backend
+	}
+	return os.Getenv("DISTLOCK_BACKEND")
+}
+
+// validate checks the global flags (exit 64 on mistakes).
+func (g *globalOptions) validate() error {
+	if g.Prefix == "" {
+		return lock.Invalidf("--prefix must not be empty")
+	}
+	if g.ConnectTimeout <= 0 {
+		return lock.Invalidf("--connect-timeout must be positive, got %s", g.ConnectTimeout)
+	}
+	if g.LogFormat != "text" && g.LogFormat != "json" {
+		return lock.Invalidf("--log-format must be text or json, got %q", g.LogFormat)
+	}
+	return nil
+}
+
+// open connects to the engine, bounded by --connect-timeout.
+func (g *globalOptions) open(ctx context.Context) (lock.Backend, error) {
+	if err := g.validate(); err != nil {
+		return nil, err
+	}
+	pw, err := backend.LoadPassword(g.PasswordFile)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.ConnectTimeout)
+	defer cancel()
+	return backend.Open(ctx, g.backendURL(), backend.Options{
+		Prefix: g.Prefix, ConnectTimeout: g.ConnectTimeout, Password: pw,
+	})
+}
+
+// describeBackend is the redacted URL shown to users and children.
+func (g *globalOptions) describeBackend() string { return backend.Describe(g.backendURL()) }
+
+// logger logs to stderr: warnings always, the lease's life with -v.
+func (g *globalOptions) logger() *slog.Logger {
+	level := slog.LevelWarn
+	if g.Verbose {
+		level = slog.LevelDebug
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if g.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(g.stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(g.stderr, opts))
+}

@@ -1,0 +1,180 @@
+package cmd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/distlock/distlock/internal/acquire"
+	"github.com/distlock/distlock/internal/lock"
+	"github.com/distlock/distlock/internal/renew"
+	"github.com/distlock/distlock/internal/runner"
+)
+
+type runOptions struct {
+	g            *globalOptions
+	Key          string
+	TTL          time.Duration
+	Wait         string
+	KillGrace    time.Duration
+	BusyExitCode int
+	Note         string
+	Quiet        bool
+}
+
+func newRunCommand(g *globalOptions) *cobra.Command {
+	o := &runOptions{g: g}
+	c := &cobra.Command{
+		Use:   "run --key KEY [flags] -- COMMAND [ARGS...]",
+		Short: "Run a command while holding the lock on KEY",
+		Long: `Run COMMAND while holding a lease-based lock on KEY. The lease is renewed
+every ttl/3; if renewal keeps failing, the command's process group gets
+SIGTERM kill-grace before the lease could expire and SIGKILL just before.
+The command sees DISTLOCK_KEY, DISTLOCK_TOKEN (a fencing token that rises
+with every acquisition), DISTLOCK_OWNER, DISTLOCK_TTL and DISTLOCK_BACKEND.
+
+Exit status: the command's own (128+N if killed by signal N; 127 not found,
+126 not executable); 64 usage; 69 engine unreachable; 70 internal error;
+75 busy (--busy-exit-code); 76 lock lost while the command ran.`,
+		Example: `  distlock run --key job:daily --ttl 30s -- ./job.sh
+  distlock run --key deploy --wait 10m --note "release 1.4" -- make deploy
+  distlock --backend redis://redis:6379 run --key job:daily --busy-exit-code 0 --quiet -- ./job.sh`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError(errors.New("no command given: put it after --, as in: distlock run --key KEY -- COMMAND"))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), args) },
+	}
+	c.Flags().SetInterspersed(false)
+	f := c.Flags()
+	f.StringVar(&o.Key, "key", "", "name of the lock (required; 1-512 bytes of printable text)")
+	f.DurationVar(&o.TTL, "ttl", 30*time.Second, "lease time-to-live (at least 1s); renewed every ttl/3")
+	f.StringVar(&o.Wait, "wait", "0", "how long to wait for a busy lock: 0 tries once, a duration, or forever")
+	f.DurationVar(&o.KillGrace, "kill-grace", 0, "time between SIGTERM and SIGKILL when the command must stop (default min(10s, ttl/3); less than ttl/2)")
+	f.IntVar(&o.BusyExitCode, "busy-exit-code", exitBusy, "exit status when the lock is busy (0-255; cron users set 0)")
+	f.StringVar(&o.Note, "note", "", "a note shown by status and list, e.g. a ticket or release name")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "print nothing when the lock is busy")
+	return c
+}
+
+func (o *runOptions) validate() (wait time.Duration, err error) {
+	if err := lock.ValidateKey(o.Key); err != nil {
+		return 0, err
+	}
+	if o.TTL < time.Second {
+		return 0, lock.Invalidf("--ttl must be at least 1s, got %s", o.TTL)
+	}
+	if o.KillGrace == 0 {
+		o.KillGrace = renew.DefaultKillGrace(o.TTL)
+	}
+	if o.KillGrace < 0 || o.KillGrace >= o.TTL/2 {
+		return 0, lock.Invalidf("--kill-grace must be positive and less than ttl/2 (%s), got %s", o.TTL/2, o.KillGrace)
+	}
+	if o.BusyExitCode < 0 || o.BusyExitCode > 255 {
+		return 0, lock.Invalidf("--busy-exit-code must be 0-255, got %d", o.BusyExitCode)
+	}
+	return parseWait(o.Wait)
+}
+
+// parseWait reads --wait: 0, a Go duration, or "forever".
+func parseWait(s string) (time.Duration, error) {
+	if strings.EqualFold(s, "forever") {
+		return acquire.Forever, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, lock.Invalidf("--wait must be a duration such as 30s or 10m, or forever; got %q", s)
+	}
+	return d, nil
+}
+
+func (o *runOptions) run(ctx context.Context, args []string) error {
+	wait, err := o.validate()
+	if err != nil {
+		return err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	b, err := o.g.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	log := o.g.logger()
+	owner, err := newOwner()
+	if err != nil {
+		return err
+	}
+	waitingLogged := false
+	code, err := runner.Run(ctx, runner.Config{
+		Backend:     b,
+		BackendDesc: o.g.describeBackend(),
+		Request: lock.Request{
+			Key: o.Key, TTL: o.TTL, Owner: owner,
+			Meta: lock.Meta{Host: hostname(), PID: os.Getpid(), User: username(), Command: args[0], Note: o.Note},
+		},
+		Wait:           wait,
+		KillGrace:      o.KillGrace,
+		ReleaseTimeout: o.g.ConnectTimeout,
+		Args:           args,
+		Stdin:          o.g.stdin, Stdout: o.g.stdout, Stderr: o.g.stderr,
+		Log: log,
+		OnBusy: func(h lock.Holder) {
+			if !waitingLogged && !o.Quiet {
+				waitingLogged = true
+				log.Warn("waiting for lock", "key", o.Key, "holder", lock.DescribeHolder(h, time.Now()))
+			}
+		},
+	})
+	var busy *lock.BusyError
+	switch {
+	case errors.As(err, &busy):
+		if o.Quiet {
+			return withCode(o.BusyExitCode)
+		}
+		return &statusError{code: o.BusyExitCode, msg: busy.Error() + busyHint(wait)}
+	case err != nil:
+		return err
+	case code != 0:
+		return withCode(code)
+	}
+	return nil
+}
+
+func busyHint(wait time.Duration) string {
+	if wait == 0 {
+		return " (use --wait to wait for it)"
+	}
+	return fmt.Sprintf(" (gave up after --wait %s)", wait)
+}
+
+func newOwner() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("cannot make an owner id: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
+}
+
+func username() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return os.Getenv("USER")
+}

@@ -1,0 +1,168 @@
+// Package file is the zero-setup engine: flock(2) on a per-key file in a
+// local directory. The kernel drops the lock when the holder dies, so a
+// lease cannot outlive its process; the TTL only drives renewal (which
+// checks that the sidecar still names us) and what status shows.
+package file
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// Backend is a directory of lock files.
+type Backend struct {
+	dir    string
+	prefix string
+	host   string
+}
+
+// Open uses dir ("" = DefaultDir()), creating it with mode 0700.
+func Open(dir, prefix string) (*Backend, error) {
+	if dir == "" {
+		dir = DefaultDir()
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, &lock.UnavailableError{Msg: fmt.Sprintf("cannot create lock directory %s: %v", dir, errors.Unwrap(err)), Err: err}
+	}
+	host, _ := os.Hostname()
+	return &Backend{dir: dir, prefix: prefix, host: host}, nil
+}
+
+// Dir is the directory holding the locks.
+func (b *Backend) Dir() string { return b.dir }
+
+func (b *Backend) paths(key string) (lockPath, metaPath, tokenPath string) {
+	base := filepath.Join(b.dir, baseName(b.prefix, key))
+	return base + ".lock", base + ".json", base + ".token"
+}
+
+// Guarantee implements lock.Backend.
+func (b *Backend) Guarantee() string {
+	return "file: exclusive among processes sharing this directory on one machine; the kernel frees the lock when its holder dies"
+}
+
+// Close implements lock.Backend.
+func (b *Backend) Close() error { return nil }
+
+// TryAcquire implements lock.Backend.
+func (b *Backend) TryAcquire(ctx context.Context, req lock.Request) (lock.Lease, error) {
+	lockPath, metaPath, tokenPath := b.paths(req.Key)
+	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, &lock.UnavailableError{Msg: fmt.Sprintf("cannot open lock file %s: %v", lockPath, errors.Unwrap(err)), Err: err}
+	}
+	granted := time.Now()
+	if err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, &lock.BusyError{Holder: b.heldBy(req.Key, metaPath)}
+		}
+		return nil, fmt.Errorf("flock %s: %w", lockPath, err)
+	}
+	l, err := b.initLease(f, req, metaPath, tokenPath, granted)
+	if err != nil {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (b *Backend) initLease(f *os.File, req lock.Request, metaPath, tokenPath string, granted time.Time) (*Lease, error) {
+	now := time.Now()
+	tok, err := nextToken(tokenPath, now)
+	if err != nil {
+		return nil, fmt.Errorf("fencing counter for %s: %w", req.Key, err)
+	}
+	m := meta{
+		Key: req.Key, Owner: req.Owner, Token: tok,
+		Host: req.Meta.Host, PID: req.Meta.PID, User: req.Meta.User, Command: req.Meta.Command, Note: req.Meta.Note,
+		AcquiredAt: now, RenewedAt: now, TTLms: req.TTL.Milliseconds(),
+	}
+	if err := writeMeta(metaPath, m); err != nil {
+		return nil, fmt.Errorf("holder metadata for %s: %w", req.Key, err)
+	}
+	return &Lease{f: f, meta: m, metaPath: metaPath, granted: granted}, nil
+}
+
+// heldBy describes the holder of a key whose flock we could not take.
+func (b *Backend) heldBy(key, metaPath string) lock.Holder {
+	m, ok, _ := readMeta(metaPath)
+	if !ok || m.Key != key {
+		return lock.Holder{Key: key, ExpiresIn: -1}
+	}
+	return m.holder(time.Now())
+}
+
+// Inspect implements lock.Backend.
+func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
+	lockPath, metaPath, _ := b.paths(key)
+	held, err := isLocked(lockPath)
+	if err != nil || !held {
+		return lock.Holder{}, false, err
+	}
+	return b.heldBy(key, metaPath), true, nil
+}
+
+// Break implements lock.Backend. The flock belongs to the holder's process
+// and cannot be taken from it: break removes the sidecar that names the
+// holder and signals the holding distlock (SIGWINCH, harmless to anything
+// else) so that its renewer checks at once, finds the lease gone, stops its
+// child and lets go of the flock.
+func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
+	h, ok, err := b.Inspect(ctx, key)
+	if err != nil {
+		return h, err
+	}
+	if !ok {
+		return h, lock.ErrNotHeld
+	}
+	if token != 0 && h.Token != token {
+		return h, &lock.BusyError{Holder: h}
+	}
+	_, metaPath, _ := b.paths(key)
+	if err := os.Remove(metaPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return h, err
+	}
+	if h.Meta.PID > 0 && h.Meta.Host == b.host {
+		syscall.Kill(h.Meta.PID, syscall.SIGWINCH)
+	}
+	return h, nil
+}
+
+// isLocked probes a lock file with a shared non-blocking flock.
+func isLocked(lockPath string) (bool, error) {
+	f, err := os.Open(lockPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	err = flock(f, syscall.LOCK_SH|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false, nil
+}
+
+func flock(f *os.File, how int) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package file
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// meta is the sidecar describing the holder; written atomically by rename.
+type meta struct {
+	Key        string    `json:"key"`
+	Owner      string    `json:"owner"`
+	Token      uint64    `json:"token"`
+	Host       string    `json:"host"`
+	PID        int       `json:"pid"`
+	User       string    `json:"user"`
+	Command    string    `json:"command"`
+	Note       string    `json:"note"`
+	AcquiredAt time.Time `json:"acquired_at"`
+	RenewedAt  time.Time `json:"renewed_at"`
+	TTLms      int64     `json:"ttl_ms"`
+}
+
+func (m meta) holder(now time.Time) lock.Holder {
+	ttl := time.Duration(m.TTLms) * time.Millisecond
+	return lock.Holder{
+		Key:        m.Key,
+		Owner:      m.Owner,
+		Token:      m.Token,
+		Meta:       lock.Meta{Host: m.Host, PID: m.PID, User: m.User, Command: m.Command, Note: m.Note},
+		AcquiredAt: m.AcquiredAt,
+		TTL:        ttl,
+		ExpiresIn:  max(0, m.RenewedAt.Add(ttl).Sub(now)),
+	}
+}
+
+func readMeta(path string) (meta, bool, error) {
+	var m meta
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return m, false, nil
+	}
+	if err != nil {
+		return m, false, err
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, false, nil // a torn or foreign file: treat as no holder metadata
+	}
+	return m, true, nil
+}
+
+func writeMeta(path string, m meta) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(path, b, false)
+}
+
+// writeAtomic writes b to path by a rename, optionally fsyncing the data
+// and the directory so the write survives a crash.
+func writeAtomic(path string, b []byte, durable bool) error {
+	tmp := path + ".tmp" + strconv.Itoa(os.Getpid())
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil && durable {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if durable {
+		if d, err := os.Open(filepath.Dir(path)); err == nil {
+			err = d.Sync()
+			d.Close()
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+// Package backend opens a lock engine by the scheme of its URL.
+package backend
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/distlock/distlock/internal/backend/file"
+	"github.com/distlock/distlock/internal/backend/redis"
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// Options are the engine-neutral settings from flags and environment.
+type Options struct {
+	Prefix         string
+	ConnectTimeout time.Duration
+	Password       string // from DISTLOCK_PASSWORD or --password-file; the URL's wins
+}
+
+// Open connects to the engine named by rawURL ("" = the file engine in its
+// default directory). Usage mistakes are lock.ErrInvalid; an engine that
+// cannot be reached is lock.ErrUnavailable. Errors never hold the password.
+func Open(ctx context.Context, rawURL string, opts Options) (lock.Backend, error) {
+	if rawURL == "" {
+		rawURL = "file://"
+	}
+	scheme, _, ok := strings.Cut(rawURL, "://")
+	if !ok {
+		return nil, lock.Invalidf("backend %q is not a URL: use file://DIR, redis://HOST:PORT or etcd://HOST:PORT", Redact(rawURL))
+	}
+	switch strings.ToLower(scheme) {
+	case "file":
+		u, err := url.Parse(rawURL)
+		if err != nil {
+			return nil, lock.Invalidf("backend URL %q is malformed: %v", Redact(rawURL), cleanURLError(err))
+		}
+		dir := u.Host + u.Path
+		return file.Open(dir, opts.Prefix)
+	case "redis", "rediss":
+		cfg, err := redis.ParseURL(rawURL)
+		if err != nil {
+			return nil, err
+		}
+		if cfg.Password == "" {
+			cfg.Password = opts.Password
+		}
+		cfg.Prefix = opts.Prefix
+		cfg.ConnectTimeout = opts.ConnectTimeout
+		return redis.New(ctx, cfg)
+	default:
+		return nil, lock.Invalidf("backend scheme %q is not supported: use file://, redis://, rediss://, etcd:// or etcds://", scheme)
+	}
+}
+
+// LoadPassword returns the password from --password-file (first line) or
+// DISTLOCK_PASSWORD; the file wins when both are set.
+func LoadPassword(passwordFile string) (string, error) {
+	if passwordFile != "" {
+		b, err := os.ReadFile(passwordFile)
+		if err != nil {
+			return "", lock.Invalidf("cannot read --password-file: %v", err)
+		}
+		pw, _, _ := strings.Cut(string(b), "\n")
+		return strings.TrimRight(pw, "\r"), nil
+	}
+	return os.Getenv("DISTLOCK_PASSWORD"), nil
+}
+
+// cleanURLError drops the URL from url.Parse's error, since it may hold a password.
+func cleanURLError(err error) error {
+	if ue, ok := err.(*url.Error); ok {
+		return ue.Err
+	}
+	return err
+}
+
+// Describe is the redacted URL shown to users and children.
+func Describe(rawURL string) string {
+	if rawURL == "" {
+		return "file://" + file.DefaultDir()
+	}
+	return Redact(rawURL)
+}
+

@@ -1,0 +1,53 @@
+package backend
+
+import (
+	"net/url"
+	"strings"
+)
+
+// Redact replaces the password in a URL (and any password-like query
+// parameter) with "xxxxx". It works on malformed URLs too, since those are
+// exactly the ones that end up in error messages.
+func Redact(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		changed := false
+		if u.User != nil {
+			if _, has := u.User.Password(); has {
+				u.User = url.UserPassword(u.User.Username(), "xxxxx")
+				changed = true
+			}
+		}
+		q := u.Query()
+		for k := range q {
+			if isSecretParam(k) {
+				q.Set(k, "xxxxx")
+				changed = true
+			}
+		}
+		if !changed {
+			return raw
+		}
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	// Malformed: blank everything between "://" and the last '@' after the first ':'.
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		if i := strings.LastIndex(raw, "@"); i >= 0 {
+			return "xxxxx" + raw[i:]
+		}
+		return raw
+	}
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		userinfo := rest[:at]
+		if user, _, has := strings.Cut(userinfo, ":"); has {
+			return scheme + "://" + user + ":xxxxx" + rest[at:]
+		}
+	}
+	return raw
+}
+
+func isSecretParam(k string) bool {
+	k = strings.ToLower(k)
+	return strings.Contains(k, "pass") || strings.Contains(k, "secret") || strings.Contains(k, "token")
+}

@@ -1,0 +1,28 @@
+package backend
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRedact(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"redis://:s3cret@localhost:6379/0", "redis://:xxxxx@localhost:6379/0"},
+		{"redis://bob:s3cret@localhost:6379", "redis://bob:xxxxx@localhost:6379"},
+		{"rediss://bob@localhost:6379", "rediss://bob@localhost:6379"},
+		{"etcd://a:2379,b:2379", "etcd://a:2379,b:2379"},
+		{"etcds://root:s3cret@a:2379,b:2379?cacert=/ca.pem", "etcds://root:xxxxx@a:2379,b:2379?cacert=%2Fca.pem"},
+		{"redis://h:6379?password=s3cret", "redis://h:6379?password=xxxxx"},
+		{"redis://bob:s3cret@host:notaport%zz", "redis://bob:xxxxx@host:notaport%zz"},
+		{"file:///var/lock", "file:///var/lock"},
+		{"", ""},
+	} {
+		got := Redact(tc.in)
+		if got != tc.want {
+			t.Errorf("Redact(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if strings.Contains(got, "s3cret") {
+			t.Errorf("Redact(%q) leaks the password: %q", tc.in, got)
+		}
+	}
+}

@@ -1,0 +1,47 @@
+package redis
+
+import (
+	"context"
+	"time"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// Lease is our ownership of the lock hash, proven by the owner id.
+type Lease struct {
+	b       *Backend
+	key     string
+	owner   string
+	token   uint64
+	ttl     time.Duration
+	granted time.Time
+}
+
+func (l *Lease) Key() string        { return l.key }
+func (l *Lease) Token() uint64      { return l.token }
+func (l *Lease) Owner() string      { return l.owner }
+func (l *Lease) Granted() time.Time { return l.granted }
+
+// Renew implements lock.Lease.
+func (l *Lease) Renew(ctx context.Context) error {
+	n, err := renewScript.Run(ctx, l.b.c, []string{l.b.lockKey(l.key)}, l.owner, l.ttl.Milliseconds()).Int()
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return lock.ErrNotHeld
+	}
+	return nil
+}
+
+// Release implements lock.Lease.
+func (l *Lease) Release(ctx context.Context) error {
+	n, err := releaseScript.Run(ctx, l.b.c, []string{l.b.lockKey(l.key)}, l.owner, l.b.channel(l.key)).Int()
+	if err != nil {
+		return l.b.unavailable(err)
+	}
+	if n != 1 {
+		return lock.ErrNotHeld
+	}
+	return nil
+}

@@ -1,0 +1,210 @@
+// Package redis is the Redis engine: the lock is a hash with a TTL holding
+// the holder's metadata, a counter key with no TTL feeds fencing tokens, and
+// releases are published on a channel so that waiters wake at once. Every
+// mutation is a Lua script, so it is atomic on the server.
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// Backend is one Redis server (or a primary with replicas).
+type Backend struct {
+	c      *goredis.Client
+	prefix string
+	addr   string
+}
+
+// New connects and checks the server answers within cfg.ConnectTimeout.
+func New(ctx context.Context, cfg Config) (*Backend, error) {
+	o := cfg.Options
+	if o.Password == "" {
+		o.Password = cfg.Password
+	}
+	if cfg.ConnectTimeout > 0 {
+		o.DialTimeout = cfg.ConnectTimeout
+	}
+	// Without this go-redis ignores context deadlines on socket reads, and a
+	// renew against a paused server blocks for ReadTimeout (DESIGN §5).
+	o.ContextTimeoutEnabled = true
+	// distlock has its own retry policy; a blind retry of a script whose
+	// reply was lost must not hide the real timing from the renewer.
+	o.MaxRetries = -1
+	o.PoolSize = 4
+	o.DisableIdentity = true
+	b := &Backend{c: goredis.NewClient(o), prefix: cfg.Prefix, addr: o.Addr}
+	pctx, cancel := context.WithTimeout(ctx, o.DialTimeout)
+	defer cancel()
+	if err := b.c.Ping(pctx).Err(); err != nil {
+		b.c.Close()
+		return nil, b.unavailable(err)
+	}
+	return b, nil
+}
+
+// unavailable turns a connection or auth failure into a one-line error
+// that says what to do. go-redis errors never hold the password.
+func (b *Backend) unavailable(err error) error {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "NOAUTH") || strings.Contains(msg, "invalid password"):
+		return &lock.UnavailableError{Msg: fmt.Sprintf("redis at %s refused the credentials (%s): check the user and password in --backend, DISTLOCK_PASSWORD or --password-file", b.addr, firstLine(msg)), Err: err}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &lock.UnavailableError{Msg: fmt.Sprintf("redis at %s did not answer in time: check that it is up and reachable, or raise --connect-timeout", b.addr), Err: err}
+	default:
+		return &lock.UnavailableError{Msg: fmt.Sprintf("cannot reach redis at %s: %s: check --backend and that the server is up", b.addr, firstLine(msg)), Err: err}
+	}
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// Key names share the hash tag {key} so that lock, counter and channel live
+// in one cluster slot.
+func (b *Backend) lockKey(key string) string  { return b.prefix + ":{" + key + "}" }
+func (b *Backend) tokenKey(key string) string { return b.lockKey(key) + ":token" }
+func (b *Backend) channel(key string) string  { return b.lockKey(key) + ":released" }
+
+// Guarantee implements lock.Backend.
+func (b *Backend) Guarantee() string {
+	return "single Redis: exclusive while this node lives; a failover to an async replica can grant the lock twice"
+}
+
+// Close implements lock.Backend.
+func (b *Backend) Close() error { return b.c.Close() }
+
+// TryAcquire implements lock.Backend.
+func (b *Backend) TryAcquire(ctx context.Context, req lock.Request) (lock.Lease, error) {
+	granted := time.Now()
+	res, err := acquireScript.Run(ctx, b.c,
+		[]string{b.lockKey(req.Key), b.tokenKey(req.Key)},
+		req.Owner, req.TTL.Milliseconds(), req.Meta.Host, req.Meta.PID, req.Meta.User, req.Meta.Command, req.Meta.Note,
+	).Slice()
+	if err != nil {
+		return nil, b.unavailable(err)
+	}
+	if len(res) >= 2 && res[0] == int64(1) {
+		tok, err := strconv.ParseUint(fmt.Sprint(res[1]), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("redis returned a bad token %v", res[1])
+		}
+		return &Lease{b: b, key: req.Key, owner: req.Owner, token: tok, ttl: req.TTL, granted: granted}, nil
+	}
+	if len(res) == 3 {
+		return nil, &lock.BusyError{Holder: parseHolder(req.Key, res[1], res[2])}
+	}
+	return nil, fmt.Errorf("unexpected reply from the acquire script: %v", res)
+}
+
+// Inspect implements lock.Backend.
+func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
+	res, err := inspectScript.Run(ctx, b.c, []string{b.lockKey(key)}).Slice()
+	if err != nil {
+		return lock.Holder{}, false, b.unavailable(err)
+	}
+	if len(res) != 2 {
+		return lock.Holder{}, false, fmt.Errorf("unexpected reply from the inspect script: %v", res)
+	}
+	if fields, _ := res[0].([]any); len(fields) == 0 {
+		return lock.Holder{}, false, nil
+	}
+	return parseHolder(key, res[0], res[1]), true, nil
+}
+
+// Break implements lock.Backend.
+func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
+	res, err := breakScript.Run(ctx, b.c, []string{b.lockKey(key)}, strconv.FormatUint(token, 10), b.channel(key)).Slice()
+	if err != nil {
+		return lock.Holder{}, b.unavailable(err)
+	}
+	if len(res) == 0 || res[0] == int64(0) {
+		return lock.Holder{}, lock.ErrNotHeld
+	}
+	if len(res) != 3 {
+		return lock.Holder{}, fmt.Errorf("unexpected reply from the break script: %v", res)
+	}
+	h := parseHolder(key, res[1], res[2])
+	if res[0] == int64(2) {
+		return h, &lock.BusyError{Holder: h}
+	}
+	return h, nil
+}
+
+// Notify implements lock.Notifier with the key's release channel. The
+// subscription is confirmed before it returns, so a release published
+// after Notify returns is never missed.
+func (b *Backend) Notify(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+	ps := b.c.Subscribe(ctx, b.channel(key))
+	if _, err := ps.Receive(ctx); err != nil {
+		ps.Close()
+		return nil, nil, b.unavailable(err)
+	}
+	out := make(chan struct{}, 1)
+	msgs := ps.Channel()
+	go func() {
+		for range msgs {
+			select {
+			case out <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return out, func() { ps.Close() }, nil
+}
+
+// parseHolder reads the lock hash's fields (a flat name/value list) and PTTL.
+func parseHolder(key string, fields, pttl any) lock.Holder {
+	h := lock.Holder{Key: key, ExpiresIn: -1}
+	list, _ := fields.([]any)
+	for i := 0; i+1 < len(list); i += 2 {
+		name, _ := list[i].(string)
+		val, _ := list[i+1].(string)
+		switch name {
+		case "owner":
+			h.Owner = val
+		case "token":
+			h.Token, _ = strconv.ParseUint(val, 10, 64)
+		case "host":
+			h.Meta.Host = val
+		case "pid":
+			h.Meta.PID, _ = strconv.Atoi(val)
+		case "user":
+			h.Meta.User = val
+		case "cmd":
+			h.Meta.Command = val
+		case "note":
+			h.Meta.Note = val
+		case "acquired_ms":
+			if ms, err := strconv.ParseInt(val, 10, 64); err == nil {
+				h.AcquiredAt = time.UnixMilli(ms)
+			}
+		case "ttl_ms":
+			if ms, err := strconv.ParseInt(val, 10, 64); err == nil {
+				h.TTL = time.Duration(ms) * time.Millisecond
+			}
+		}
+	}
+	if ms, ok := pttl.(int64); ok && ms >= 0 {
+		h.ExpiresIn = time.Duration(ms) * time.Millisecond
+	}
+	return h
+}
+
+// go-redis logs dial failures to stderr by itself; distlock reports them
+// once, as one line, through its own errors.
+func init() { goredis.SetLogger(quietLogger{}) }
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}

@@ -1,0 +1,8 @@
+-- Free the lock if it is still ours and wake the waiters.
+-- KEYS[1] lock hash; ARGV: owner, channel. Returns 1 released, 0 not ours.
+if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', ARGV[2], 'released')
+  return 1
+end
+return 0

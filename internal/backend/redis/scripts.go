@@ -1,0 +1,26 @@
+package redis
+
+import (
+	_ "embed"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed acquire.lua
+	acquireSrc string
+	//go:embed renew.lua
+	renewSrc string
+	//go:embed release.lua
+	releaseSrc string
+	//go:embed inspect.lua
+	inspectSrc string
+	//go:embed break.lua
+	breakSrc string
+
+	acquireScript = goredis.NewScript(acquireSrc)
+	renewScript   = goredis.NewScript(renewSrc)
+	releaseScript = goredis.NewScript(releaseSrc)
+	inspectScript = goredis.NewScript(inspectSrc)
+	breakScript   = goredis.NewScript(breakSrc)
+)

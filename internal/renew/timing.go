@@ -1,0 +1,49 @@
+package renew
+
+import "time"
+
+// Timing is the lease arithmetic of DESIGN §1, kept pure so it can be
+// tested on its own.
+type Timing struct {
+	TTL       time.Duration
+	KillGrace time.Duration
+}
+
+const (
+	// Drift (ρ) allows for the engine's clock running faster than ours.
+	Drift = 0.01
+	// Delta (δ) covers the time from our SIGKILL to the child being gone.
+	Delta = 2 * time.Millisecond
+)
+
+// ValidUntil is the last moment the lease is certainly valid, counting from
+// s, the moment just before the granting request was sent.
+func (t Timing) ValidUntil(s time.Time) time.Time {
+	return s.Add(time.Duration(float64(t.TTL)*(1-Drift)) - Delta)
+}
+
+// TermAt is when the child's group gets SIGTERM if renewal keeps failing.
+func (t Timing) TermAt(validUntil time.Time) time.Time { return validUntil.Add(-t.KillGrace) }
+
+// KillAt is when the child's group gets SIGKILL.
+func (t Timing) KillAt(validUntil time.Time) time.Time { return validUntil.Add(-Delta) }
+
+// Interval is the time between renewals.
+func (t Timing) Interval() time.Duration { return t.TTL / 3 }
+
+// AttemptTimeout bounds one renew request, so that a stuck one leaves room
+// for retries before TermAt.
+func (t Timing) AttemptTimeout() time.Duration { return max(t.TTL/5, 50*time.Millisecond) }
+
+// Backoff is the delay before retry n (1, 2, ...) after a failed renew:
+// TTL/50 doubling, at most TTL/10.
+func (t Timing) Backoff(n int) time.Duration {
+	d := t.TTL / 50
+	for i := 1; i < n && d < t.TTL/10; i++ {
+		d *= 2
+	}
+	return min(d, t.TTL/10)
+}
+
+// DefaultKillGrace is min(10s, ttl/3).
+func DefaultKillGrace(ttl time.Duration) time.Duration { return min(10*time.Second, ttl/3) }

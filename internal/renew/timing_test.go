@@ -1,0 +1,48 @@
+package renew
+
+import (
+	"testing"
+	"time"
+)
+
+func TestTiming(t *testing.T) {
+	s := time.Unix(1000, 0)
+	tm := Timing{TTL: 30 * time.Second, KillGrace: 10 * time.Second}
+	vu := tm.ValidUntil(s)
+	if want := s.Add(29700*time.Millisecond - 2*time.Millisecond); !vu.Equal(want) {
+		t.Fatalf("ValidUntil = %v, want %v", vu.Sub(s), want.Sub(s))
+	}
+	if got := tm.TermAt(vu).Sub(s); got != 19698*time.Millisecond {
+		t.Errorf("TermAt = %v after s", got)
+	}
+	if got := tm.KillAt(vu).Sub(s); got != 29696*time.Millisecond {
+		t.Errorf("KillAt = %v after s", got)
+	}
+	if got := tm.Interval(); got != 10*time.Second {
+		t.Errorf("Interval = %v", got)
+	}
+	// The SIGKILL must land before the engine can expire the lease, which
+	// happens no earlier than s+TTL.
+	if !tm.KillAt(vu).Before(s.Add(tm.TTL)) {
+		t.Errorf("KillAt is not before the earliest server-side expiry")
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	tm := Timing{TTL: time.Second}
+	want := []time.Duration{20, 40, 80, 100, 100}
+	for i, w := range want {
+		if got := tm.Backoff(i + 1); got != w*time.Millisecond {
+			t.Errorf("Backoff(%d) = %v, want %v", i+1, got, w*time.Millisecond)
+		}
+	}
+}
+
+func TestDefaultKillGrace(t *testing.T) {
+	if got := DefaultKillGrace(time.Minute); got != 10*time.Second {
+		t.Errorf("DefaultKillGrace(1m) = %v", got)
+	}
+	if got := DefaultKillGrace(3 * time.Second); got != time.Second {
+		t.Errorf("DefaultKillGrace(3s) = %v", got)
+	}
+}

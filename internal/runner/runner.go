@@ -1,0 +1,193 @@
+// Package runner wires one `distlock run`: acquire the lease, run the
+// child while the keeper renews it, stop the child before the lease could
+// pass to anyone else, and release on every way out. It is engine-neutral:
+// everything it knows of the engine is a lock.Backend.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/distlock/distlock/internal/acquire"
+	"github.com/distlock/distlock/internal/child"
+	"github.com/distlock/distlock/internal/lock"
+	"github.com/distlock/distlock/internal/renew"
+)
+
+// Config is one run.
+type Config struct {
+	Backend        lock.Backend
+	BackendDesc    string // redacted URL, given to the child
+	Request        lock.Request
+	Wait           time.Duration // 0 once, acquire.Forever
+	KillGrace      time.Duration
+	ReleaseTimeout time.Duration
+	Args           []string
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Log            *slog.Logger
+	OnBusy         func(lock.Holder) // called while waiting; may be nil
+}
+
+// LostError: the lease was lost while the child ran; the child was stopped.
+type LostError struct {
+	Key    string
+	Reason error
+}
+
+func (e *LostError) Error() string {
+	return fmt.Sprintf("lost the lock on %s: %v; the command was terminated", e.Key, e.Reason)
+}
+
+// InterruptedError: a signal arrived before the command started.
+type InterruptedError struct {
+	Key    string
+	Signal syscall.Signal
+}
+
+func (e *InterruptedError) Error() string {
+	return fmt.Sprintf("interrupted by %s while acquiring %s; the command was not started", signalName(e.Signal), e.Key)
+}
+
+// forwarded are the signals passed on to the child's group.
+var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
+
+// Run performs the run and returns the child's exit status, or an error
+// (busy, unavailable, lost, interrupted, start failure).
+func Run(ctx context.Context, cfg Config) (int, error) {
+	log := cfg.Log
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwarded...)
+	defer signal.Stop(sigs)
+	// SIGWINCH is how a local `distlock break` asks us to check our lease now.
+	pokes := make(chan os.Signal, 1)
+	signal.Notify(pokes, syscall.SIGWINCH)
+	defer signal.Stop(pokes)
+
+	start := time.Now()
+	lease, err := acquireInterruptible(ctx, cfg, sigs)
+	if err != nil {
+		return 0, err
+	}
+	log.Info("acquired", "key", lease.Key(), "token", lease.Token(), "latency", time.Since(start).Round(time.Microsecond))
+	defer release(cfg, lease)
+
+	timing := renew.Timing{TTL: cfg.Request.TTL, KillGrace: cfg.KillGrace}
+	keeper := renew.Start(lease, timing, log)
+	defer keeper.Stop()
+	if time.Now().After(timing.TermAt(timing.ValidUntil(lease.Granted()))) {
+		return 0, &LostError{Key: lease.Key(), Reason: errors.New("the engine answered too slowly to leave time to run (raise --ttl)")}
+	}
+
+	p, err := child.Start(child.Spec{
+		Args: cfg.Args, Env: childEnv(cfg, lease),
+		Stdin: cfg.Stdin, Stdout: cfg.Stdout, Stderr: cfg.Stderr,
+	})
+	if err != nil {
+		return 0, err
+	}
+	log.Debug("child started", "pid", p.PID())
+
+	stops := make(chan child.Stop, 1)
+	watchDone := make(chan struct{})
+	defer close(watchDone)
+	go func() {
+		for {
+			select {
+			case l := <-keeper.Lost():
+				stops <- child.Stop{Reason: l.Err, KillAt: l.KillAt}
+				return
+			case <-pokes:
+				keeper.Poke()
+			case <-watchDone:
+				return
+			}
+		}
+	}()
+	out := p.Supervise(sigs, stops, cfg.KillGrace)
+	log.Info("child exited", "key", lease.Key(), "status", out.Code, "ran", time.Since(start).Round(time.Millisecond))
+	if out.Stopped != nil {
+		return out.Code, &LostError{Key: lease.Key(), Reason: out.Stopped.Reason}
+	}
+	return out.Code, nil
+}
+
+// acquireInterruptible acquires, giving up cleanly if a terminating signal
+// arrives while waiting.
+func acquireInterruptible(ctx context.Context, cfg Config, sigs <-chan os.Signal) (lock.Lease, error) {
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type res struct {
+		l   lock.Lease
+		err error
+	}
+	done := make(chan res, 1)
+	go func() {
+		l, err := acquire.Acquire(actx, cfg.Backend, cfg.Request, acquire.Options{Wait: cfg.Wait, Progress: cfg.OnBusy})
+		done <- res{l, err}
+	}()
+	var got syscall.Signal
+	for {
+		select {
+		case r := <-done:
+			if got != 0 {
+				if r.err == nil {
+					release(cfg, r.l)
+				}
+				return nil, &InterruptedError{Key: cfg.Request.Key, Signal: got}
+			}
+			return r.l, r.err
+		case s := <-sigs:
+			if sig, ok := s.(syscall.Signal); ok && sig != syscall.SIGUSR1 && sig != syscall.SIGUSR2 && got == 0 {
+				got = sig
+				cancel()
+			}
+		}
+	}
+}
+
+func release(cfg Config, lease lock.Lease) {
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.ReleaseTimeout)
+	defer cancel()
+	err := lease.Release(ctx)
+	switch {
+	case err == nil:
+		cfg.Log.Info("released", "key", lease.Key(), "token", lease.Token())
+	case errors.Is(err, lock.ErrNotHeld):
+		cfg.Log.Info("release: the lock was no longer ours", "key", lease.Key(), "token", lease.Token())
+	default:
+		cfg.Log.Warn("release failed; the lease will expire by itself", "key", lease.Key(), "ttl", cfg.Request.TTL, "error", err)
+	}
+}
+
+func childEnv(cfg Config, lease lock.Lease) []string {
+	return []string{
+		"DISTLOCK_KEY=" + lease.Key(),
+		"DISTLOCK_TOKEN=" + strconv.FormatUint(lease.Token(), 10),
+		"DISTLOCK_OWNER=" + lease.Owner(),
+		"DISTLOCK_TTL=" + strconv.FormatFloat(cfg.Request.TTL.Seconds(), 'f', -1, 64),
+		"DISTLOCK_BACKEND=" + cfg.BackendDesc,
+	}
+}
+
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	case syscall.SIGQUIT:
+		return "SIGQUIT"
+	}
+	return s.String()
+}
