@@ -56,7 +56,9 @@ fails the command is stopped before the lease could pass to anyone else.`,
 		newRunCommand(g),
 		newStatusCommand(g),
 		newBreakCommand(g),
+		newVersionCommand(g),
 	)
+	setVersionFlag(root)
 	return root
 }
 

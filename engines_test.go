@@ -1,0 +1,109 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/distlock/distlock/internal/testenv/faultproxy"
+	"github.com/distlock/distlock/internal/testenv/server"
+)
+
+// engine is one way of running the scenarios: an engine and how to start a
+// fresh instance of it for each script.
+type engine struct {
+	name string
+	// kind groups engines that share engine-specific scenarios: file, redis, etcd.
+	kind string
+	// real: a real server process that can be stopped, killed and restarted.
+	real bool
+	// start brings up a fresh instance for one script.
+	start func(env *testscript.Env, st *engineState) error
+	// available reports nil, or why the engine cannot run here.
+	available func() error
+}
+
+// engineState is what a script's commands know of its engine.
+type engineState struct {
+	engine *engine
+	url    string // DISTLOCK_BACKEND, through the proxy for network engines
+	proxy  *faultproxy.Proxy
+	server *server.Process
+	mini   *miniredis.Miniredis
+}
+
+type stateKey struct{}
+
+func stateOf(ts *testscript.TestScript) *engineState {
+	return ts.Value(stateKey{}).(*engineState)
+}
+
+// requireServers: CI sets DISTLOCK_TEST_REQUIRE_SERVERS=1 so that real
+// servers cannot be skipped silently.
+func requireServers() bool { return os.Getenv("DISTLOCK_TEST_REQUIRE_SERVERS") == "1" }
+
+func engines() []*engine {
+	return []*engine{
+		{
+			name: "file", kind: "file",
+			available: func() error { return nil },
+			start: func(env *testscript.Env, st *engineState) error {
+				st.url = "file://" + filepath.Join(env.WorkDir, ".locks")
+				return nil
+			},
+		},
+		{
+			name: "miniredis", kind: "redis",
+			available: func() error { return nil },
+			start: func(env *testscript.Env, st *engineState) error {
+				m := miniredis.NewMiniRedis()
+				if err := m.Start(); err != nil {
+					return err
+				}
+				env.Defer(m.Close)
+				st.mini = m
+				return st.proxyTo(env, "redis", m.Addr())
+			},
+		},
+		{
+			name: "redis-server", kind: "redis", real: true,
+			available: binaryOnPath("redis-server"),
+			start: func(env *testscript.Env, st *engineState) error {
+				p, err := server.StartRedis(filepath.Join(env.WorkDir, ".redis"))
+				if err != nil {
+					return err
+				}
+				env.Defer(func() { p.Close() })
+				st.server = p
+				return st.proxyTo(env, "redis", p.Addr())
+			},
+		},
+	}
+}
+
+// proxyTo routes the engine's URL through a fault proxy, so that scenarios
+// can pause or drop the traffic between distlock and the server.
+func (st *engineState) proxyTo(env *testscript.Env, scheme, addr string) error {
+	p, err := faultproxy.New(addr)
+	if err != nil {
+		return err
+	}
+	env.Defer(func() { p.Close() })
+	st.proxy = p
+	st.url = fmt.Sprintf("%s://%s", scheme, p.Addr())
+	env.Setenv("DISTLOCK_DIRECT_BACKEND", fmt.Sprintf("%s://%s", scheme, addr))
+	return nil
+}
+
+func binaryOnPath(name string) func() error {
+	return func() error {
+		if _, err := lookPath(name); err != nil {
+			return errors.New(name + " is not on PATH")
+		}
+		return nil
+	}
+}

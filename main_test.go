@@ -1,0 +1,57 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/distlock/distlock/cmd"
+)
+
+// TestMain registers distlock as a command the scenarios can exec: the test
+// binary re-runs itself as distlock, so every scenario drives real
+// processes with real signals.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"distlock": func() { os.Exit(cmd.Execute()) },
+		"exitcode": exitcodeMain,
+	})
+}
+
+// exitcodeMain is `exitcode N COMMAND [ARGS...]`: run COMMAND with our
+// stdio and succeed only if it exits with status N (128+S for signal S).
+// testscript's exec checks success only; distlock's exit codes are its API.
+func exitcodeMain() {
+	if len(os.Args) < 3 {
+		fmt.Fprintln(os.Stderr, "usage: exitcode N COMMAND [ARGS...]")
+		os.Exit(2)
+	}
+	want, err := strconv.Atoi(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "exitcode: N must be a number")
+		os.Exit(2)
+	}
+	c := exec.Command(os.Args[2], os.Args[3:]...)
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	err = c.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		fmt.Fprintf(os.Stderr, "exitcode: %v\n", err)
+		os.Exit(2)
+	}
+	got := c.ProcessState.ExitCode()
+	if ws, ok := c.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		got = 128 + int(ws.Signal())
+	}
+	if got != want {
+		fmt.Fprintf(os.Stderr, "exitcode: %s exited %d, want %d\n", os.Args[2], got, want)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
