@@ -1,0 +1,195 @@
+// Package faultproxy is a TCP proxy on 127.0.0.1 that tests put between a
+// client and a real server to inject network faults: Pause holds every byte
+// (a black hole that keeps connections open), Drop tears connections down
+// and refuses new ones. Faults are real socket behaviour, never mocks.
+package faultproxy
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"time"
+)
+
+// Proxy forwards TCP connections from Addr to a target. Its zero value is
+// not usable; create one with New. All methods are safe for concurrent use.
+type Proxy struct {
+	target string
+	ln     net.Listener
+
+	ctx    context.Context // cancelled by Close; bounds dials to the target
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the accept loop and every connection goroutine
+
+	mu      sync.Mutex
+	paused  bool
+	resume  chan struct{} // closed by Resume; valid while paused
+	dropped bool
+	closed  bool
+	conns   map[*conn]struct{}
+}
+
+// New listens on 127.0.0.1:0 and forwards every accepted connection to
+// target ("host:port").
+func New(target string) (*Proxy, error) {
+	if _, _, err := net.SplitHostPort(target); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Proxy{
+		target: target,
+		ln:     ln,
+		ctx:    ctx,
+		cancel: cancel,
+		conns:  make(map[*conn]struct{}),
+	}
+	p.wg.Add(1)
+	go p.acceptLoop()
+	return p, nil
+}
+
+// Addr is the proxy's listening address, "127.0.0.1:port". It never changes.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Pause holds all traffic in both directions on existing and new
+// connections: new connections are accepted but not forwarded (the target
+// is not even dialled), bytes, half-closes and resets are held until Resume.
+// Connections stay open. A write already under way when Pause is called may
+// complete; nothing starts after Pause returns.
+func (p *Proxy) Pause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.paused {
+		p.paused = true
+		p.resume = make(chan struct{})
+	}
+}
+
+// Resume releases held traffic and forwards again.
+func (p *Proxy) Resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.paused {
+		p.paused = false
+		close(p.resume)
+	}
+}
+
+// Drop abruptly closes (RST) both sides of every current connection and,
+// until Heal, closes every new connection as soon as it is accepted, so a
+// client's dial may succeed but its first read fails at once.
+func (p *Proxy) Drop() {
+	p.mu.Lock()
+	p.dropped = true
+	victims := p.snapshotLocked()
+	p.mu.Unlock()
+	for _, c := range victims {
+		c.abort()
+	}
+}
+
+// Heal accepts and forwards new connections again after Drop. It does not
+// undo Pause.
+func (p *Proxy) Heal() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dropped = false
+}
+
+// Close stops the proxy: it closes the listener and every connection and
+// waits until all of its goroutines have returned. It is idempotent.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	victims := p.snapshotLocked()
+	p.mu.Unlock()
+
+	err := p.ln.Close()
+	p.cancel()
+	for _, c := range victims {
+		c.abort()
+	}
+	p.wg.Wait()
+	return err
+}
+
+func (p *Proxy) snapshotLocked() []*conn {
+	cs := make([]*conn, 0, len(p.conns))
+	for c := range p.conns {
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+func (p *Proxy) acceptLoop() {
+	defer p.wg.Done()
+	for {
+		nc, err := p.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Transient (e.g. out of file descriptors): back off briefly.
+			select {
+			case <-p.ctx.Done():
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			continue
+		}
+		c := newConn(nc)
+		p.mu.Lock()
+		switch {
+		case p.closed:
+			p.mu.Unlock()
+			c.abort()
+			return
+		case p.dropped:
+			p.mu.Unlock()
+			c.abort()
+			continue
+		}
+		p.conns[c] = struct{}{}
+		p.wg.Add(1)
+		p.mu.Unlock()
+		go p.serve(c)
+	}
+}
+
+// waitOpen blocks while the proxy is paused. It reports false if c was
+// aborted meanwhile (Drop or Close), in which case nothing may be forwarded.
+func (p *Proxy) waitOpen(c *conn) bool {
+	for {
+		p.mu.Lock()
+		paused, resume := p.paused, p.resume
+		p.mu.Unlock()
+		if !paused {
+			select {
+			case <-c.done:
+				return false
+			default:
+				return true
+			}
+		}
+		select {
+		case <-resume:
+		case <-c.done:
+			return false
+		}
+	}
+}
+
+func (p *Proxy) forget(c *conn) {
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+}

@@ -1,0 +1,294 @@
+// Package server starts and controls real server binaries (redis-server,
+// etcd) for tests: each runs on free loopback ports in its own process group,
+// dies with the test process, and can be paused (SIGSTOP), resumed, killed
+// and restarted on the same ports. Unix only.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ErrNoBinary is returned (wrapped) by StartRedis and StartEtcd when the
+// server binary is not on PATH.
+var ErrNoBinary = errors.New("server binary not found on PATH")
+
+// errExited: the child exited before it answered (e.g. its port was taken
+// between choosing and binding it).
+var errExited = errors.New("exited before answering")
+
+// startTimeout bounds how long a start or restart waits for the server to
+// answer.
+const startTimeout = 20 * time.Second
+
+// stopTimeout bounds how long Stop waits for all threads to stop.
+const stopTimeout = 10 * time.Second
+
+// spec describes how to run one server with fixed ports.
+type spec struct {
+	name    string   // for messages: "redis-server", "etcd"
+	bin     string   // resolved path of the binary
+	dir     string   // working directory
+	args    []string // complete argument list
+	env     []string
+	logPath string
+	addr    string // client endpoint "127.0.0.1:port"
+	// probe reports nil once our server (the child with process id pid)
+	// answers on addr. It must check identity, not just an answer: when a
+	// port is taken by someone else between choosing and binding it, our
+	// child exits while the other server answers.
+	probe func(ctx context.Context, pid int) error
+}
+
+// Process is one running (or stopped, or killed) server. All methods are
+// safe for concurrent use.
+type Process struct {
+	spec spec
+
+	mu     sync.Mutex
+	pid    int
+	done   chan struct{} // closed once the current child has been reaped
+	closed bool
+}
+
+// Addr is the client endpoint, "127.0.0.1:port". It stays the same across
+// Restart.
+func (p *Process) Addr() string { return p.spec.addr }
+
+// Stop pauses the server's whole process group with SIGSTOP and, on Linux,
+// returns only once every thread in it has stopped, so that no request is
+// answered after Stop returns.
+func (p *Process) Stop() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.signalLocked(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	if err := waitStopped(p.pid, stopTimeout); err != nil {
+		return fmt.Errorf("%s: %w", p.spec.name, err)
+	}
+	return nil
+}
+
+// Cont resumes the server's process group with SIGCONT.
+func (p *Process) Cont() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.signalLocked(syscall.SIGCONT)
+}
+
+// Kill sends SIGKILL to the server's process group and waits until the
+// server has been reaped. Killing a server that has already exited is not an
+// error.
+func (p *Process) Kill() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.killLocked()
+}
+
+// Restart kills the server if it is running, then starts it again on the
+// same port(s) and waits until it answers. Redis comes back empty; etcd
+// keeps its data directory.
+func (p *Process) Restart() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return fmt.Errorf("%s: restart after Close", p.spec.name)
+	}
+	if err := p.killLocked(); err != nil {
+		return err
+	}
+	return p.startLocked()
+}
+
+// Close kills the server and reaps it. It is idempotent.
+func (p *Process) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	return p.killLocked()
+}
+
+// startFresh builds a spec on newly chosen free ports, launches it and waits
+// until it answers. A child that exits before answering most likely lost a
+// race for its port, so it is retried on other ports a few times. On failure
+// nothing is left running.
+func startFresh(build func() (spec, error)) (*Process, error) {
+	const attempts = 3
+	var err error
+	for i := 0; i < attempts; i++ {
+		var s spec
+		if s, err = build(); err != nil {
+			return nil, err
+		}
+		p := &Process{spec: s}
+		p.mu.Lock()
+		err = p.startLocked()
+		p.mu.Unlock()
+		if err == nil {
+			return p, nil
+		}
+		if !errors.Is(err, errExited) {
+			return nil, err
+		}
+	}
+	return nil, err
+}
+
+func (p *Process) runningLocked() bool {
+	if p.done == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (p *Process) signalLocked(sig syscall.Signal) error {
+	if !p.runningLocked() {
+		return fmt.Errorf("%s: not running", p.spec.name)
+	}
+	// The child leads its own process group (Setpgid), so -pid is the group.
+	// It has not been reaped (done is open), so the pid is still ours.
+	if err := syscall.Kill(-p.pid, sig); err != nil {
+		return fmt.Errorf("%s: signal %v: %w", p.spec.name, sig, err)
+	}
+	return nil
+}
+
+func (p *Process) killLocked() error {
+	if !p.runningLocked() {
+		return nil
+	}
+	err := syscall.Kill(-p.pid, syscall.SIGKILL)
+	<-p.done
+	if err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("%s: kill: %w", p.spec.name, err)
+	}
+	return nil
+}
+
+// startLocked launches the child and waits until it answers; on failure the
+// child is killed again.
+func (p *Process) startLocked() error {
+	if err := p.launchLocked(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if err := waitReady(ctx, p.spec, p.pid, p.done); err != nil {
+		_ = p.killLocked()
+		return err
+	}
+	return nil
+}
+
+// launchLocked starts the child from a goroutine locked to its OS thread
+// and keeps that thread until the child is reaped: Pdeathsig fires when the
+// forking thread exits, not the process (golang/go#27505).
+func (p *Process) launchLocked() error {
+	logf, err := os.OpenFile(p.spec.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("%s: log file: %w", p.spec.name, err)
+	}
+	defer logf.Close() // the child has its own copy once started
+
+	cmd := exec.Command(p.spec.bin, p.spec.args...)
+	cmd.Dir = p.spec.dir
+	cmd.Env = p.spec.env
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	cmd.SysProcAttr = sysProcAttr()
+
+	started := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = cmd.Wait() // exit status is uninteresting: we kill it ourselves
+		close(done)
+	}()
+	if err := <-started; err != nil {
+		return fmt.Errorf("%s: start: %w", p.spec.name, err)
+	}
+	p.pid = cmd.Process.Pid
+	p.done = done
+	return nil
+}
+
+// waitReady polls s.probe until it succeeds, the child exits, or ctx ends.
+func waitReady(ctx context.Context, s spec, pid int, exited <-chan struct{}) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		last = s.probe(pctx, pid)
+		cancel()
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("%s %w on %s; log %s:\n%s",
+				s.name, errExited, s.addr, s.logPath, logTail(s.logPath))
+		case <-ctx.Done():
+			return fmt.Errorf("%s did not answer on %s within %v (last: %v); log %s:\n%s",
+				s.name, s.addr, startTimeout, last, s.logPath, logTail(s.logPath))
+		case <-tick.C:
+		}
+	}
+}
+
+// logTail returns the last few KiB of a log file for error messages.
+func logTail(path string) string {
+	const max = 4 << 10
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	if len(b) > max {
+		b = b[len(b)-max:]
+	}
+	return string(b)
+}
+
+// lookBinary resolves name on PATH, wrapping ErrNoBinary when missing.
+func lookBinary(name string) (string, error) {
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s", ErrNoBinary, name)
+	}
+	return path, nil
+}
+
+// prepareDir makes dir absolute and makes sure it exists.
+func prepareDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return "", err
+	}
+	return abs, nil
+}

@@ -1,0 +1,160 @@
+package server
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	// quiet is how long a stopped server must stay silent. A slow machine
+	// can only make such a check pass wrongly, never fail wrongly.
+	quiet = 300 * time.Millisecond
+	// patience bounds every wait for something that must happen.
+	patience = 20 * time.Second
+)
+
+// started skips the test when the binary is missing, unless
+// DISTLOCK_TEST_REQUIRE_SERVERS=1, and closes p when the test ends.
+func started(t *testing.T, p *Process, err error) *Process {
+	t.Helper()
+	if errors.Is(err, ErrNoBinary) {
+		if os.Getenv("DISTLOCK_TEST_REQUIRE_SERVERS") == "1" {
+			t.Fatalf("DISTLOCK_TEST_REQUIRE_SERVERS=1 but: %v", err)
+		}
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return p
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// waitRefused waits until nothing listens on addr any more.
+func waitRefused(t *testing.T, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil && errors.Is(err, syscall.ECONNREFUSED) {
+			return
+		}
+		if err == nil {
+			_ = c.Close()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still accepts connections (last dial error: %v)", addr, err)
+		}
+		time.Sleep(10 * time.Millisecond) // poll interval, not an assertion
+	}
+}
+
+func TestMissingBinary(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	for name, start := range map[string]func(string) (*Process, error){
+		"redis": StartRedis,
+		"etcd":  StartEtcd,
+	} {
+		p, err := start(t.TempDir())
+		if !errors.Is(err, ErrNoBinary) {
+			if p != nil {
+				_ = p.Close()
+			}
+			t.Errorf("%s: err = %v, want ErrNoBinary", name, err)
+		}
+	}
+}
+
+// The helper process starts a server, reports its address and then waits to
+// be killed; see TestServerDiesWithTestProcess.
+const (
+	helperEnv    = "DISTLOCK_TESTENV_SERVER_HELPER"
+	helperDirEnv = "DISTLOCK_TESTENV_SERVER_HELPER_DIR"
+)
+
+func TestHelperProcess(t *testing.T) {
+	kind := os.Getenv(helperEnv)
+	if kind == "" {
+		t.Skip("helper for TestServerDiesWithTestProcess")
+	}
+	start := StartRedis
+	if kind == "etcd" {
+		start = StartEtcd
+	}
+	// Start from a goroutine that exits at once, so the server's forking
+	// thread is not the main thread and the goroutine is long gone.
+	type result struct {
+		p   *Process
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		p, err := start(os.Getenv(helperDirEnv))
+		ch <- result{p, err}
+	}()
+	r := <-ch
+	if r.err != nil {
+		fmt.Println("error", r.err)
+		os.Exit(3)
+	}
+	fmt.Println("addr", r.p.Addr())
+	select {} // until killed
+}
+
+func TestServerDiesWithTestProcess(t *testing.T) {
+	if _, err := lookBinary("redis-server"); err != nil {
+		started(t, nil, err)
+	}
+	helper := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.v=false")
+	helper.Env = append(os.Environ(), helperEnv+"=redis", helperDirEnv+"="+t.TempDir())
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = helper.Process.Kill(); _ = helper.Wait() })
+
+	lines := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		lines <- strings.TrimSpace(line)
+	}()
+	var addr string
+	select {
+	case line := <-lines:
+		var ok bool
+		if addr, ok = strings.CutPrefix(line, "addr "); !ok {
+			t.Fatalf("helper said %q", line)
+		}
+	case <-time.After(patience):
+		t.Fatal("helper did not report an address")
+	}
+	if err := redisAnswers(t.Context(), addr, 0); err != nil {
+		t.Fatalf("helper's redis does not answer: %v", err)
+	}
+
+	if err := helper.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = helper.Wait()
+	waitRefused(t, addr)
+}
