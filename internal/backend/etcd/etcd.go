@@ -1,0 +1,504 @@
+// Package etcd is the etcd engine: a FIFO queue of contenders per key, each
+// holding its own lease, in the style of the etcd client's concurrency
+// package (but watched, fenced and owner-checked the way distlock needs).
+//
+// # Layout
+//
+// Each contender for KEY puts one etcd key attached to its own lease:
+//
+//	<prefix>/<url.PathEscape(KEY)>/<lease ID in hex>
+//
+// The holder is the contender whose key has the lowest create revision; that
+// create revision is the fencing token (etcd revisions only rise, across
+// leader changes too, so tokens strictly rise per KEY). The value is the
+// holder's metadata as JSON (see record).
+//
+// KEY is escaped with url.PathEscape, which encodes '/' (and '%') so that the
+// escaped key never holds a '/': "<prefix>/a/" is never a prefix of the keys
+// of KEY "a/b", which live under "<prefix>/a%2Fb/".
+//
+// # Waiting
+//
+// A waiter watches only the deletion of the contender just ahead of it
+// (herd-free, FIFO: a release wakes exactly one waiter), keeps its own lease
+// alive meanwhile, and on becoming first renews its lease once more and
+// stamps its acquisition time with a compare-and-put on its own create
+// revision. A waiter given a progress callback also watches the holder's
+// key, so that it can say who holds the lock now: that costs each such
+// waiter one read per change of holder, but only the next in line acts.
+//
+// # Leases
+//
+// etcd leases have whole-second TTLs: a TTL is granted rounded up (and a
+// server may raise it to its minimum, 1.5 election timeouts), never down,
+// so the lease always outlives the holder's own reckoning of validity.
+package etcd
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+const (
+	// DefaultPrefix namespaces lock keys when Config.Prefix is empty.
+	DefaultPrefix = "distlock"
+	// DefaultDialTimeout is used when Config.DialTimeout is zero.
+	DefaultDialTimeout = 5 * time.Second
+
+	// gRPC keep-alive: a dead connection is noticed and replaced within
+	// about keepAliveTime+keepAliveTimeout even when no request is in
+	// flight. etcd servers refuse pings more often than every 5s
+	// (--grpc-keepalive-min-time), so stay above that.
+	keepAliveTime    = 10 * time.Second
+	keepAliveTimeout = 3 * time.Second
+)
+
+// Backend is the etcd engine. It implements lock.Backend and lock.Queuer.
+type Backend struct {
+	cli       *clientv3.Client
+	prefix    string // without a trailing '/'
+	endpoints string // "host:port,host:port", for messages
+	user      string
+	dialTO    time.Duration
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var (
+	_ lock.Backend = (*Backend)(nil)
+	_ lock.Queuer  = (*Backend)(nil)
+)
+
+// New connects to the cluster and checks, within cfg.DialTimeout, that it
+// answers a linearizable read under the prefix (so an unreachable cluster,
+// bad credentials or a missing permission are reported here, as a
+// *lock.UnavailableError, rather than at the first lock request). Bad
+// settings are lock.ErrInvalid.
+func New(ctx context.Context, cfg Config) (*Backend, error) {
+	if len(cfg.Endpoints) == 0 {
+		return nil, lock.Invalidf("etcd: no endpoints given: use etcd://host:port")
+	}
+	if err := cfg.checkTLS(); err != nil {
+		return nil, err
+	}
+	if cfg.Username != "" && cfg.Password == "" {
+		return nil, lock.Invalidf("etcd user %q has no password: put it in the URL, DISTLOCK_PASSWORD or --password-file", cfg.Username)
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = DefaultDialTimeout
+	}
+	prefix := strings.TrimRight(cfg.Prefix, "/")
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	b := &Backend{
+		prefix:    prefix,
+		endpoints: strings.Join(cfg.Endpoints, ","),
+		user:      cfg.Username,
+		dialTO:    cfg.DialTimeout,
+	}
+
+	var tlsCfg *tls.Config
+	scheme := "http://"
+	if cfg.TLS {
+		scheme = "https://"
+		var err error
+		if tlsCfg, err = loadTLS(cfg); err != nil {
+			return nil, err
+		}
+	}
+	eps := make([]string, len(cfg.Endpoints))
+	for i, ep := range cfg.Endpoints {
+		eps[i] = scheme + ep
+	}
+
+	// With a user and password, clientv3.New authenticates right away,
+	// bounded by DialTimeout; otherwise it does not touch the network.
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:            eps,
+		DialTimeout:          cfg.DialTimeout,
+		DialKeepAliveTime:    keepAliveTime,
+		DialKeepAliveTimeout: keepAliveTimeout,
+		Username:             cfg.Username,
+		Password:             cfg.Password,
+		TLS:                  tlsCfg,
+		Logger:               zap.NewNop(),
+	})
+	if err != nil {
+		return nil, b.connectError(cfg, tlsCfg, err)
+	}
+	b.cli = cli
+
+	// One cheap linearizable read: needs a quorum, our credentials and read
+	// permission on the prefix.
+	pctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
+	defer cancel()
+	if _, err := cli.Get(pctx, b.prefix+"/", clientv3.WithKeysOnly()); err != nil {
+		cli.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, b.connectError(cfg, tlsCfg, err)
+	}
+	return b, nil
+}
+
+func loadTLS(cfg Config) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if cfg.CACert != "" {
+		pem, err := os.ReadFile(cfg.CACert)
+		if err != nil {
+			return nil, lock.Invalidf("cannot read the etcd CA file: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, lock.Invalidf("etcd CA file %s holds no PEM certificate", cfg.CACert)
+		}
+		tc.RootCAs = pool
+	}
+	if cfg.Cert != "" {
+		pair, err := tls.LoadX509KeyPair(cfg.Cert, cfg.Key)
+		if err != nil {
+			return nil, lock.Invalidf("cannot load the etcd client certificate (%s, %s): %v", cfg.Cert, cfg.Key, err)
+		}
+		tc.Certificates = []tls.Certificate{pair}
+	}
+	return tc, nil
+}
+
+// connectError explains why New failed, as a *lock.UnavailableError whose
+// message names the endpoints and what to do. etcd's own errors never echo
+// the password, and we never add it.
+func (b *Backend) connectError(cfg Config, tlsCfg *tls.Config, err error) error {
+	switch {
+	case isAuthError(err):
+		return &lock.UnavailableError{
+			Msg: fmt.Sprintf("etcd at %s refused user %q (%s): check the user name and the password in the URL, DISTLOCK_PASSWORD or --password-file",
+				b.endpoints, cfg.Username, rpctypes.ErrorDesc(err)),
+			Err: err,
+		}
+	case errors.Is(err, rpctypes.ErrPermissionDenied):
+		return &lock.UnavailableError{
+			Msg: fmt.Sprintf("etcd at %s: user %q may not read %s/: grant its role readwrite on the prefix (etcdctl role grant-permission ROLE --prefix readwrite %s/)",
+				b.endpoints, cfg.Username, b.prefix, b.prefix),
+			Err: err,
+		}
+	case errors.Is(err, rpctypes.ErrUserEmpty):
+		return &lock.UnavailableError{
+			Msg: fmt.Sprintf("etcd at %s has authentication enabled: give a user in the URL (etcd://USER@host:port) and its password in DISTLOCK_PASSWORD or --password-file",
+				b.endpoints),
+			Err: err,
+		}
+	}
+	why := probeEndpoints(cfg.Endpoints, tlsCfg, min(cfg.DialTimeout, time.Second))
+	advice := "check the address and that etcd is running and has a quorum, or raise --connect-timeout"
+	switch {
+	case strings.Contains(why, "certificate") || strings.Contains(why, "tls:"):
+		advice = "check the CA file (?cacert=) and the client certificate (?cert=&key=), and that the server certificate names the host you connect to"
+	case why == "" && !cfg.TLS:
+		why = "the port accepts connections but etcd did not answer"
+		advice = "if etcd serves TLS there, use etcds://; otherwise check that etcd has a quorum, or raise --connect-timeout"
+	case why == "":
+		why = rpctypes.ErrorDesc(err)
+	}
+	return &lock.UnavailableError{
+		Msg: fmt.Sprintf("etcd at %s did not answer within %s (%s): %s", b.endpoints, cfg.DialTimeout, why, advice),
+		Err: err,
+	}
+}
+
+func isAuthError(err error) bool {
+	return errors.Is(err, rpctypes.ErrAuthFailed) ||
+		errors.Is(err, rpctypes.ErrInvalidAuthToken) ||
+		errors.Is(err, rpctypes.ErrInvalidAuthMgmt) ||
+		errors.Is(err, rpctypes.ErrUserNotFound)
+}
+
+// probeEndpoints dials every endpoint (with a TLS handshake when tlsCfg is
+// set) to say why the gRPC client got nowhere: gRPC itself only reports
+// "context deadline exceeded". It returns "" when every endpoint accepts.
+func probeEndpoints(endpoints []string, tlsCfg *tls.Config, timeout time.Duration) string {
+	reasons := make([]string, len(endpoints))
+	var wg sync.WaitGroup
+	for i, ep := range endpoints {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := &net.Dialer{Timeout: timeout}
+			var err error
+			if tlsCfg != nil {
+				host, _, _ := net.SplitHostPort(ep)
+				tc := tlsCfg.Clone()
+				if tc.ServerName == "" {
+					tc.ServerName = host
+				}
+				var c *tls.Conn
+				if c, err = tls.DialWithDialer(d, "tcp", ep, tc); err == nil {
+					c.Close()
+				}
+			} else {
+				var c net.Conn
+				if c, err = d.Dial("tcp", ep); err == nil {
+					c.Close()
+				}
+			}
+			if err != nil {
+				reasons[i] = ep + ": " + shortNetError(err)
+			}
+		}()
+	}
+	wg.Wait()
+	var out []string
+	for _, r := range reasons {
+		if r != "" {
+			out = append(out, r)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// shortNetError drops the "dial tcp 1.2.3.4:5->" noise from a net error.
+func shortNetError(err error) string {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		err = oe.Err
+	}
+	var se *os.SyscallError
+	if errors.As(err, &se) && se.Err != nil {
+		err = se.Err
+	}
+	return err.Error()
+}
+
+// Guarantee is one line on what the engine promises.
+func (b *Backend) Guarantee() string {
+	return "etcd: linearizable; exclusive through leader failover (leases expire on the server)"
+}
+
+// Close closes the client (idempotent).
+func (b *Backend) Close() error {
+	b.closeOnce.Do(func() { b.closeErr = b.cli.Close() })
+	return b.closeErr
+}
+
+// queuePrefix is "<prefix>/<escaped key>/": every contender of key lives
+// right under it and nothing else does.
+func (b *Backend) queuePrefix(key string) string {
+	return b.prefix + "/" + url.PathEscape(key) + "/"
+}
+
+// record is the JSON value of a contender's key.
+type record struct {
+	Owner   string `json:"owner"`
+	Host    string `json:"host,omitempty"`
+	PID     int    `json:"pid,omitempty"`
+	User    string `json:"user,omitempty"`
+	Command string `json:"command,omitempty"` // argv[0] only
+	Note    string `json:"note,omitempty"`
+	// AcquiredAt is the wall clock when the contender became holder (or
+	// joined the queue, until a waiter becomes holder and restamps it).
+	AcquiredAt time.Time `json:"acquired_at"`
+	QueuedAt   time.Time `json:"queued_at,omitzero"`
+	// TTLms is the TTL that was asked for. etcd leases have whole-second
+	// granularity: the lease itself was granted for TTL rounded up.
+	TTLms int64 `json:"ttl_ms"`
+}
+
+func newRecord(req lock.Request, now time.Time) record {
+	return record{
+		Owner:      req.Owner,
+		Host:       req.Meta.Host,
+		PID:        req.Meta.PID,
+		User:       req.Meta.User,
+		Command:    req.Meta.Command,
+		Note:       req.Meta.Note,
+		AcquiredAt: now,
+		QueuedAt:   now,
+		TTLms:      req.TTL.Milliseconds(),
+	}
+}
+
+func (r record) encode() string {
+	b, _ := json.Marshal(r) // cannot fail: plain fields
+	return string(b)
+}
+
+// leaseSeconds is the TTL to grant: etcd leases count whole seconds, so
+// round up (never down: the lease must outlive the holder's validUntil).
+func leaseSeconds(ttl time.Duration) int64 {
+	s := int64(ttl / time.Second)
+	if ttl%time.Second != 0 {
+		s++
+	}
+	return max(s, 1)
+}
+
+// holderOf describes the contender kv (of key). It asks the server how long
+// its lease has left; when that fails ExpiresIn is -1 (unknown).
+func (b *Backend) holderOf(ctx context.Context, key string, kv *mvccpb.KeyValue) lock.Holder {
+	h := lock.Holder{Key: key, Token: uint64(kv.CreateRevision), ExpiresIn: -1}
+	var r record
+	if err := json.Unmarshal(kv.Value, &r); err == nil {
+		h.Owner = r.Owner
+		h.Meta = lock.Meta{Host: r.Host, PID: r.PID, User: r.User, Command: r.Command, Note: r.Note}
+		h.AcquiredAt = r.AcquiredAt
+		h.TTL = time.Duration(r.TTLms) * time.Millisecond
+	}
+	if kv.Lease == 0 {
+		return h
+	}
+	resp, err := b.cli.TimeToLive(ctx, clientv3.LeaseID(kv.Lease))
+	if err != nil {
+		return h
+	}
+	// etcd reports the remaining TTL in whole seconds, truncated: the real
+	// remaining time is in [TTL, TTL+1s). Report the lower bound.
+	if resp.TTL < 0 {
+		h.ExpiresIn = 0 // expired: the key is about to go
+	} else {
+		h.ExpiresIn = time.Duration(resp.TTL) * time.Second
+	}
+	if h.TTL == 0 {
+		h.TTL = time.Duration(resp.GrantedTTL) * time.Second
+	}
+	return h
+}
+
+// Inspect reports the holder of key: the contender with the lowest create
+// revision.
+func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
+	resp, err := b.cli.Get(ctx, b.queuePrefix(key), clientv3.WithFirstCreate()...)
+	if err != nil {
+		return lock.Holder{}, false, b.opError("inspect "+key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return lock.Holder{}, false, nil
+	}
+	return b.holderOf(ctx, key, resp.Kvs[0]), true, nil
+}
+
+// Break deletes the holder's key (not its lease: the holder's next Renew
+// finds its key gone and reports lock.ErrNotHeld). With token != 0 it is a
+// compare-and-delete on the holder's create revision. The next waiter in
+// the queue, if any, becomes holder.
+func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
+	qp := b.queuePrefix(key)
+	for attempt := 0; ; attempt++ {
+		resp, err := b.cli.Get(ctx, qp, clientv3.WithFirstCreate()...)
+		if err != nil {
+			return lock.Holder{}, b.opError("break "+key, err)
+		}
+		if len(resp.Kvs) == 0 {
+			return lock.Holder{}, fmt.Errorf("%s is not locked: %w", key, lock.ErrNotHeld)
+		}
+		kv := resp.Kvs[0]
+		h := b.holderOf(ctx, key, kv)
+		if token != 0 && uint64(kv.CreateRevision) != token {
+			return h, &lock.BusyError{Holder: h}
+		}
+		k := string(kv.Key)
+		tresp, err := b.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(k), "=", kv.CreateRevision)).
+			Then(clientv3.OpDelete(k)).
+			Commit()
+		if err != nil {
+			return h, b.opError("break "+key, err)
+		}
+		if tresp.Succeeded {
+			return h, nil
+		}
+		// The holder left between our read and the delete.
+		if token != 0 {
+			if nh, ok, err := b.Inspect(ctx, key); err != nil {
+				return h, err
+			} else if ok {
+				return nh, &lock.BusyError{Holder: nh}
+			}
+			return h, fmt.Errorf("%s is not locked (the holder with token %d left): %w", key, token, lock.ErrNotHeld)
+		}
+		if attempt >= 3 {
+			return h, b.opError("break "+key, errors.New("the holder keeps changing; try again"))
+		}
+	}
+}
+
+// List returns the holder of every key starting with keyPrefix, sorted by
+// key. url.PathEscape maps each byte on its own, so the escaped keys of
+// the keys starting with keyPrefix are exactly those starting with the
+// escaped keyPrefix.
+func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, error) {
+	base := b.prefix + "/"
+	resp, err := b.cli.Get(ctx, base+url.PathEscape(keyPrefix),
+		clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	if err != nil {
+		return nil, b.opError("list", err)
+	}
+	first := map[string]*mvccpb.KeyValue{}
+	for _, kv := range resp.Kvs {
+		rest := strings.TrimPrefix(string(kv.Key), base)
+		esc, id, ok := strings.Cut(rest, "/")
+		if !ok || strings.Contains(id, "/") {
+			continue // not a contender key of ours
+		}
+		if _, err := strconv.ParseUint(id, 16, 64); err != nil {
+			continue
+		}
+		key, err := url.PathUnescape(esc)
+		if err != nil {
+			continue
+		}
+		if _, seen := first[key]; !seen {
+			first[key] = kv // ascending create revision: the first is the holder
+		}
+	}
+	out := make([]lock.Holder, 0, len(first))
+	for key, kv := range first {
+		out = append(out, b.holderOf(ctx, key, kv))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// opError wraps a failed request. Context errors stay recognisable
+// (errors.Is(err, context.DeadlineExceeded)); the rest mean the engine is
+// unreachable or refuses us.
+func (b *Backend) opError(op string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return fmt.Errorf("etcd %s: %w", op, err)
+	}
+	if errors.Is(err, rpctypes.ErrPermissionDenied) {
+		return &lock.UnavailableError{
+			Msg: fmt.Sprintf("etcd at %s: %s: user %q lacks permission on %s/: grant its role readwrite on that prefix", b.endpoints, op, b.user, b.prefix),
+			Err: err,
+		}
+	}
+	if isAuthError(err) {
+		return &lock.UnavailableError{
+			Msg: fmt.Sprintf("etcd at %s: %s: authentication failed for user %q (%s)", b.endpoints, op, b.user, rpctypes.ErrorDesc(err)),
+			Err: err,
+		}
+	}
+	return &lock.UnavailableError{
+		Msg: fmt.Sprintf("etcd at %s: %s failed: %s", b.endpoints, op, rpctypes.ErrorDesc(err)),
+		Err: err,
+	}
+}

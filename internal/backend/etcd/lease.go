@@ -1,0 +1,77 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// Lease is a held etcd lock: our contender key at the head of the queue,
+// attached to our own etcd lease.
+type Lease struct {
+	b       *Backend
+	e       *entry
+	granted time.Time
+}
+
+var _ lock.Lease = (*Lease)(nil)
+
+func (l *Lease) Key() string   { return l.e.key }
+func (l *Lease) Token() uint64 { return uint64(l.e.rev) }
+func (l *Lease) Owner() string { return l.e.rec.Owner }
+
+// Granted is the monotonic time taken just before the request that made the
+// lease valid: the LeaseGrant when we were first at once, or the final
+// KeepAliveOnce of a waiter that reached the head of the queue.
+func (l *Lease) Granted() time.Time { return l.granted }
+
+// LeaseID is the etcd lease backing the lock (for diagnostics).
+func (l *Lease) LeaseID() clientv3.LeaseID { return l.e.id }
+
+// Renew sends one keep-alive (the lease then lasts a full TTL from when it
+// was sent) and checks that our key still exists with our create revision:
+// a Break deletes the key but leaves the lease alive, and that must read as
+// "not yours". Both answers of "gone" are lock.ErrNotHeld; anything else is
+// transient. The requests are bounded by ctx.
+func (l *Lease) Renew(ctx context.Context) error {
+	if _, err := l.b.cli.KeepAliveOnce(ctx, l.e.id); err != nil {
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return fmt.Errorf("%s: the etcd lease expired or was revoked: %w", l.e.key, lock.ErrNotHeld)
+		}
+		return fmt.Errorf("etcd renew %s: %w", l.e.key, err)
+	}
+	resp, err := l.b.cli.Get(ctx, l.e.etcdKey, clientv3.WithKeysOnly())
+	if err != nil {
+		return fmt.Errorf("etcd renew %s: checking our key: %w", l.e.key, err)
+	}
+	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != l.e.rev {
+		return fmt.Errorf("%s: our lock key was deleted (broken?): %w", l.e.key, lock.ErrNotHeld)
+	}
+	return nil
+}
+
+// Release deletes our key if it is still ours (compare on its create
+// revision) and revokes our lease. It returns lock.ErrNotHeld when the key
+// was already gone (expired, broken, released).
+func (l *Lease) Release(ctx context.Context) error {
+	resp, err := l.b.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(l.e.etcdKey), "=", l.e.rev)).
+		Then(clientv3.OpDelete(l.e.etcdKey)).
+		Commit()
+	// Revoke in any case (after a Break our lease still lives). A failed
+	// revoke only leaves a lease without keys until its TTL runs out.
+	_, _ = l.b.cli.Revoke(ctx, l.e.id)
+	if err != nil {
+		return fmt.Errorf("etcd release %s: %w", l.e.key, err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%s: %w", l.e.key, lock.ErrNotHeld)
+	}
+	return nil
+}
