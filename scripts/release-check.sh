@@ -62,6 +62,11 @@ if ! git ls-remote --get-url >/dev/null 2>&1; then
 	export GIT_CONFIG_COUNT=$((n + 1))
 fi
 
+# Archives ship these; goreleaser fails on a missing one with a glob error.
+for f in README.md LICENSE; do
+	[ -f "$f" ] || die "$f is missing; every release archive ships it"
+done
+
 # 1. The real config must pass as it is.
 say "goreleaser check"
 goreleaser check
