@@ -17,13 +17,14 @@ import (
 // scriptCommands are the harness's own scenario commands. Every wait has a
 // deadline; none of them sleeps as an assertion.
 var scriptCommands = map[string]func(ts *testscript.TestScript, neg bool, args []string){
-	"waitfile":   cmdWaitFile,
-	"waitstatus": cmdWaitStatus,
-	"signal":     cmdSignal,
-	"ff":         cmdFastForward,
-	"tokensrise": cmdTokensRise,
-	"proxy":      cmdProxy,
-	"server":     cmdServer,
+	"waitfile":         cmdWaitFile,
+	"waitstatus":       cmdWaitStatus,
+	"signal":           cmdSignal,
+	"ff":               cmdFastForward,
+	"tokensrise":       cmdTokensRise,
+	"proxy":            cmdProxy,
+	"server":           cmdServer,
+	"deadbeforeexpiry": cmdDeadBeforeExpiry,
 }
 
 // defaultWait bounds every wait in the harness.
@@ -180,4 +181,37 @@ func cmdServer(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: server stop|cont|kill|restart")
 	}
 	ts.Check(err)
+}
+
+// deadbeforeexpiry PIDFILE KEY: wait until the process in PIDFILE is gone,
+// then check at once, on the server directly (not through the proxy and not
+// by asking distlock), that KEY's lease has not expired yet: the child died
+// while the lease still protected it. Prints the margin that was left.
+func cmdDeadBeforeExpiry(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: deadbeforeexpiry PIDFILE KEY")
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(args[0])))
+	ts.Check(err)
+	ctx := context.Background()
+	direct := ts.Getenv("DISTLOCK_DIRECT_BACKEND")
+	if direct == "" {
+		ts.Fatalf("deadbeforeexpiry needs a network engine")
+	}
+	b, err := backend.Open(ctx, direct, backend.Options{Prefix: "distlock", ConnectTimeout: 5 * time.Second})
+	ts.Check(err)
+	defer b.Close()
+	deadline := time.Now().Add(defaultWait)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			ts.Fatalf("process %d still alive after %s", pid, defaultWait)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	h, held, err := b.Inspect(ctx, args[1])
+	ts.Check(err)
+	if !held {
+		ts.Fatalf("the lease on %s had already expired on the server when the child was seen dead", args[1])
+	}
+	ts.Logf("child dead with %s of the lease left on the server", h.ExpiresIn)
 }

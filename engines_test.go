@@ -9,6 +9,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/distlock/distlock/internal/testenv/embedetcd"
 	"github.com/distlock/distlock/internal/testenv/faultproxy"
 	"github.com/distlock/distlock/internal/testenv/server"
 )
@@ -80,6 +81,31 @@ func engines() []*engine {
 				env.Defer(func() { p.Close() })
 				st.server = p
 				return st.proxyTo(env, "redis", p.Addr())
+			},
+		},
+		{
+			name: "embedded-etcd", kind: "etcd",
+			available: func() error { return nil },
+			start: func(env *testscript.Env, st *engineState) error {
+				ep, stop, err := embedetcd.Start(filepath.Join(env.WorkDir, ".etcd"))
+				if err != nil {
+					return err
+				}
+				env.Defer(stop)
+				return st.proxyTo(env, "etcd", ep)
+			},
+		},
+		{
+			name: "etcd", kind: "etcd", real: true,
+			available: binaryOnPath("etcd"),
+			start: func(env *testscript.Env, st *engineState) error {
+				p, err := server.StartEtcd(filepath.Join(env.WorkDir, ".etcd"))
+				if err != nil {
+					return err
+				}
+				env.Defer(func() { p.Close() })
+				st.server = p
+				return st.proxyTo(env, "etcd", p.Addr())
 			},
 		},
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/distlock/distlock/internal/backend/etcd"
 	"github.com/distlock/distlock/internal/backend/file"
 	"github.com/distlock/distlock/internal/backend/redis"
 	"github.com/distlock/distlock/internal/lock"
@@ -50,6 +51,17 @@ func Open(ctx context.Context, rawURL string, opts Options) (lock.Backend, error
 		cfg.Prefix = opts.Prefix
 		cfg.ConnectTimeout = opts.ConnectTimeout
 		return redis.New(ctx, cfg)
+	case "etcd", "etcds":
+		cfg, err := etcd.ParseURL(rawURL)
+		if err != nil {
+			return nil, err
+		}
+		if cfg.Password == "" {
+			cfg.Password = opts.Password
+		}
+		cfg.Prefix = opts.Prefix
+		cfg.DialTimeout = opts.ConnectTimeout
+		return etcd.New(ctx, cfg)
 	default:
 		return nil, lock.Invalidf("backend scheme %q is not supported: use file://, redis://, rediss://, etcd:// or etcds://", scheme)
 	}
@@ -84,4 +96,3 @@ func Describe(rawURL string) string {
 	}
 	return Redact(rawURL)
 }
-

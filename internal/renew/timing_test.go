@@ -15,11 +15,14 @@ func TestTiming(t *testing.T) {
 	if got := tm.TermAt(vu).Sub(s); got != 19698*time.Millisecond {
 		t.Errorf("TermAt = %v after s", got)
 	}
-	if got := tm.KillAt(vu).Sub(s); got != 29696*time.Millisecond {
+	if got := tm.KillAt(vu).Sub(s); got != 29398*time.Millisecond {
 		t.Errorf("KillAt = %v after s", got)
 	}
 	if got := tm.Interval(); got != 10*time.Second {
 		t.Errorf("Interval = %v", got)
+	}
+	if got := (Timing{TTL: time.Second}).KillAt(vu); !got.Equal(vu.Add(-10 * time.Millisecond)) {
+		t.Errorf("KillAt(1s) = %v before validUntil", vu.Sub(got))
 	}
 	// The SIGKILL must land before the engine can expire the lease, which
 	// happens no earlier than s+TTL.
