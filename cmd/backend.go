@@ -44,6 +44,7 @@ func (g *globalOptions) open(ctx context.Context) (lock.Backend, error) {
 	defer cancel()
 	return backend.Open(ctx, g.backendURL(), backend.Options{
 		Prefix: g.Prefix, ConnectTimeout: g.ConnectTimeout, Password: pw,
+		EtcdCACert: g.EtcdCACert, EtcdCert: g.EtcdCert, EtcdKey: g.EtcdKey,
 	})
 }
 

@@ -17,6 +17,9 @@ type globalOptions struct {
 	Prefix         string
 	ConnectTimeout time.Duration
 	PasswordFile   string
+	EtcdCACert     string
+	EtcdCert       string
+	EtcdKey        string
 	Verbose        bool
 	LogFormat      string
 
@@ -49,6 +52,9 @@ fails the command is stopped before the lease could pass to anyone else.`,
 	pf.StringVar(&g.Prefix, "prefix", "distlock", "namespace for keys on the engine")
 	pf.DurationVar(&g.ConnectTimeout, "connect-timeout", 5*time.Second, "give up reaching the engine after this long (exit 69)")
 	pf.StringVar(&g.PasswordFile, "password-file", "", "read the engine password from this file (or set DISTLOCK_PASSWORD)")
+	pf.StringVar(&g.EtcdCACert, "etcd-cacert", "", "etcds://: CA certificate file to verify the servers")
+	pf.StringVar(&g.EtcdCert, "etcd-cert", "", "etcds://: client certificate file")
+	pf.StringVar(&g.EtcdKey, "etcd-key", "", "etcds://: client key file")
 	pf.BoolVarP(&g.Verbose, "verbose", "v", false, "log acquire, renew, loss, child exit and release to stderr")
 	pf.StringVar(&g.LogFormat, "log-format", "text", "log format on stderr: text or json")
 

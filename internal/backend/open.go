@@ -2,6 +2,7 @@
 package backend
 
 import (
+	"cmp"
 	"context"
 	"net/url"
 	"os"
@@ -19,6 +20,8 @@ type Options struct {
 	Prefix         string
 	ConnectTimeout time.Duration
 	Password       string // from DISTLOCK_PASSWORD or --password-file; the URL's wins
+	// TLS files for etcds:// (--etcd-cacert, --etcd-cert, --etcd-key); the URL's win.
+	EtcdCACert, EtcdCert, EtcdKey string
 }
 
 // Open connects to the engine named by rawURL ("" = the file engine in its
@@ -61,6 +64,9 @@ func Open(ctx context.Context, rawURL string, opts Options) (lock.Backend, error
 		}
 		cfg.Prefix = opts.Prefix
 		cfg.DialTimeout = opts.ConnectTimeout
+		cfg.CACert = cmp.Or(cfg.CACert, opts.EtcdCACert)
+		cfg.Cert = cmp.Or(cfg.Cert, opts.EtcdCert)
+		cfg.Key = cmp.Or(cfg.Key, opts.EtcdKey)
 		return etcd.New(ctx, cfg)
 	default:
 		return nil, lock.Invalidf("backend scheme %q is not supported: use file://, redis://, rediss://, etcd:// or etcds://", scheme)
