@@ -28,6 +28,7 @@ type runOptions struct {
 	BusyExitCode int
 	Note         string
 	Quiet        bool
+	Limit        int
 }
 
 func newRunCommand(g *globalOptions) *cobra.Command {
@@ -64,6 +65,7 @@ Exit status: the command's own (128+N if killed by signal N; 127 not found,
 	f.IntVar(&o.BusyExitCode, "busy-exit-code", exitBusy, "exit status when the lock is busy (0-255; cron users set 0)")
 	f.StringVar(&o.Note, "note", "", "a note shown by status and list, e.g. a ticket or release name")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "print nothing when the lock is busy")
+	f.IntVar(&o.Limit, "limit", 1, "semaphore: up to N holders at once, each in a slot (DISTLOCK_SLOT); all holders must agree on N")
 	return c
 }
 
@@ -79,6 +81,9 @@ func (o *runOptions) validate() (wait time.Duration, err error) {
 	}
 	if o.KillGrace < 0 || o.KillGrace >= o.TTL/2 {
 		return 0, lock.Invalidf("--kill-grace must be positive and less than ttl/2 (%s), got %s", o.TTL/2, o.KillGrace)
+	}
+	if o.Limit < 1 || o.Limit > 1000 {
+		return 0, lock.Invalidf("--limit must be 1-1000, got %d", o.Limit)
 	}
 	if o.BusyExitCode < 0 || o.BusyExitCode > 255 {
 		return 0, lock.Invalidf("--busy-exit-code must be 0-255, got %d", o.BusyExitCode)
@@ -121,7 +126,7 @@ func (o *runOptions) run(ctx context.Context, args []string) error {
 		Backend:     b,
 		BackendDesc: o.g.describeBackend(),
 		Request: lock.Request{
-			Key: o.Key, TTL: o.TTL, Owner: owner,
+			Key: o.Key, TTL: o.TTL, Owner: owner, Limit: o.Limit,
 			Meta: lock.Meta{Host: hostname(), PID: os.Getpid(), User: username(), Command: args[0], Note: o.Note},
 		},
 		Wait:           wait,

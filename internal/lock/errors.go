@@ -93,3 +93,18 @@ func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 func Invalidf(format string, args ...any) error {
 	return &InvalidError{Msg: fmt.Sprintf(format, args...)}
 }
+
+// ErrLimitMismatch: the key is held as a semaphore with another --limit.
+var ErrLimitMismatch = errors.New("limit mismatch")
+
+// LimitMismatchError says which limit the current holders use.
+type LimitMismatchError struct {
+	Key        string
+	Want, Have int
+}
+
+func (e *LimitMismatchError) Error() string {
+	return fmt.Sprintf("%s is held with --limit %d, not %d: every holder of a key must use the same --limit", e.Key, e.Have, e.Want)
+}
+
+func (e *LimitMismatchError) Is(target error) bool { return target == ErrLimitMismatch || target == ErrInvalid }

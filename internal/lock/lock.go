@@ -14,6 +14,15 @@ type Request struct {
 	TTL   time.Duration // lease time-to-live; the engine expires it after this
 	Owner string        // secret owner id, known only to this process
 	Meta  Meta          // who is asking, shown by status
+	// Limit > 1 makes the key a semaphore: up to Limit holders at once,
+	// each in its own slot (0..Limit-1) with its own fencing token. All
+	// holders of a key must agree on Limit. 0 and 1 mean a mutex.
+	Limit int
+}
+
+// Slotted is implemented by leases on a semaphore (Request.Limit > 1).
+type Slotted interface {
+	Slot() int
 }
 
 // Meta describes the process that holds (or asks for) a lock. It never holds

@@ -169,13 +169,17 @@ func release(cfg Config, lease lock.Lease) {
 }
 
 func childEnv(cfg Config, lease lock.Lease) []string {
-	return []string{
+	env := []string{
 		"DISTLOCK_KEY=" + lease.Key(),
 		"DISTLOCK_TOKEN=" + strconv.FormatUint(lease.Token(), 10),
 		"DISTLOCK_OWNER=" + lease.Owner(),
 		"DISTLOCK_TTL=" + strconv.FormatFloat(cfg.Request.TTL.Seconds(), 'f', -1, 64),
 		"DISTLOCK_BACKEND=" + cfg.BackendDesc,
 	}
+	if s, ok := lease.(lock.Slotted); ok && cfg.Request.Limit > 1 {
+		env = append(env, "DISTLOCK_SLOT="+strconv.Itoa(s.Slot()))
+	}
+	return env
 }
 
 func signalName(s syscall.Signal) string {

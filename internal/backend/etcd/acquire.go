@@ -102,6 +102,9 @@ func (b *Backend) newLease(e *entry, granted time.Time) *Lease {
 // TryAcquire joins the queue and keeps the lock if it is first; otherwise it
 // leaves at once and returns a *lock.BusyError naming the holder.
 func (b *Backend) TryAcquire(ctx context.Context, req lock.Request) (lock.Lease, error) {
+	if req.Limit > 1 {
+		return nil, lock.Invalidf("--limit is not supported on this engine yet")
+	}
 	if err := checkRequest(req); err != nil {
 		return nil, err
 	}

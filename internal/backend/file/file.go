@@ -53,6 +53,9 @@ func (b *Backend) Close() error { return nil }
 
 // TryAcquire implements lock.Backend.
 func (b *Backend) TryAcquire(ctx context.Context, req lock.Request) (lock.Lease, error) {
+	if req.Limit > 1 {
+		return nil, lock.Invalidf("--limit is not supported on this engine yet")
+	}
 	lockPath, metaPath, tokenPath := b.paths(req.Key)
 	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {

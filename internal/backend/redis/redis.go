@@ -86,6 +86,9 @@ func (b *Backend) Close() error { return b.c.Close() }
 
 // TryAcquire implements lock.Backend.
 func (b *Backend) TryAcquire(ctx context.Context, req lock.Request) (lock.Lease, error) {
+	if req.Limit > 1 {
+		return nil, lock.Invalidf("--limit is not supported on this engine yet")
+	}
 	granted := time.Now()
 	res, err := acquireScript.Run(ctx, b.c,
 		[]string{b.lockKey(req.Key), b.tokenKey(req.Key)},
