@@ -26,7 +26,7 @@ const groupPoll = 5 * time.Millisecond
 // gone. Signals received are forwarded to the group; a second SIGINT or
 // SIGTERM kills it. A Stop terminates the group (TERM, then KILL at its
 // KillAt). When the leader exits, whatever is left of its group gets
-// SIGTERM and, after killGrace (or an earlier Stop's KillAt), SIGKILL:
+// SIGTERM and, after killGrace (or a Stop's earlier KillAt), SIGKILL:
 // a background grandchild must never outlive the lock.
 func (p *Process) Supervise(signals <-chan os.Signal, stop <-chan Stop, killGrace time.Duration) Outcome {
 	var (
@@ -86,9 +86,13 @@ func (p *Process) Supervise(signals <-chan os.Signal, stop <-chan Stop, killGrac
 			}
 			p.Signal(s)
 		case st := <-stop:
-			stop = nil
-			out.Stopped = &st
-			p.Signal(syscall.SIGTERM)
+			// The first stop terminates the group and names the reason;
+			// a later one (say the lease is lost during a --max-hold
+			// stop) can only bring the SIGKILL forward.
+			if out.Stopped == nil {
+				out.Stopped = &st
+				p.Signal(syscall.SIGTERM)
+			}
 			scheduleKill(st.KillAt)
 		case <-killC:
 			killC = nil

@@ -42,6 +42,10 @@ func DescribeHolder(h Holder, now time.Time) string {
 	if h.ExpiresIn >= 0 {
 		s += ", expires in " + RoundDuration(h.ExpiresIn)
 	}
+	if h.Hold != "" {
+		// No process renews it: kept until it expires (min-hold, acquire).
+		s += " (" + h.Hold + ")"
+	}
 	return s
 }
 
@@ -107,4 +111,6 @@ func (e *LimitMismatchError) Error() string {
 	return fmt.Sprintf("%s is held with --limit %d, not %d: every holder of a key must use the same --limit", e.Key, e.Have, e.Want)
 }
 
-func (e *LimitMismatchError) Is(target error) bool { return target == ErrLimitMismatch || target == ErrInvalid }
+func (e *LimitMismatchError) Is(target error) bool {
+	return target == ErrLimitMismatch || target == ErrInvalid
+}

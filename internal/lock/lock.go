@@ -44,6 +44,9 @@ type Holder struct {
 	AcquiredAt time.Time     // wall clock, as recorded by the engine
 	TTL        time.Duration // the lease's TTL
 	ExpiresIn  time.Duration // time left before the engine expires the lease; <0 unknown
+	// Hold is set when no process renews the lease any more and it is kept
+	// until it expires: HoldMinHold or HoldHandle.
+	Hold string
 }
 
 // Backend is one lock engine (file, redis, etcd, ...).

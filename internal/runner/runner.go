@@ -35,6 +35,21 @@ type Config struct {
 	Stdout, Stderr io.Writer
 	Log            *slog.Logger
 	OnBusy         func(lock.Holder) // called while waiting; may be nil
+	// MinHold keeps the lock until acquisition + MinHold even when the
+	// command ends sooner (cron replicas firing seconds apart); 0 = off.
+	MinHold time.Duration
+	// MaxHold stops the command at acquisition + MaxHold; 0 = off.
+	MaxHold time.Duration
+}
+
+// MaxHoldError: the command ran past --max-hold and was terminated.
+type MaxHoldError struct {
+	Key     string
+	MaxHold time.Duration
+}
+
+func (e *MaxHoldError) Error() string {
+	return fmt.Sprintf("the command held %s for --max-hold %s and was terminated; the lock is released", e.Key, e.MaxHold)
 }
 
 // LostError: the lease was lost while the child ran; the child was stopped.
@@ -78,7 +93,12 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		return 0, err
 	}
 	log.Info("acquired", "key", lease.Key(), "token", lease.Token(), "latency", time.Since(start).Round(time.Microsecond))
-	defer release(cfg, lease)
+	kept := false // the lock stays held after we exit (--min-hold)
+	defer func() {
+		if !kept {
+			release(cfg, lease)
+		}
+	}()
 
 	timing := renew.Timing{TTL: cfg.Request.TTL, KillGrace: cfg.KillGrace}
 	keeper := renew.Start(lease, timing, log)
@@ -96,15 +116,26 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	}
 	log.Debug("child started", "pid", p.PID())
 
-	stops := make(chan child.Stop, 1)
+	stops := make(chan child.Stop, 2)
 	watchDone := make(chan struct{})
 	defer close(watchDone)
+	var maxHold <-chan time.Time
+	if cfg.MaxHold > 0 {
+		t := time.NewTimer(time.Until(lease.Granted().Add(cfg.MaxHold)))
+		defer t.Stop()
+		maxHold = t.C
+	}
+	lost := keeper.Lost()
 	go func() {
 		for {
 			select {
-			case l := <-keeper.Lost():
-				stops <- child.Stop{Reason: l.Err, KillAt: l.KillAt}
-				return
+			case l := <-lost:
+				lost = nil
+				stops <- child.Stop{Reason: &LostError{Key: lease.Key(), Reason: l.Err}, KillAt: l.KillAt}
+			case <-maxHold:
+				maxHold = nil
+				log.Warn("max-hold reached", "key", lease.Key(), "max_hold", cfg.MaxHold)
+				stops <- child.Stop{Reason: &MaxHoldError{Key: lease.Key(), MaxHold: cfg.MaxHold}, KillAt: time.Now().Add(cfg.KillGrace)}
 			case <-pokes:
 				keeper.Poke()
 			case <-watchDone:
@@ -115,9 +146,31 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	out := p.Supervise(sigs, stops, cfg.KillGrace)
 	log.Info("child exited", "key", lease.Key(), "status", out.Code, "ran", time.Since(start).Round(time.Millisecond))
 	if out.Stopped != nil {
-		return out.Code, &LostError{Key: lease.Key(), Reason: out.Stopped.Reason}
+		return out.Code, out.Stopped.Reason
+	}
+	if rest := cfg.MinHold - time.Since(lease.Granted()); rest > 0 {
+		keeper.Stop()
+		kept = holdFor(cfg, lease, rest)
 	}
 	return out.Code, nil
+}
+
+// holdFor keeps the lock for d more with no renewals (--min-hold) and
+// reports whether it did; if not, the caller releases as usual.
+func holdFor(cfg Config, lease lock.Lease, d time.Duration) bool {
+	h, ok := lease.(lock.Holdable)
+	if !ok {
+		cfg.Log.Warn("this engine cannot keep a lock after the command; --min-hold is ignored", "key", lease.Key())
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.ReleaseTimeout)
+	defer cancel()
+	if err := h.Hold(ctx, d, lock.HoldMinHold); err != nil {
+		cfg.Log.Warn("min-hold: could not keep the lock; releasing it", "key", lease.Key(), "error", err)
+		return false
+	}
+	cfg.Log.Info("min-hold: lock kept after the command", "key", lease.Key(), "for", d.Round(time.Millisecond))
+	return true
 }
 
 // acquireInterruptible acquires, giving up cleanly if a terminating signal

@@ -321,6 +321,9 @@ type record struct {
 	// TTLms is the TTL that was asked for. etcd leases have whole-second
 	// granularity: the lease itself was granted for TTL rounded up.
 	TTLms int64 `json:"ttl_ms"`
+	// Hold is set once no process renews the lease (lock.HoldMinHold,
+	// lock.HoldHandle): the key then lives on a lease of its own.
+	Hold string `json:"hold,omitempty"`
 }
 
 func newRecord(req lock.Request, now time.Time) record {
@@ -362,6 +365,7 @@ func (b *Backend) holderOf(ctx context.Context, key string, kv *mvccpb.KeyValue)
 		h.Meta = lock.Meta{Host: r.Host, PID: r.PID, User: r.User, Command: r.Command, Note: r.Note}
 		h.AcquiredAt = r.AcquiredAt
 		h.TTL = time.Duration(r.TTLms) * time.Millisecond
+		h.Hold = r.Hold
 	}
 	if kv.Lease == 0 {
 		return h

@@ -69,6 +69,11 @@ func (b *Backend) TryAcquire(ctx context.Context, req lock.Request) (lock.Lease,
 		}
 		return nil, fmt.Errorf("flock %s: %w", lockPath, err)
 	}
+	if m, ok, _ := readMeta(metaPath); ok && m.Key == req.Key && m.heldWithoutProcess(time.Now()) {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+		return nil, &lock.BusyError{Holder: m.holder(time.Now())}
+	}
 	l, err := b.initLease(f, req, metaPath, tokenPath, granted)
 	if err != nil {
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
@@ -108,10 +113,16 @@ func (b *Backend) heldBy(key, metaPath string) lock.Holder {
 func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
 	lockPath, metaPath, _ := b.paths(key)
 	held, err := isLocked(lockPath)
-	if err != nil || !held {
+	if err != nil {
 		return lock.Holder{}, false, err
 	}
-	return b.heldBy(key, metaPath), true, nil
+	if held {
+		return b.heldBy(key, metaPath), true, nil
+	}
+	if m, ok, _ := readMeta(metaPath); ok && m.Key == key && m.heldWithoutProcess(time.Now()) {
+		return m.holder(time.Now()), true, nil
+	}
+	return lock.Holder{}, false, nil
 }
 
 // Break implements lock.Backend. The flock belongs to the holder's process
@@ -134,7 +145,7 @@ func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Hol
 	if err := os.Remove(metaPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return h, err
 	}
-	if h.Meta.PID > 0 && h.Meta.Host == b.host {
+	if h.Hold == "" && h.Meta.PID > 0 && h.Meta.Host == b.host {
 		syscall.Kill(h.Meta.PID, syscall.SIGWINCH)
 	}
 	return h, nil

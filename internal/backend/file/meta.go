@@ -24,6 +24,15 @@ type meta struct {
 	AcquiredAt time.Time `json:"acquired_at"`
 	RenewedAt  time.Time `json:"renewed_at"`
 	TTLms      int64     `json:"ttl_ms"`
+	// Hold is set when no process holds the flock any more and the lock is
+	// kept until RenewedAt+TTL (lock.HoldMinHold, lock.HoldHandle).
+	Hold string `json:"hold,omitempty"`
+}
+
+// heldWithoutProcess reports whether m is a hold (min-hold, handle) that
+// has not expired yet.
+func (m meta) heldWithoutProcess(now time.Time) bool {
+	return m.Hold != "" && now.Before(m.RenewedAt.Add(time.Duration(m.TTLms)*time.Millisecond))
 }
 
 func (m meta) holder(now time.Time) lock.Holder {
@@ -36,6 +45,7 @@ func (m meta) holder(now time.Time) lock.Holder {
 		AcquiredAt: m.AcquiredAt,
 		TTL:        ttl,
 		ExpiresIn:  max(0, m.RenewedAt.Add(ttl).Sub(now)),
+		Hold:       m.Hold,
 	}
 }
 

@@ -192,6 +192,8 @@ func parseHolder(key string, fields, pttl any) lock.Holder {
 			if ms, err := strconv.ParseInt(val, 10, 64); err == nil {
 				h.AcquiredAt = time.UnixMilli(ms)
 			}
+		case "hold":
+			h.Hold = val
 		case "ttl_ms":
 			if ms, err := strconv.ParseInt(val, 10, 64); err == nil {
 				h.TTL = time.Duration(ms) * time.Millisecond

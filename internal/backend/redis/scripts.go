@@ -17,10 +17,13 @@ var (
 	inspectSrc string
 	//go:embed break.lua
 	breakSrc string
+	//go:embed hold.lua
+	holdSrc string
 
 	acquireScript = goredis.NewScript(acquireSrc)
 	renewScript   = goredis.NewScript(renewSrc)
 	releaseScript = goredis.NewScript(releaseSrc)
 	inspectScript = goredis.NewScript(inspectSrc)
 	breakScript   = goredis.NewScript(breakSrc)
+	holdScript    = goredis.NewScript(holdSrc)
 )
