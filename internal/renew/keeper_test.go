@@ -1,0 +1,70 @@
+package renew
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock/internal/backend/file"
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// A lease the engine says is no longer ours is reported lost at once (not
+// at validUntil), with the SIGKILL due within kill-grace. Uses the real
+// file engine: break removes the sidecar, Poke makes the keeper look.
+func TestKeeperReportsBreakAtOnce(t *testing.T) {
+	b, err := file.Open(t.TempDir(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	l, err := b.TryAcquire(ctx, lock.Request{Key: "k", TTL: 30 * time.Second, Owner: "me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := Timing{TTL: 30 * time.Second, KillGrace: 2 * time.Second}
+	k := Start(l, tm, nil)
+	defer k.Stop()
+	if _, err := b.Break(ctx, "k", 0); err != nil {
+		t.Fatal(err)
+	}
+	broke := time.Now()
+	k.Poke()
+	select {
+	case loss := <-k.Lost():
+		if got := time.Since(broke); got > time.Second {
+			t.Errorf("loss reported %s after the break", got)
+		}
+		if loss.KillAt.After(time.Now().Add(tm.KillGrace)) {
+			t.Errorf("KillAt %s is later than kill-grace from now", time.Until(loss.KillAt))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no loss reported within 10s of a break")
+	}
+}
+
+// A healthy lease is renewed: the keeper reports no loss while validity is
+// pushed forward, and Stop ends it cleanly.
+func TestKeeperRenewsHealthyLease(t *testing.T) {
+	b, err := file.Open(t.TempDir(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	l, err := b.TryAcquire(ctx, lock.Request{Key: "k", TTL: time.Second, Owner: "me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := Start(l, Timing{TTL: time.Second, KillGrace: 300 * time.Millisecond}, nil)
+	// The property is about a span of time: past 1.5 TTLs, a keeper that
+	// failed to renew would have reported the loss (at validUntil-grace).
+	select {
+	case loss := <-k.Lost():
+		t.Fatalf("healthy lease reported lost: %v", loss.Err)
+	case <-time.After(1500 * time.Millisecond):
+	}
+	k.Stop()
+	if err := l.Release(ctx); err != nil {
+		t.Errorf("release after a kept lease: %v", err)
+	}
+}
