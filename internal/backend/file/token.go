@@ -1,25 +1,43 @@
 package file
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 )
 
+// tokenWidth is the fixed width of the counter file (20 digits and a
+// newline), so each update overwrites it whole in one small write that
+// never spans a sector: no truncate, no rename, one fsync.
+const tokenWidth = 21
+
 // nextToken reads the key's counter, computes max(counter+1, now in µs),
 // and persists it (fsync'd) before returning, so tokens never go backwards
 // even if the counter file is lost and the clock is sane. Call it only
 // while holding the key's flock.
 func nextToken(path string, now time.Time) (uint64, error) {
-	var last uint64
-	if b, err := os.ReadFile(path); err == nil {
-		last, _ = strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-	} else if !os.IsNotExist(err) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
 		return 0, err
 	}
-	tok := max(last+1, uint64(now.UnixMicro()))
-	if err := writeAtomic(path, []byte(strconv.FormatUint(tok, 10)+"\n"), true); err != nil {
+	defer f.Close()
+	buf := make([]byte, 64)
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && err != io.EOF {
+		return 0, err
+	}
+	last, _ := strconv.ParseUint(strings.TrimSpace(string(buf[:n])), 10, 64)
+	tok := last + 1
+	if us := now.UnixMicro(); us > 0 {
+		tok = max(tok, uint64(us))
+	}
+	if _, err := f.WriteAt([]byte(fmt.Sprintf("%020d\n", tok)), 0); err != nil {
+		return 0, err
+	}
+	if err := f.Sync(); err != nil {
 		return 0, err
 	}
 	return tok, nil
