@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"syscall"
 	"testing"
@@ -39,7 +40,19 @@ func exitcodeMain() {
 	}
 	c := exec.Command(os.Args[2], os.Args[3:]...)
 	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
-	err = c.Run()
+	// Pass on the signals a script sends (kill -INT name) to the command.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	if err := c.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "exitcode: %v\n", err)
+		os.Exit(2)
+	}
+	go func() {
+		for s := range sigs {
+			c.Process.Signal(s)
+		}
+	}()
+	err = c.Wait()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		fmt.Fprintf(os.Stderr, "exitcode: %v\n", err)

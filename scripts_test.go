@@ -73,6 +73,6 @@ func params(e *engine, dir string) testscript.Params {
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
-		Cmds: scriptCommands,
+		Cmds: allCommands(),
 	}
 }

@@ -20,6 +20,7 @@ const (
 	exitInternal    = 70
 	exitBusy        = 75
 	exitLost        = 76
+	exitMaxHold     = 124 // as timeout(1)
 )
 
 // statusError ends a command with a code and, when msg is set, one line.
@@ -50,6 +51,7 @@ func exitCode(err error, stderr io.Writer) int {
 		se   *statusError
 		busy *lock.BusyError
 		lost *runner.LostError
+		maxh *runner.MaxHoldError
 		intr *runner.InterruptedError
 		st   *child.StartError
 	)
@@ -60,6 +62,8 @@ func exitCode(err error, stderr io.Writer) int {
 		code = st.Code
 	case errors.As(err, &lost):
 		code = exitLost
+	case errors.As(err, &maxh):
+		code = exitMaxHold
 	case errors.As(err, &intr):
 		code = 128 + int(intr.Signal)
 	case errors.As(err, &busy):

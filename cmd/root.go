@@ -63,6 +63,9 @@ fails the command is stopped before the lease could pass to anyone else.`,
 		newStatusCommand(g),
 		newBreakCommand(g),
 		newVersionCommand(g),
+		newAcquireCommand(g),
+		newExtendCommand(g),
+		newReleaseCommand(g),
 	)
 	setVersionFlag(root)
 	return root

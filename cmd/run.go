@@ -2,12 +2,7 @@ package cmd
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"fmt"
-	"os"
-	"os/user"
 	"strings"
 	"time"
 
@@ -29,6 +24,8 @@ type runOptions struct {
 	Note         string
 	Quiet        bool
 	Limit        int
+	MinHold      time.Duration
+	MaxHold      time.Duration
 }
 
 func newRunCommand(g *globalOptions) *cobra.Command {
@@ -44,7 +41,8 @@ with every acquisition), DISTLOCK_OWNER, DISTLOCK_TTL and DISTLOCK_BACKEND.
 
 Exit status: the command's own (128+N if killed by signal N; 127 not found,
 126 not executable); 64 usage; 69 engine unreachable; 70 internal error;
-75 busy (--busy-exit-code); 76 lock lost while the command ran.`,
+75 busy (--busy-exit-code); 76 lock lost while the command ran; 124 the
+command ran past --max-hold.`,
 		Example: `  distlock run --key job:daily --ttl 30s -- ./job.sh
   distlock run --key deploy --wait 10m --note "release 1.4" -- make deploy
   distlock --backend redis://redis:6379 run --key job:daily --busy-exit-code 0 --quiet -- ./job.sh`,
@@ -65,6 +63,8 @@ Exit status: the command's own (128+N if killed by signal N; 127 not found,
 	f.IntVar(&o.BusyExitCode, "busy-exit-code", exitBusy, "exit status when the lock is busy (0-255; cron users set 0)")
 	f.StringVar(&o.Note, "note", "", "a note shown by status and list, e.g. a ticket or release name")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "print nothing when the lock is busy")
+	f.DurationVar(&o.MinHold, "min-hold", 0, "keep the lock until this long after acquiring it, even if the command ends sooner (cron replicas firing seconds apart run the job once)")
+	f.DurationVar(&o.MaxHold, "max-hold", 0, "stop the command (TERM, kill-grace, KILL) this long after acquiring; exit 124")
 	f.IntVar(&o.Limit, "limit", 1, "semaphore: up to N holders at once, each in a slot (DISTLOCK_SLOT); all holders must agree on N")
 	return c
 }
@@ -81,6 +81,9 @@ func (o *runOptions) validate() (wait time.Duration, err error) {
 	}
 	if o.KillGrace < 0 || o.KillGrace >= o.TTL/2 {
 		return 0, lock.Invalidf("--kill-grace must be positive and less than ttl/2 (%s), got %s", o.TTL/2, o.KillGrace)
+	}
+	if o.MinHold < 0 || o.MaxHold < 0 {
+		return 0, lock.Invalidf("--min-hold and --max-hold must not be negative")
 	}
 	if o.Limit < 1 || o.Limit > 1000 {
 		return 0, lock.Invalidf("--limit must be 1-1000, got %d", o.Limit)
@@ -117,20 +120,19 @@ func (o *runOptions) run(ctx context.Context, args []string) error {
 	}
 	defer b.Close()
 	log := o.g.logger()
-	owner, err := newOwner()
+	req, err := newRequest(o.Key, o.TTL, o.Limit, args[0], o.Note)
 	if err != nil {
 		return err
 	}
 	waitingLogged := false
 	code, err := runner.Run(ctx, runner.Config{
-		Backend:     b,
-		BackendDesc: o.g.describeBackend(),
-		Request: lock.Request{
-			Key: o.Key, TTL: o.TTL, Owner: owner, Limit: o.Limit,
-			Meta: lock.Meta{Host: hostname(), PID: os.Getpid(), User: username(), Command: args[0], Note: o.Note},
-		},
+		Backend:        b,
+		BackendDesc:    o.g.describeBackend(),
+		Request:        req,
 		Wait:           wait,
 		KillGrace:      o.KillGrace,
+		MinHold:        o.MinHold,
+		MaxHold:        o.MaxHold,
 		ReleaseTimeout: o.g.ConnectTimeout,
 		Args:           args,
 		Stdin:          o.g.stdin, Stdout: o.g.stdout, Stderr: o.g.stderr,
@@ -142,44 +144,14 @@ func (o *runOptions) run(ctx context.Context, args []string) error {
 			}
 		},
 	})
-	var busy *lock.BusyError
+	if busy := busyError(err, wait, o.BusyExitCode, o.Quiet); busy != nil {
+		return busy
+	}
 	switch {
-	case errors.As(err, &busy):
-		if o.Quiet {
-			return withCode(o.BusyExitCode)
-		}
-		return &statusError{code: o.BusyExitCode, msg: busy.Error() + busyHint(wait)}
 	case err != nil:
 		return err
 	case code != 0:
 		return withCode(code)
 	}
 	return nil
-}
-
-func busyHint(wait time.Duration) string {
-	if wait == 0 {
-		return " (use --wait to wait for it)"
-	}
-	return fmt.Sprintf(" (gave up after --wait %s)", wait)
-}
-
-func newOwner() (string, error) {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("cannot make an owner id: %w", err)
-	}
-	return hex.EncodeToString(b), nil
-}
-
-func hostname() string {
-	h, _ := os.Hostname()
-	return h
-}
-
-func username() string {
-	if u, err := user.Current(); err == nil {
-		return u.Username
-	}
-	return os.Getenv("USER")
 }

@@ -1,0 +1,102 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/distlock/distlock/internal/acquire"
+	"github.com/distlock/distlock/internal/lock"
+)
+
+type acquireOptions struct {
+	g            *globalOptions
+	Key          string
+	TTL          time.Duration
+	Wait         string
+	Note         string
+	BusyExitCode int
+	Quiet        bool
+}
+
+func newAcquireCommand(g *globalOptions) *cobra.Command {
+	o := &acquireOptions{g: g}
+	c := &cobra.Command{
+		Use:   "acquire --key KEY [--ttl D] [--wait D]",
+		Short: "Take a lock and keep it after exiting, for use across CI steps",
+		Long: `Take the lock on KEY and leave it held for --ttl after distlock exits, so
+that several separate steps (of a CI job, say) run under one lock. Prints
+DISTLOCK_HANDLE=... and DISTLOCK_TOKEN=... lines, ready for eval or for
+>> "$GITHUB_ENV". Nothing renews the lock: extend it with distlock extend,
+end it with distlock release. Exit status: 0 acquired, 75 busy.`,
+		Example: `  eval "$(distlock acquire --key deploy:prod --ttl 30m --wait 10m)"
+  distlock acquire --key deploy:prod --ttl 30m >> "$GITHUB_ENV"`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 0 {
+				return usageError(errors.New("acquire takes no arguments"))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context()) },
+	}
+	f := c.Flags()
+	f.StringVar(&o.Key, "key", "", "name of the lock (required)")
+	f.DurationVar(&o.TTL, "ttl", 30*time.Minute, "how long the lock stays held unless extended or released (at least 1s)")
+	f.StringVar(&o.Wait, "wait", "0", "how long to wait for a busy lock: 0 tries once, a duration, or forever")
+	f.StringVar(&o.Note, "note", "", "a note shown by status, e.g. the pipeline or release")
+	f.IntVar(&o.BusyExitCode, "busy-exit-code", exitBusy, "exit status when the lock is busy (0-255)")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "print nothing when the lock is busy")
+	return c
+}
+
+func (o *acquireOptions) run(ctx context.Context) error {
+	if err := lock.ValidateKey(o.Key); err != nil {
+		return err
+	}
+	if o.TTL < time.Second {
+		return lock.Invalidf("--ttl must be at least 1s, got %s", o.TTL)
+	}
+	if o.BusyExitCode < 0 || o.BusyExitCode > 255 {
+		return lock.Invalidf("--busy-exit-code must be 0-255, got %d", o.BusyExitCode)
+	}
+	wait, err := parseWait(o.Wait)
+	if err != nil {
+		return err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	b, err := o.g.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	req, err := newRequest(o.Key, o.TTL, 1, "distlock acquire", o.Note)
+	if err != nil {
+		return err
+	}
+	l, err := acquire.Acquire(ctx, b, req, acquire.Options{Wait: wait})
+	if busy := busyError(err, wait, o.BusyExitCode, o.Quiet); busy != nil {
+		return busy
+	}
+	if err != nil {
+		return err
+	}
+	h, ok := l.(lock.Holdable)
+	if !ok {
+		l.Release(context.Background())
+		return lock.Invalidf("this engine cannot hold locks across processes")
+	}
+	hctx, cancel := context.WithTimeout(ctx, o.g.ConnectTimeout)
+	defer cancel()
+	if err := h.Hold(hctx, o.TTL, lock.HoldHandle); err != nil {
+		rctx, rcancel := context.WithTimeout(context.Background(), o.g.ConnectTimeout)
+		defer rcancel()
+		l.Release(rctx)
+		return err
+	}
+	printHandle(o.g.stdout, h.Handle())
+	return nil
+}
