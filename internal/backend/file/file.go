@@ -54,7 +54,7 @@ func (b *Backend) Close() error { return nil }
 // TryAcquire implements lock.Backend.
 func (b *Backend) TryAcquire(ctx context.Context, req lock.Request) (lock.Lease, error) {
 	if req.Limit > 1 {
-		return nil, lock.Invalidf("--limit is not supported on this engine yet")
+		return b.trySemaphore(ctx, req)
 	}
 	lockPath, metaPath, tokenPath := b.paths(req.Key)
 	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
@@ -111,6 +111,9 @@ func (b *Backend) heldBy(key, metaPath string) lock.Holder {
 
 // Inspect implements lock.Backend.
 func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
+	if h, held, err := b.inspectSlots(ctx, key); held || err != nil {
+		return h, held, err // a semaphore (semaphore.go)
+	}
 	lockPath, metaPath, _ := b.paths(key)
 	held, err := isLocked(lockPath)
 	if err != nil {
@@ -131,6 +134,9 @@ func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, e
 // else) so that its renewer checks at once, finds the lease gone, stops its
 // child and lets go of the flock.
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
+	if h, handled, err := b.breakSlots(ctx, key, token); handled {
+		return h, err // a semaphore (semaphore.go)
+	}
 	h, ok, err := b.Inspect(ctx, key)
 	if err != nil {
 		return h, err

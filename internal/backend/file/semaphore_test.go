@@ -1,0 +1,264 @@
+package file
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+func semRequest(key, owner string, limit int) lock.Request {
+	return lock.Request{
+		Key: key, TTL: 2 * time.Second, Owner: owner, Limit: limit,
+		Meta: lock.Meta{Host: "host-" + owner, PID: 1 << 30, User: "u", Command: "./job.sh"},
+	}
+}
+
+func openTest(t *testing.T) *Backend {
+	t.Helper()
+	b, err := Open(t.TempDir(), "distlock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func slotOf(t *testing.T, l lock.Lease) int {
+	t.Helper()
+	s, ok := l.(lock.Slotted)
+	if !ok {
+		t.Fatalf("lease %T is not lock.Slotted", l)
+	}
+	return s.Slot()
+}
+
+func TestSemaphoreSlotsTokensAndBusy(t *testing.T) {
+	b := openTest(t)
+	ctx := context.Background()
+	var leases []lock.Lease
+	var last uint64
+	for i, owner := range []string{"a", "b", "c"} {
+		l, err := b.TryAcquire(ctx, semRequest("job", owner, 3))
+		if err != nil {
+			t.Fatalf("acquire %s: %v", owner, err)
+		}
+		if got := slotOf(t, l); got != i {
+			t.Errorf("%s got slot %d, want %d", owner, got, i)
+		}
+		if l.Token() <= last {
+			t.Errorf("token %d not above %d", l.Token(), last)
+		}
+		last = l.Token()
+		leases = append(leases, l)
+	}
+	_, err := b.TryAcquire(ctx, semRequest("job", "d", 3))
+	var busy *lock.BusyError
+	if !errors.As(err, &busy) {
+		t.Fatalf("fourth acquire = %v, want busy", err)
+	}
+	if busy.Holder.Owner != "a" || busy.Holder.Token != leases[0].Token() {
+		t.Errorf("busy names %+v, want the oldest holder a", busy.Holder)
+	}
+	h, held, err := b.Inspect(ctx, "job")
+	if err != nil || !held || h.Owner != "a" {
+		t.Errorf("Inspect = %+v %v %v, want held by a", h, held, err)
+	}
+
+	// The lowest free slot is taken, with a token above all earlier ones.
+	if err := leases[1].Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l, err := b.TryAcquire(ctx, semRequest("job", "d", 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slotOf(t, l) != 1 || l.Token() <= last {
+		t.Errorf("d: slot %d token %d, want slot 1 and a token above %d", slotOf(t, l), l.Token(), last)
+	}
+	leases[1] = l
+
+	// Everyone must agree on the limit; a mutex is refused too.
+	_, err = b.TryAcquire(ctx, semRequest("job", "e", 5))
+	var mm *lock.LimitMismatchError
+	if !errors.As(err, &mm) || mm.Have != 3 || mm.Want != 5 || !errors.Is(err, lock.ErrInvalid) {
+		t.Errorf("acquire with limit 5 = %v, want a limit mismatch (have 3)", err)
+	}
+	if _, err := b.TryAcquire(ctx, semRequest("job", "f", 1)); !errors.Is(err, lock.ErrHeld) {
+		t.Errorf("mutex acquire on a held semaphore = %v, want busy", err)
+	}
+
+	for _, l := range leases {
+		if err := l.Renew(ctx); err != nil {
+			t.Errorf("renew slot %d: %v", slotOf(t, l), err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Errorf("release slot %d: %v", slotOf(t, l), err)
+		}
+	}
+	if _, held, _ := b.Inspect(ctx, "job"); held {
+		t.Error("Inspect says held after every slot was released")
+	}
+	// Free again: a mutex may use the key, and then a semaphore may not.
+	m, err := b.TryAcquire(ctx, semRequest("job", "g", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Token() <= l.Token() {
+		t.Errorf("mutex token %d not above the semaphore's %d", m.Token(), l.Token())
+	}
+	_, err = b.TryAcquire(ctx, semRequest("job", "h", 3))
+	if !errors.As(err, &mm) || mm.Have != 1 {
+		t.Errorf("semaphore acquire on a held mutex = %v, want a limit mismatch (have 1)", err)
+	}
+	m.Release(ctx)
+}
+
+func TestSemaphoreDeadHolderFreesItsSlot(t *testing.T) {
+	b := openTest(t)
+	ctx := context.Background()
+	l0, err := b.TryAcquire(ctx, semRequest("k", "a", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l1, err := b.TryAcquire(ctx, semRequest("k", "b", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The process holding slot 0 dies: the kernel drops its flocks.
+	dead := l0.(*SlotLease)
+	dead.f.Close()
+	dead.mode.Close()
+	l, err := b.TryAcquire(ctx, semRequest("k", "c", 2))
+	if err != nil {
+		t.Fatalf("acquire after a holder died: %v", err)
+	}
+	if slotOf(t, l) != 0 {
+		t.Errorf("got slot %d, want the dead holder's slot 0", slotOf(t, l))
+	}
+	l.Release(ctx)
+	l1.Release(ctx)
+}
+
+func TestSemaphoreBreak(t *testing.T) {
+	b := openTest(t)
+	ctx := context.Background()
+	var ls []lock.Lease
+	for _, o := range []string{"a", "b", "c"} {
+		l, err := b.TryAcquire(ctx, semRequest("brk", o, 3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+	}
+	// A token no holder has: left alone, the oldest is named.
+	_, err := b.Break(ctx, "brk", 12345)
+	var busy *lock.BusyError
+	if !errors.As(err, &busy) || busy.Holder.Owner != "a" {
+		t.Fatalf("break with a stale token = %v", err)
+	}
+	// --token of the middle holder breaks that one only.
+	h, err := b.Break(ctx, "brk", ls[1].Token())
+	if err != nil || h.Owner != "b" {
+		t.Fatalf("break token of b = %+v, %v", h, err)
+	}
+	if err := ls[1].Renew(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("renew of the broken slot = %v, want ErrNotHeld", err)
+	}
+	for _, i := range []int{0, 2} {
+		if err := ls[i].Renew(ctx); err != nil {
+			t.Errorf("renew of slot %d = %v", i, err)
+		}
+	}
+	// No token: every holder is broken.
+	if h, err := b.Break(ctx, "brk", 0); err != nil || h.Owner != "a" {
+		t.Fatalf("break all = %+v, %v", h, err)
+	}
+	for i, l := range ls {
+		if err := l.Renew(ctx); !errors.Is(err, lock.ErrNotHeld) {
+			t.Errorf("renew of slot %d after break-all = %v, want ErrNotHeld", i, err)
+		}
+		if err := l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+			t.Errorf("release of slot %d after break-all = %v, want ErrNotHeld", i, err)
+		}
+	}
+	if _, err := b.Break(ctx, "brk", 0); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("break of a free semaphore = %v, want ErrNotHeld", err)
+	}
+}
+
+// TestSemaphoreConcurrent: many goroutines (each with its own flocks, as
+// separate processes would have) never hold more than the limit at once,
+// and the slots in use are distinct.
+func TestSemaphoreConcurrent(t *testing.T) {
+	b := openTest(t)
+	const limit, workers, rounds = 3, 8, 15
+	var mu sync.Mutex
+	inUse := map[int]bool{}
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := 0; r < rounds; {
+				l, err := b.TryAcquire(context.Background(), semRequest("conc", string(rune('a'+w)), limit))
+				if errors.Is(err, lock.ErrHeld) {
+					continue
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				s := l.(lock.Slotted).Slot()
+				mu.Lock()
+				if inUse[s] || len(inUse) >= limit || s >= limit {
+					mu.Unlock()
+					errs <- errors.New("slot overlap or over the limit")
+					return
+				}
+				inUse[s] = true
+				mu.Unlock()
+				time.Sleep(time.Millisecond)
+				mu.Lock()
+				delete(inUse, s)
+				mu.Unlock()
+				if err := l.Release(context.Background()); err != nil {
+					errs <- err
+					return
+				}
+				r++
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestSemaphoreSlotFilesDoNotCollideWithKeys(t *testing.T) {
+	b := openTest(t)
+	ctx := context.Background()
+	// The mutex of "x.slot0" and slot 0 of the semaphore "x" are different locks.
+	m, err := b.TryAcquire(ctx, semRequest("x.slot0", "a", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Release(ctx)
+	l, err := b.TryAcquire(ctx, semRequest("x", "b", 2))
+	if err != nil {
+		t.Fatalf("semaphore x while x.slot0 is held: %v", err)
+	}
+	if slotOf(t, l) != 0 {
+		t.Errorf("slot %d, want 0", slotOf(t, l))
+	}
+	l.Release(ctx)
+	if _, err := os.Stat(b.semPaths("x").slotLock(0)); err != nil {
+		t.Error(err)
+	}
+}
