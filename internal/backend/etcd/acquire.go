@@ -103,7 +103,7 @@ func (b *Backend) newLease(e *entry, granted time.Time) *Lease {
 // leaves at once and returns a *lock.BusyError naming the holder.
 func (b *Backend) TryAcquire(ctx context.Context, req lock.Request) (lock.Lease, error) {
 	if req.Limit > 1 {
-		return nil, lock.Invalidf("--limit is not supported on this engine yet")
+		return b.trySemaphore(ctx, req)
 	}
 	if err := checkRequest(req); err != nil {
 		return nil, err
@@ -128,6 +128,9 @@ func (b *Backend) TryAcquire(ctx context.Context, req lock.Request) (lock.Lease,
 // If our place is lost while waiting (our lease expired, say during a long
 // partition, or someone deleted our key), we join again at the back.
 func (b *Backend) Acquire(ctx context.Context, req lock.Request, progress func(lock.Holder)) (lock.Lease, error) {
+	if req.Limit > 1 {
+		return b.acquireSemaphore(ctx, req, progress)
+	}
 	if err := checkRequest(req); err != nil {
 		return nil, err
 	}

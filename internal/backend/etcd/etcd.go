@@ -405,6 +405,9 @@ func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, e
 // compare-and-delete on the holder's create revision. The next waiter in
 // the queue, if any, becomes holder.
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
+	if h, handled, err := b.breakSlots(ctx, key, token); handled {
+		return h, err // a semaphore (semaphore.go)
+	}
 	qp := b.queuePrefix(key)
 	for attempt := 0; ; attempt++ {
 		resp, err := b.cli.Get(ctx, qp, clientv3.WithFirstCreate()...)

@@ -1,0 +1,318 @@
+package etcd
+
+// Semaphores (--limit N > 1) on etcd.
+//
+// # Layout
+//
+// Slot i of KEY (0..N-1) is one etcd key attached to its holder's own lease:
+//
+//	<prefix>/<url.PathEscape(KEY)>/slot/<i>
+//
+// inside KEY's queue prefix, next to where mutex contenders put their
+// "<lease ID in hex>" keys. Its value is the holder's record plus the limit
+// and the slot (slotRecord); its create revision is the fencing token, so
+// tokens rise strictly across every acquisition of KEY, mutex or slot.
+//
+// An acquirer reads the whole queue prefix at revision R, refuses with a
+// *lock.LimitMismatchError when a mutex contender is there or a slot holder
+// uses another limit, picks the lowest free slot, and creates it in a
+// transaction that requires every key under the prefix to be unchanged
+// since R (a ModRevision compare over the prefix): the check and the take
+// are one step, and on a conflict it reads again.
+//
+// Because slot keys live in the queue prefix, the mutex code sees them:
+// Inspect (the first contender by create revision) describes the oldest
+// slot holder, and a mutex acquirer finds the key busy; a queued mutex
+// waiter waits for the slot holders that came before it, while semaphore
+// acquirers that come after it are refused (a mutex contender is there).
+//
+// # Waiting
+//
+// A semaphore waiter watches the slot prefix for deletions (a release, a
+// break, or a lease that expired) and then tries again. Semaphore waiters
+// are not queued in arrival order (unlike the mutex): every waiter wakes on
+// a freed slot and the quickest takes it.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// slotRecord is the value of a slot key.
+type slotRecord struct {
+	record
+	Limit int `json:"limit"`
+	Slot  int `json:"slot"`
+}
+
+func (b *Backend) slotPrefix(key string) string { return b.queuePrefix(key) + "slot/" }
+
+// semFallbackPoll bounds a waiter's sleep should a watch stay silent.
+const semFallbackPoll = 5 * time.Second
+
+// trySemaphore is TryAcquire for req.Limit > 1.
+func (b *Backend) trySemaphore(ctx context.Context, req lock.Request) (lock.Lease, error) {
+	if err := checkRequest(req); err != nil {
+		return nil, err
+	}
+	l, _, err := b.semAttempt(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// semAttempt grants a lease and takes the lowest free slot with it; when
+// every slot is held it revokes the lease and returns a *lock.BusyError
+// naming the oldest holder, with the revision the slots were read at.
+func (b *Backend) semAttempt(ctx context.Context, req lock.Request) (*SlotLease, int64, error) {
+	granted := time.Now()
+	g, err := b.cli.Grant(ctx, leaseSeconds(req.TTL))
+	if err != nil {
+		return nil, 0, b.opError("grant a lease for "+req.Key, err)
+	}
+	l, rev, err := b.semTake(ctx, req, g.ID, granted)
+	if err != nil {
+		// The put may have been applied if the reply was lost: revoking the
+		// lease removes it.
+		b.semRevoke(ctx, g.ID)
+	}
+	return l, rev, err
+}
+
+func (b *Backend) semTake(ctx context.Context, req lock.Request, id clientv3.LeaseID, granted time.Time) (*SlotLease, int64, error) {
+	qp, n := b.queuePrefix(req.Key), req.Limit
+	for {
+		resp, err := b.cli.Get(ctx, qp, clientv3.WithPrefix())
+		if err != nil {
+			return nil, 0, b.opError("read the slots of "+req.Key, err)
+		}
+		held := make([]bool, n)
+		var oldest *mvccpb.KeyValue
+		for _, kv := range resp.Kvs {
+			idx, isSlot := strings.CutPrefix(strings.TrimPrefix(string(kv.Key), qp), "slot/")
+			if !isSlot {
+				return nil, 0, &lock.LimitMismatchError{Key: req.Key, Want: n, Have: 1}
+			}
+			i, err := strconv.Atoi(idx)
+			if err != nil || i < 0 {
+				continue // not a key of ours
+			}
+			var rec slotRecord
+			if json.Unmarshal(kv.Value, &rec) == nil && rec.Limit > 0 && rec.Limit != n {
+				return nil, 0, &lock.LimitMismatchError{Key: req.Key, Want: n, Have: rec.Limit}
+			}
+			if i >= n { // only a holder with a larger limit can be there
+				return nil, 0, &lock.LimitMismatchError{Key: req.Key, Want: n, Have: max(rec.Limit, i+1)}
+			}
+			held[i] = true
+			if oldest == nil || kv.CreateRevision < oldest.CreateRevision {
+				oldest = kv
+			}
+		}
+		free := -1
+		for i, h := range held {
+			if !h {
+				free = i
+				break
+			}
+		}
+		if free < 0 {
+			return nil, resp.Header.Revision, &lock.BusyError{Holder: b.holderOf(ctx, req.Key, oldest)}
+		}
+		sk := b.slotPrefix(req.Key) + strconv.Itoa(free)
+		rec := slotRecord{record: newRecord(req, time.Now()), Limit: n, Slot: free}
+		rec.QueuedAt = time.Time{}
+		tr, err := b.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(qp).WithPrefix(), "<", resp.Header.Revision+1)).
+			Then(clientv3.OpPut(sk, encodeJSON(rec), clientv3.WithLease(id))).
+			Commit()
+		if err != nil {
+			return nil, 0, b.opError("take a slot of "+req.Key, err)
+		}
+		if tr.Succeeded {
+			e := &entry{key: req.Key, qp: qp, etcdKey: sk, id: id, rev: tr.Header.Revision, rec: rec.record}
+			return &SlotLease{l: b.newLease(e, granted), slot: free}, 0, nil
+		}
+		// Someone changed the key's slots or queue since our read: read
+		// again, after a moment so that racing acquirers spread out.
+		t := time.NewTimer(time.Duration(rand.Int64N(int64(5 * time.Millisecond))))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, 0, b.opError("take a slot of "+req.Key, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// semRevoke drops a lease on a fresh short context.
+func (b *Backend) semRevoke(ctx context.Context, id clientv3.LeaseID) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(b.dialTO, cleanupTimeout))
+	defer cancel()
+	_, _ = b.cli.Revoke(cctx, id)
+}
+
+// acquireSemaphore is Acquire for req.Limit > 1: try, and while every slot
+// is held, watch the slots for a deletion and try again, until ctx ends.
+// When ctx's deadline passes it returns a *lock.BusyError naming the last
+// holder seen; when ctx is cancelled, ctx's error.
+func (b *Backend) acquireSemaphore(ctx context.Context, req lock.Request, progress func(lock.Holder)) (lock.Lease, error) {
+	if err := checkRequest(req); err != nil {
+		return nil, err
+	}
+	var last *lock.Holder
+	for {
+		l, rev, err := b.semAttempt(ctx, req)
+		if err == nil {
+			return l, nil
+		}
+		var busy *lock.BusyError
+		if !errors.As(err, &busy) {
+			return nil, semEndOfWait(ctx, req.Key, last, err)
+		}
+		if last == nil || last.Token != busy.Holder.Token {
+			h := busy.Holder
+			last = &h
+			if progress != nil {
+				progress(h)
+			}
+		}
+		if err := b.waitSlotFreed(ctx, req.Key, rev); err != nil {
+			return nil, semEndOfWait(ctx, req.Key, last, err)
+		}
+	}
+}
+
+// waitSlotFreed returns once a slot key of key is deleted after revision
+// rev, a watch hiccup asks for a fresh read, or semFallbackPoll passed;
+// it returns ctx's error when ctx ends.
+func (b *Backend) waitSlotFreed(ctx context.Context, key string, rev int64) error {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	ch := b.cli.Watch(wctx, b.slotPrefix(key), clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithFilterPut())
+	t := time.NewTimer(semFallbackPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		case wr, ok := <-ch:
+			if !ok || wr.Canceled || wr.Err() != nil || len(wr.Events) > 0 {
+				return nil
+			}
+		}
+	}
+}
+
+// semEndOfWait turns the end of a wait into the error acquire expects.
+func semEndOfWait(ctx context.Context, key string, last *lock.Holder, err error) error {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		h := lock.Holder{Key: key, ExpiresIn: -1}
+		if last != nil {
+			h = *last
+		}
+		return &lock.BusyError{Holder: h}
+	case ctx.Err() != nil:
+		return fmt.Errorf("waiting for %s: %w", key, ctx.Err())
+	}
+	return err
+}
+
+// breakSlots is Break's hook for semaphores; handled is false when no slot
+// of key is held (Break then goes on as for a mutex). With token != 0 it
+// deletes the slot with that token (compare-and-delete on its create
+// revision), or returns a *lock.BusyError naming the oldest holder when no
+// slot has it. With token 0 it deletes every slot and returns the oldest
+// holder. Like the mutex's Break it deletes keys, not leases: each holder's
+// next Renew finds its key gone.
+func (b *Backend) breakSlots(ctx context.Context, key string, token uint64) (lock.Holder, bool, error) {
+	for range 5 {
+		resp, err := b.cli.Get(ctx, b.slotPrefix(key), clientv3.WithPrefix(),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+		if err != nil {
+			return lock.Holder{}, true, b.opError("break "+key, err)
+		}
+		if len(resp.Kvs) == 0 {
+			return lock.Holder{}, false, nil
+		}
+		victims := resp.Kvs
+		if token != 0 {
+			victims = nil
+			for _, kv := range resp.Kvs {
+				if uint64(kv.CreateRevision) == token {
+					victims = append(victims, kv)
+				}
+			}
+			if len(victims) == 0 {
+				h := b.holderOf(ctx, key, resp.Kvs[0])
+				return h, true, &lock.BusyError{Holder: h}
+			}
+		}
+		h := b.holderOf(ctx, key, victims[0])
+		var cmps []clientv3.Cmp
+		var ops []clientv3.Op
+		for _, kv := range victims {
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(string(kv.Key)), "=", kv.CreateRevision))
+			ops = append(ops, clientv3.OpDelete(string(kv.Key)))
+		}
+		tr, err := b.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		if err != nil {
+			return h, true, b.opError("break "+key, err)
+		}
+		if tr.Succeeded {
+			return h, true, nil
+		}
+		// A holder left or came meanwhile: look again.
+	}
+	return lock.Holder{}, true, fmt.Errorf("the slots of %s keep changing; try again", key)
+}
+
+// SlotLease is a held slot of a semaphore: our slot key, attached to our
+// own etcd lease. Renew and Release are the mutex lease's (they work on
+// any key of ours, checked by its create revision).
+type SlotLease struct {
+	l    *Lease
+	slot int
+}
+
+var (
+	_ lock.Lease   = (*SlotLease)(nil)
+	_ lock.Slotted = (*SlotLease)(nil)
+)
+
+func (s *SlotLease) Key() string        { return s.l.Key() }
+func (s *SlotLease) Token() uint64      { return s.l.Token() }
+func (s *SlotLease) Owner() string      { return s.l.Owner() }
+func (s *SlotLease) Granted() time.Time { return s.l.Granted() }
+
+// Slot implements lock.Slotted.
+func (s *SlotLease) Slot() int { return s.slot }
+
+// Renew implements lock.Lease (see Lease.Renew).
+func (s *SlotLease) Renew(ctx context.Context) error { return s.l.Renew(ctx) }
+
+// Release implements lock.Lease (see Lease.Release).
+func (s *SlotLease) Release(ctx context.Context) error { return s.l.Release(ctx) }
+
+// LeaseID is the etcd lease backing the slot (for diagnostics).
+func (s *SlotLease) LeaseID() clientv3.LeaseID { return s.l.LeaseID() }
+
+func encodeJSON(v any) string {
+	b, _ := json.Marshal(v) // plain fields: cannot fail
+	return string(b)
+}
