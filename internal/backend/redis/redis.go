@@ -87,7 +87,10 @@ func (b *Backend) Close() error { return b.c.Close() }
 // TryAcquire implements lock.Backend.
 func (b *Backend) TryAcquire(ctx context.Context, req lock.Request) (lock.Lease, error) {
 	if req.Limit > 1 {
-		return nil, lock.Invalidf("--limit is not supported on this engine yet")
+		return b.trySemaphore(ctx, req)
+	}
+	if err := b.admit(ctx, req); err != nil {
+		return nil, err // queued waiters go first; a semaphore is refused (queue.go)
 	}
 	granted := time.Now()
 	res, err := acquireScript.Run(ctx, b.c,
@@ -127,6 +130,9 @@ func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, e
 
 // Break implements lock.Backend.
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
+	if h, handled, err := b.breakSemaphore(ctx, key, token); handled {
+		return h, err // a semaphore (semaphore.go)
+	}
 	res, err := breakScript.Run(ctx, b.c, []string{b.lockKey(key)}, strconv.FormatUint(token, 10), b.channel(key)).Slice()
 	if err != nil {
 		return lock.Holder{}, b.unavailable(err)

@@ -1,0 +1,67 @@
+-- One step of a fair wait for a mutex: join the queue (or refresh our
+-- place), and take the lock if it is free and we are the first live waiter.
+-- KEYS[1] lock hash, KEYS[2] fencing counter, KEYS[3] queue, KEYS[4] alive,
+-- KEYS[5] waiting.
+-- ARGV: owner, ttl_ms, host, pid, user, command, note, place_ms (how long
+-- our place lasts without a refresh), wake channel prefix.
+-- Returns {1, token} acquired; {0, holder-fields, pttl, first, next-waiter}
+-- busy (holder-fields empty and pttl -2 when the lock is free but another
+-- waiter is first; first is 1 when we are first in line; next-waiter is
+-- "host<TAB>pid" of the first waiter, or ''); {-1, limit} the key is a
+-- semaphore (we left the queue).
+local now_ms = q_now_ms()
+local before = q_head(KEYS[3])
+q_prune(KEYS[3], KEYS[4], KEYS[5], now_ms)
+local limit = redis.call('HGET', KEYS[1], 'limit')
+if limit then
+  q_remove(KEYS[3], KEYS[4], KEYS[5], ARGV[1])
+  q_wake_new_head(KEYS[3], before, ARGV[9], ARGV[1])
+  return {-1, limit}
+end
+if not redis.call('ZSCORE', KEYS[3], ARGV[1]) then
+  local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+  local ticket = 1
+  if last[2] then ticket = tonumber(last[2]) + 1 end
+  redis.call('ZADD', KEYS[3], ticket, ARGV[1])
+end
+local place = tonumber(ARGV[8])
+redis.call('ZADD', KEYS[4], now_ms + place, ARGV[1])
+redis.call('HSET', KEYS[5], ARGV[1], ARGV[3] .. '\t' .. ARGV[4])
+for i = 3, 5 do
+  -- The queue keys outlive the longest-lived place, then vanish.
+  if redis.call('PTTL', KEYS[i]) < place then redis.call('PEXPIRE', KEYS[i], place) end
+end
+local first = q_wake_new_head(KEYS[3], before, ARGV[9], ARGV[1])
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if owner and owner ~= ARGV[1] then
+  local is_first = 0
+  if first == ARGV[1] then is_first = 1 end
+  return {0, redis.call('HGETALL', KEYS[1]), redis.call('PTTL', KEYS[1]), is_first,
+    redis.call('HGET', KEYS[5], first) or ''}
+end
+if not owner and first ~= ARGV[1] then
+  -- Free, but not our turn: make sure the first waiter knows.
+  redis.call('PUBLISH', ARGV[9] .. first, 'free')
+  return {0, {}, -2, 0, redis.call('HGET', KEYS[5], first) or ''}
+end
+local tok
+if owner then
+  -- Our own earlier attempt got through but its reply was lost.
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  tok = redis.call('HGET', KEYS[1], 'token')
+else
+  -- token = max(counter + 1, server time in µs), as in acquire.lua.
+  local t = redis.call('TIME')
+  local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  tok = (tonumber(redis.call('GET', KEYS[2])) or 0) + 1
+  if now_us > tok then tok = now_us end
+  tok = string.format('%.0f', tok)
+  redis.call('SET', KEYS[2], tok)
+  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', tok, 'host', ARGV[3], 'pid', ARGV[4],
+    'user', ARGV[5], 'cmd', ARGV[6], 'note', ARGV[7],
+    'acquired_ms', string.format('%.0f', math.floor(now_us / 1000)), 'ttl_ms', ARGV[2])
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+q_remove(KEYS[3], KEYS[4], KEYS[5], ARGV[1])
+q_wake_new_head(KEYS[3], ARGV[1], ARGV[9], ARGV[1])
+return {1, tok}

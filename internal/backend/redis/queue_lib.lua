@@ -1,0 +1,44 @@
+-- Shared by the fair-queue scripts (queue_*.lua); prepended to each of them.
+--
+-- Waiters for a mutex queue in arrival order:
+--   <lock>:queue    sorted set, owner -> ticket (arrival order)
+--   <lock>:alive    sorted set, owner -> deadline (server ms); a waiter
+--                   that stops refreshing its deadline is pruned, so a dead
+--                   waiter cannot block the queue
+--   <lock>:waiting  hash, owner -> "host<TAB>pid" (to name the next in line)
+-- All share the lock's hash tag, so they live in its cluster slot.
+-- Only the first live waiter listens for releases on the lock's channel;
+-- the others sleep on their own channel <lock>:wake:<owner>, which is
+-- published to when they become first. A release wakes one waiter.
+
+local function q_head(q)
+  return redis.call('ZRANGE', q, 0, 0)[1]
+end
+
+local function q_now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function q_remove(q, alive, waiting, owner)
+  redis.call('ZREM', q, owner)
+  redis.call('ZREM', alive, owner)
+  redis.call('HDEL', waiting, owner)
+end
+
+-- q_prune drops the waiters whose deadline has passed.
+local function q_prune(q, alive, waiting, now_ms)
+  for _, o in ipairs(redis.call('ZRANGEBYSCORE', alive, '-inf', now_ms)) do
+    q_remove(q, alive, waiting, o)
+  end
+end
+
+-- q_wake_new_head tells the first waiter it is first now, unless it was
+-- first already (before) or is the caller. Returns the first waiter.
+local function q_wake_new_head(q, before, wake_prefix, caller)
+  local h = q_head(q)
+  if h and h ~= before and h ~= caller then
+    redis.call('PUBLISH', wake_prefix .. h, 'first')
+  end
+  return h
+end

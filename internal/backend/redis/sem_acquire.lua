@@ -1,0 +1,50 @@
+-- Take the lowest free slot of a semaphore, with a fencing token from the
+-- key's counter (the mutex's), so tokens rise across every acquisition.
+-- KEYS[1] lock hash (mutex or marker), KEYS[2] fencing counter (no TTL),
+-- KEYS[3..] slot hashes 0..limit-1.
+-- ARGV: owner, ttl_ms, host, pid, user, command, note, limit
+-- Returns {1, token, slot} acquired; {0, marker-fields, marker-pttl,
+-- shortest-slot-pttl} all slots held; {-1, limit-in-use} the key is held
+-- with another limit (1: as a mutex).
+local limit = tonumber(ARGV[8])
+local slots = {}
+for i = 3, #KEYS do slots[#slots + 1] = KEYS[i] end
+local have = redis.call('HGET', KEYS[1], 'limit')
+if redis.call('HGET', KEYS[1], 'owner') and not have then return {-1, 1} end
+if have and tonumber(have) ~= limit then return {-1, tonumber(have)} end
+local free, mine, minp = nil, nil, -1
+for i = 1, limit do
+  local o = redis.call('HGET', slots[i], 'owner')
+  if not o then
+    if not free then free = i end
+  elseif o == ARGV[1] then
+    mine = i
+  else
+    local p = redis.call('PTTL', slots[i])
+    if minp < 0 or p < minp then minp = p end
+  end
+end
+if mine then
+  -- Our own earlier attempt got through but its reply was lost.
+  redis.call('PEXPIRE', slots[mine], ARGV[2])
+  sem_mark(KEYS[1], slots, limit)
+  return {1, redis.call('HGET', slots[mine], 'token'), mine - 1}
+end
+if not free then
+  if not have then sem_mark(KEYS[1], slots, limit) end
+  return {0, redis.call('HGETALL', KEYS[1]), redis.call('PTTL', KEYS[1]), minp}
+end
+-- token = max(counter + 1, server time in µs), as in acquire.lua.
+local t = redis.call('TIME')
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local tok = (tonumber(redis.call('GET', KEYS[2])) or 0) + 1
+if now_us > tok then tok = now_us end
+tok = string.format('%.0f', tok)
+redis.call('SET', KEYS[2], tok)
+redis.call('HSET', slots[free], 'owner', ARGV[1], 'token', tok, 'host', ARGV[3], 'pid', ARGV[4],
+  'user', ARGV[5], 'cmd', ARGV[6], 'note', ARGV[7],
+  'acquired_ms', string.format('%.0f', math.floor(now_us / 1000)), 'ttl_ms', ARGV[2],
+  'limit', ARGV[8], 'slot', free - 1)
+redis.call('PEXPIRE', slots[free], ARGV[2])
+sem_mark(KEYS[1], slots, limit)
+return {1, tok, free - 1}

@@ -1,0 +1,273 @@
+package redis
+
+// Semaphores (--limit N > 1) on Redis.
+//
+// # Layout
+//
+// Slot i of KEY (0..N-1) is a hash with the lease's TTL, holding the same
+// fields as the mutex's lock hash plus limit and slot:
+//
+//	<prefix>:{KEY}:slot:<i>
+//
+// The fencing counter is the mutex's, <prefix>:{KEY}:token, so tokens rise
+// strictly across every acquisition of KEY (max(counter+1, server time in
+// µs), computed in the script). While any slot is held, the mutex's lock
+// hash <prefix>:{KEY} is the semaphore's marker (see sem_lib.lua): it keeps
+// mutex acquirers out, tells semaphore acquirers which limit is in use, and
+// describes the oldest holder to Inspect and List. Every script is given
+// all N slot keys, so each touches only keys it declares.
+//
+// Releases and breaks publish on the key's channel (<prefix>:{KEY}:released),
+// which semaphore waiters subscribe to: every waiter wakes and tries again
+// (no queue for semaphores), with a poll bounded by the soonest slot expiry
+// as the fallback for holders that die without releasing.
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+var (
+	//go:embed sem_lib.lua
+	semLibSrc string
+	//go:embed sem_acquire.lua
+	semAcquireSrc string
+	//go:embed sem_renew.lua
+	semRenewSrc string
+	//go:embed sem_release.lua
+	semReleaseSrc string
+	//go:embed sem_break.lua
+	semBreakSrc string
+
+	semAcquireScript = goredis.NewScript(semLibSrc + semAcquireSrc)
+	semRenewScript   = goredis.NewScript(semLibSrc + semRenewSrc)
+	semReleaseScript = goredis.NewScript(semLibSrc + semReleaseSrc)
+	semBreakScript   = goredis.NewScript(semLibSrc + semBreakSrc)
+)
+
+func (b *Backend) slotKey(key string, i int) string {
+	return b.lockKey(key) + ":slot:" + strconv.Itoa(i)
+}
+
+// semKeys is the lock hash followed by the n slot hashes of key.
+func (b *Backend) semKeys(key string, n int, extra ...string) []string {
+	keys := make([]string, 0, n+1+len(extra))
+	keys = append(keys, b.lockKey(key))
+	keys = append(keys, extra...)
+	for i := range n {
+		keys = append(keys, b.slotKey(key, i))
+	}
+	return keys
+}
+
+// trySemaphore is TryAcquire for req.Limit > 1.
+func (b *Backend) trySemaphore(ctx context.Context, req lock.Request) (lock.Lease, error) {
+	l, _, err := b.semAttempt(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// semAttempt takes a free slot, or returns a *lock.BusyError naming the
+// oldest holder and the time left on the slot that expires first (<0
+// unknown).
+func (b *Backend) semAttempt(ctx context.Context, req lock.Request) (*SlotLease, time.Duration, error) {
+	granted := time.Now()
+	res, err := semAcquireScript.Run(ctx, b.c, b.semKeys(req.Key, req.Limit, b.tokenKey(req.Key)),
+		req.Owner, req.TTL.Milliseconds(), req.Meta.Host, req.Meta.PID, req.Meta.User, req.Meta.Command, req.Meta.Note, req.Limit,
+	).Slice()
+	if err != nil {
+		return nil, -1, b.unavailable(err)
+	}
+	switch {
+	case len(res) == 3 && res[0] == int64(1):
+		tok, err := strconv.ParseUint(fmt.Sprint(res[1]), 10, 64)
+		slot, ok := res[2].(int64)
+		if err != nil || !ok {
+			return nil, -1, fmt.Errorf("unexpected reply from the semaphore acquire script: %v", res)
+		}
+		return &SlotLease{b: b, key: req.Key, owner: req.Owner, token: tok, ttl: req.TTL, granted: granted, slot: int(slot), limit: req.Limit}, -1, nil
+	case len(res) == 4 && res[0] == int64(0):
+		soonest := time.Duration(-1)
+		if ms, ok := res[3].(int64); ok && ms >= 0 {
+			soonest = time.Duration(ms) * time.Millisecond
+		}
+		return nil, soonest, &lock.BusyError{Holder: parseHolder(req.Key, res[1], res[2])}
+	case len(res) == 2 && res[0] == int64(-1):
+		have, _ := strconv.Atoi(fmt.Sprint(res[1]))
+		return nil, -1, &lock.LimitMismatchError{Key: req.Key, Want: req.Limit, Have: have}
+	}
+	return nil, -1, fmt.Errorf("unexpected reply from the semaphore acquire script: %v", res)
+}
+
+// waitSemaphore is Acquire for req.Limit > 1: try, and after a busy answer
+// wait for a release on the key's channel, the soonest slot expiry, or a
+// backing-off poll, until ctx ends. Semaphore waiters are not queued: every
+// waiter wakes on a release and the quickest takes the slot.
+func (b *Backend) waitSemaphore(ctx context.Context, req lock.Request, progress func(lock.Holder)) (lock.Lease, error) {
+	wake, stop, err := b.Notify(ctx, req.Key)
+	if err != nil {
+		return nil, endOfWait(ctx, req.Key, nil, err)
+	}
+	defer stop()
+	const minPoll, maxPoll = 20 * time.Millisecond, time.Second
+	delay := minPoll
+	var last *lock.Holder
+	for {
+		l, soonest, err := b.semAttempt(ctx, req)
+		if err == nil {
+			return l, nil
+		}
+		var busy *lock.BusyError
+		if !errors.As(err, &busy) {
+			return nil, endOfWait(ctx, req.Key, last, err)
+		}
+		if last == nil || !sameHolder(*last, busy.Holder) {
+			h := busy.Holder
+			last = &h
+			if progress != nil {
+				progress(h)
+			}
+		}
+		t := time.NewTimer(nextPoll(delay, soonest, rand.Float64()))
+		select {
+		case <-wake:
+			delay = minPoll
+		case <-t.C:
+			delay = min(2*delay, maxPoll)
+		case <-ctx.Done():
+			t.Stop()
+			return nil, endOfWait(ctx, req.Key, last, ctx.Err())
+		}
+		t.Stop()
+	}
+}
+
+// nextPoll is the fallback delay: around delay (±25%), but no later than
+// just after the soonest slot expiry (soonest < 0: unknown). It mirrors
+// acquire.NextPoll, which an engine should not import.
+func nextPoll(delay, soonest time.Duration, r float64) time.Duration {
+	d := time.Duration(float64(delay) * (0.75 + 0.5*r))
+	if soonest >= 0 && soonest+5*time.Millisecond < d {
+		d = soonest + 5*time.Millisecond
+	}
+	return max(d, time.Millisecond)
+}
+
+// sameHolder: the same holder as last reported (for progress).
+func sameHolder(a, b lock.Holder) bool {
+	return a.Owner == b.Owner && a.Token == b.Token && a.Meta.Host == b.Meta.Host && a.Meta.PID == b.Meta.PID
+}
+
+// endOfWait turns the end of a wait into the error acquire expects: a
+// *lock.BusyError naming the last holder seen when the deadline passed, the
+// context's error when it was cancelled, else err itself.
+func endOfWait(ctx context.Context, key string, last *lock.Holder, err error) error {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		h := lock.Holder{Key: key, ExpiresIn: -1}
+		if last != nil {
+			h = *last
+		}
+		return &lock.BusyError{Holder: h}
+	case ctx.Err() != nil:
+		return fmt.Errorf("waiting for %s: %w", key, ctx.Err())
+	}
+	return err
+}
+
+// breakSemaphore is Break's hook for semaphores; handled is false when key
+// is not a semaphore now (Break then goes on as for a mutex). With token
+// != 0 it breaks the holder with that token, or returns a *lock.BusyError
+// naming the oldest holder when none has it; with token 0 it breaks every
+// holder and returns the oldest.
+func (b *Backend) breakSemaphore(ctx context.Context, key string, token uint64) (h lock.Holder, handled bool, err error) {
+	for range 5 {
+		limit, err := b.c.HGet(ctx, b.lockKey(key), "limit").Int()
+		if errors.Is(err, goredis.Nil) {
+			return lock.Holder{}, false, nil
+		}
+		if err != nil {
+			var rerr goredis.Error
+			if errors.As(err, &rerr) || errors.Is(err, strconv.ErrSyntax) {
+				return lock.Holder{}, false, nil // not a marker: a mutex's business
+			}
+			return lock.Holder{}, true, b.unavailable(err)
+		}
+		res, err := semBreakScript.Run(ctx, b.c, b.semKeys(key, limit), strconv.FormatUint(token, 10), limit, b.channel(key)).Slice()
+		if err != nil {
+			return lock.Holder{}, true, b.unavailable(err)
+		}
+		if len(res) == 1 && res[0] == int64(-3) {
+			continue // the semaphore changed under us: look again
+		}
+		if len(res) != 3 {
+			return lock.Holder{}, true, fmt.Errorf("unexpected reply from the semaphore break script: %v", res)
+		}
+		h := parseHolder(key, res[1], res[2])
+		if res[0] == int64(2) {
+			return h, true, &lock.BusyError{Holder: h}
+		}
+		return h, true, nil
+	}
+	return lock.Holder{}, true, fmt.Errorf("%s keeps changing between a semaphore and a mutex; try again", key)
+}
+
+// SlotLease is a held slot of a semaphore, proven by the owner id.
+type SlotLease struct {
+	b       *Backend
+	key     string
+	owner   string
+	token   uint64
+	ttl     time.Duration
+	granted time.Time
+	slot    int
+	limit   int
+}
+
+var (
+	_ lock.Lease   = (*SlotLease)(nil)
+	_ lock.Slotted = (*SlotLease)(nil)
+)
+
+func (l *SlotLease) Key() string        { return l.key }
+func (l *SlotLease) Token() uint64      { return l.token }
+func (l *SlotLease) Owner() string      { return l.owner }
+func (l *SlotLease) Granted() time.Time { return l.granted }
+
+// Slot implements lock.Slotted.
+func (l *SlotLease) Slot() int { return l.slot }
+
+// Renew implements lock.Lease.
+func (l *SlotLease) Renew(ctx context.Context) error {
+	n, err := semRenewScript.Run(ctx, l.b.c, l.b.semKeys(l.key, l.limit), l.owner, l.ttl.Milliseconds(), l.slot, l.limit).Int()
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return lock.ErrNotHeld
+	}
+	return nil
+}
+
+// Release implements lock.Lease.
+func (l *SlotLease) Release(ctx context.Context) error {
+	n, err := semReleaseScript.Run(ctx, l.b.c, l.b.semKeys(l.key, l.limit), l.owner, l.slot, l.limit, l.b.channel(l.key)).Int()
+	if err != nil {
+		return l.b.unavailable(err)
+	}
+	if n != 1 {
+		return lock.ErrNotHeld
+	}
+	return nil
+}
