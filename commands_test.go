@@ -215,3 +215,31 @@ func cmdDeadBeforeExpiry(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ts.Logf("child dead with %s of the lease left on the server", h.ExpiresIn)
 }
+
+// waitqueue [-t D] KEY N: wait until N waiters are queued for KEY in the
+// Redis engine's fair queue, read on the server directly (not through the
+// proxy). Only valid on Redis: guard it with [engine:redis].
+func init() { scriptCommands["waitqueue"] = cmdWaitQueue }
+
+func cmdWaitQueue(ts *testscript.TestScript, neg bool, args []string) {
+	timeout, args := timeoutArg(ts, args)
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: [engine:redis] waitqueue [-t D] KEY N")
+	}
+	want, err := strconv.ParseInt(args[1], 10, 64)
+	ts.Check(err)
+	ctx := context.Background()
+	b, err := backend.Open(ctx, ts.Getenv("DISTLOCK_DIRECT_BACKEND"), backend.Options{Prefix: "distlock", ConnectTimeout: 5 * time.Second})
+	ts.Check(err)
+	defer b.Close()
+	q, ok := b.(interface {
+		QueueLen(ctx context.Context, key string) (int64, error)
+	})
+	if !ok {
+		ts.Fatalf("waitqueue: the engine has no fair queue (Redis only)")
+	}
+	waitUntil(ts, args[1]+" waiters queued for "+args[0], timeout, func() bool {
+		n, err := q.QueueLen(ctx, args[0])
+		return err == nil && n == want
+	})
+}
