@@ -7,7 +7,6 @@ import (
 	"net"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -704,14 +703,15 @@ func TestRequestsBoundedByContext(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.proc.Signal(syscall.SIGSTOP); err != nil {
+		// Stop returns once every thread of etcd is really stopped.
+		if err := s.proc.Stop(); err != nil {
 			t.Fatal(err)
 		}
 		resumed := false
 		resume := func() {
 			if !resumed {
 				resumed = true
-				s.proc.Signal(syscall.SIGCONT)
+				s.proc.Cont()
 			}
 		}
 		defer resume()

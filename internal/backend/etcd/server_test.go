@@ -1,18 +1,16 @@
 package etcd
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	testserver "github.com/distlock/distlock/internal/testenv/server"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -25,8 +23,8 @@ import (
 // once for the package; tests isolate themselves with their own prefix.
 type server struct {
 	name     string
-	endpoint string      // host:port
-	proc     *os.Process // the etcd binary's process; nil when embedded
+	endpoint string              // host:port
+	proc     *testserver.Process // the etcd binary; nil when embedded
 }
 
 var (
@@ -65,16 +63,16 @@ func TestMain(m *testing.M) {
 		switch {
 		case err == nil:
 			t0 = time.Now()
-			ep, proc, stop, err := startBinary(bin, dir+"/binary")
+			proc, err := testserver.StartEtcd(dir + "/binary")
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "etcd binary:", err)
 				return 1
 			}
 			if testing.Verbose() {
-				fmt.Printf("etcd binary %s ready at %s in %s\n", bin, ep, time.Since(t0).Round(time.Millisecond))
+				fmt.Printf("etcd binary %s ready at %s in %s\n", bin, proc.Addr(), time.Since(t0).Round(time.Millisecond))
 			}
-			servers = append(servers, server{"binary", ep, proc})
-			stopServers = append(stopServers, stop)
+			servers = append(servers, server{"binary", proc.Addr(), proc})
+			stopServers = append(stopServers, func() { proc.Close() })
 		case os.Getenv("DISTLOCK_TEST_REQUIRE_SERVERS") == "1":
 			fmt.Fprintln(os.Stderr, "etcd binary not on PATH and DISTLOCK_TEST_REQUIRE_SERVERS=1")
 			return 1
@@ -84,128 +82,6 @@ func TestMain(m *testing.M) {
 		return m.Run()
 	}()
 	os.Exit(code)
-}
-
-// startBinary runs the etcd binary as a single member on free loopback
-// ports with small election timeouts (so 1 s leases are really 1 s).
-func startBinary(bin, dir string) (endpoint string, proc *os.Process, stop func(), err error) {
-	for attempt := 0; attempt < 3; attempt++ {
-		ports, err := freePorts(2)
-		if err != nil {
-			return "", nil, nil, err
-		}
-		client := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
-		peer := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-		os.RemoveAll(dir)
-		var logs bytes.Buffer
-		cmd := exec.Command(bin,
-			"--name", "t",
-			"--data-dir", dir,
-			"--listen-client-urls", client,
-			"--advertise-client-urls", client,
-			"--listen-peer-urls", peer,
-			"--initial-advertise-peer-urls", peer,
-			"--initial-cluster", "t="+peer,
-			"--heartbeat-interval", "10",
-			"--election-timeout", "50",
-			"--logger", "zap", "--log-outputs", "stderr", "--log-level", "error",
-		)
-		cmd.Stdout = &logs
-		cmd.Stderr = &logs
-		if err := cmd.Start(); err != nil {
-			return "", nil, nil, err
-		}
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); close(exited) }()
-		var once sync.Once
-		stop := func() {
-			once.Do(func() {
-				cmd.Process.Signal(syscall.SIGCONT) // in case a test left it stopped
-				cmd.Process.Signal(os.Interrupt)
-				select {
-				case <-exited:
-				case <-time.After(5 * time.Second):
-					cmd.Process.Kill()
-					<-exited
-				}
-			})
-		}
-		ep := fmt.Sprintf("127.0.0.1:%d", ports[0])
-		if err := waitReady(ep, exited, 10*time.Second); err != nil {
-			stop()
-			if strings.Contains(logs.String(), "address already in use") {
-				continue // lost the port race; pick others
-			}
-			return "", nil, nil, fmt.Errorf("%v; logs:\n%s", err, logs.String())
-		}
-		return ep, cmd.Process, stop, nil
-	}
-	return "", nil, nil, fmt.Errorf("could not find free ports for etcd")
-}
-
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
-// waitReady polls (this is start-up, not an assertion) until a
-// linearizable read succeeds.
-func waitReady(ep string, exited <-chan struct{}, timeout time.Duration) error {
-	// First wait for the port, so the client's first connection attempt
-	// succeeds (a failed one backs off for a second).
-	deadline := time.Now().Add(timeout)
-	for {
-		c, err := net.DialTimeout("tcp", ep, 100*time.Millisecond)
-		if err == nil {
-			c.Close()
-			break
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("etcd exited while starting")
-		default:
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("etcd not listening after %s: %v", timeout, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + ep}, Logger: zap.NewNop()})
-	if err != nil {
-		return err
-	}
-	defer cli.Close()
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		_, err := cli.Get(ctx, "ready")
-		cancel()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("etcd exited while starting")
-		default:
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("etcd not ready after %s: %v", timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // eachServer runs f as a subtest against every server, the servers in
