@@ -44,8 +44,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -446,43 +444,6 @@ func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Hol
 			return h, b.opError("break "+key, errors.New("the holder keeps changing; try again"))
 		}
 	}
-}
-
-// List returns the holder of every key starting with keyPrefix, sorted by
-// key. url.PathEscape maps each byte on its own, so the escaped keys of
-// the keys starting with keyPrefix are exactly those starting with the
-// escaped keyPrefix.
-func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, error) {
-	base := b.prefix + "/"
-	resp, err := b.cli.Get(ctx, base+url.PathEscape(keyPrefix),
-		clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
-	if err != nil {
-		return nil, b.opError("list", err)
-	}
-	first := map[string]*mvccpb.KeyValue{}
-	for _, kv := range resp.Kvs {
-		rest := strings.TrimPrefix(string(kv.Key), base)
-		esc, id, ok := strings.Cut(rest, "/")
-		if !ok || strings.Contains(id, "/") {
-			continue // not a contender key of ours
-		}
-		if _, err := strconv.ParseUint(id, 16, 64); err != nil {
-			continue
-		}
-		key, err := url.PathUnescape(esc)
-		if err != nil {
-			continue
-		}
-		if _, seen := first[key]; !seen {
-			first[key] = kv // ascending create revision: the first is the holder
-		}
-	}
-	out := make([]lock.Holder, 0, len(first))
-	for key, kv := range first {
-		out = append(out, b.holderOf(ctx, key, kv))
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out, nil
 }
 
 // opError wraps a failed request. Context errors stay recognisable
