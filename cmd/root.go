@@ -22,6 +22,7 @@ type globalOptions struct {
 	EtcdKey        string
 	Verbose        bool
 	LogFormat      string
+	NoColor        bool
 
 	stdout, stderr io.Writer
 	stdin          *os.File
@@ -57,11 +58,13 @@ fails the command is stopped before the lease could pass to anyone else.`,
 	pf.StringVar(&g.EtcdKey, "etcd-key", "", "etcds://: client key file")
 	pf.BoolVarP(&g.Verbose, "verbose", "v", false, "log acquire, renew, loss, child exit and release to stderr")
 	pf.StringVar(&g.LogFormat, "log-format", "text", "log format on stderr: text or json")
+	pf.BoolVar(&g.NoColor, "no-color", false, "never colour the output (also: NO_COLOR=1; colour is only used on a terminal)")
 
 	root.AddCommand(
 		newRunCommand(g),
 		newStatusCommand(g),
 		newBreakCommand(g),
+		newListCommand(g),
 		newVersionCommand(g),
 		newAcquireCommand(g),
 		newExtendCommand(g),

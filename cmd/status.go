@@ -21,37 +21,52 @@ type statusOptions struct {
 func newStatusCommand(g *globalOptions) *cobra.Command {
 	o := &statusOptions{g: g}
 	c := &cobra.Command{
-		Use:   "status KEY",
-		Short: "Show who holds KEY, since when and until when",
-		Long: `Show whether KEY is held and by whom: host, pid of the holding distlock,
-user, command, note, fencing token, when it was acquired and when the lease
-expires. Exit status: 0 held, 3 free, 69 engine unreachable.`,
+		Use:   "status KEY... [-o json|text]",
+		Short: "Show who holds each KEY, since when and until when",
+		Long: `Show for each KEY whether it is held and by whom: host, pid of the holding
+distlock, user, command, note, fencing token, when it was acquired, how long
+it has been held and when the lease expires, and what the engine guarantees.
+
+With -o json a single KEY gives one object, several KEYs an array of them:
+  key, held, token, owner, host, pid, user, command, note,
+  acquired_at (RFC 3339, null when free), ttl_ms,
+  expires_in_ms (null when free or unknown), backend (password redacted),
+  guarantee.
+
+Exit status (like systemctl is-active): 0 every KEY is held, 3 at least one
+is free, 64 usage, 69 engine unreachable.`,
+		Example: `  distlock status job:daily
+  distlock status job:daily job:hourly -o json | jq '.[] | select(.held) | .host'
+  distlock status deploy && echo "a deploy is running"`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageError(errors.New("status takes exactly one KEY"))
+			if len(args) == 0 {
+				return usageError(errors.New("status needs at least one KEY"))
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), args[0]) },
+		ValidArgsFunction: g.completeKeys(-1),
+		RunE:              func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), args) },
 	}
 	c.Flags().StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
 	return c
 }
 
-// statusJSON is the documented JSON shape of one key's status.
+// statusJSON is the documented JSON shape of one key's status (also one
+// row of `list -o json`). Every field is always present, so that scripts
+// can rely on the shape: a free key has held=false, zero values and nulls.
 type statusJSON struct {
 	Key         string     `json:"key"`
 	Held        bool       `json:"held"`
-	Token       uint64     `json:"token,omitempty"`
-	Owner       string     `json:"owner,omitempty"`
-	Host        string     `json:"host,omitempty"`
-	PID         int        `json:"pid,omitempty"`
-	User        string     `json:"user,omitempty"`
-	Command     string     `json:"command,omitempty"`
-	Note        string     `json:"note,omitempty"`
-	AcquiredAt  *time.Time `json:"acquired_at,omitempty"`
-	TTLms       int64      `json:"ttl_ms,omitempty"`
-	ExpiresInMs *int64     `json:"expires_in_ms,omitempty"`
+	Token       uint64     `json:"token"`
+	Owner       string     `json:"owner"`
+	Host        string     `json:"host"`
+	PID         int        `json:"pid"`
+	User        string     `json:"user"`
+	Command     string     `json:"command"`
+	Note        string     `json:"note"`
+	AcquiredAt  *time.Time `json:"acquired_at"`
+	TTLms       int64      `json:"ttl_ms"`
+	ExpiresInMs *int64     `json:"expires_in_ms"`
 	Backend     string     `json:"backend"`
 	Guarantee   string     `json:"guarantee"`
 }
@@ -75,64 +90,130 @@ func toStatusJSON(key string, h lock.Holder, held bool, backendDesc, guarantee s
 	return s
 }
 
-func (o *statusOptions) run(ctx context.Context, key string) error {
-	if o.Output != "text" && o.Output != "json" {
-		return lock.Invalidf("--output must be text or json, got %q", o.Output)
+// keyStatus is what the engine said about one key.
+type keyStatus struct {
+	key  string
+	h    lock.Holder
+	held bool
+}
+
+func checkOutput(o string) error {
+	if o != "text" && o != "json" {
+		return lock.Invalidf("--output must be text or json, got %q", o)
 	}
-	if err := lock.ValidateKey(key); err != nil {
+	return nil
+}
+
+func (o *statusOptions) run(ctx context.Context, keys []string) error {
+	if err := checkOutput(o.Output); err != nil {
 		return err
+	}
+	for _, key := range keys {
+		if err := lock.ValidateKey(key); err != nil {
+			return err
+		}
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	b, err := o.g.open(ctx)
 	if err != nil {
-		return err
+		return o.g.engineError(err)
 	}
 	defer b.Close()
-	ictx, cancel := context.WithTimeout(ctx, o.g.ConnectTimeout)
-	defer cancel()
-	h, held, err := b.Inspect(ictx, key)
-	if err != nil {
-		return err
+	sts := make([]keyStatus, 0, len(keys))
+	allHeld := true
+	for _, key := range keys {
+		ictx, cancel := context.WithTimeout(ctx, o.g.ConnectTimeout)
+		h, held, err := b.Inspect(ictx, key)
+		cancel()
+		if err != nil {
+			return o.g.engineError(err)
+		}
+		sts = append(sts, keyStatus{key: key, h: h, held: held})
+		allHeld = allHeld && held
 	}
-	s := toStatusJSON(key, h, held, o.g.describeBackend(), b.Guarantee())
 	if o.Output == "json" {
-		enc := json.NewEncoder(o.g.stdout)
-		if err := enc.Encode(s); err != nil {
+		out := make([]statusJSON, len(sts))
+		for i, st := range sts {
+			out[i] = toStatusJSON(st.key, st.h, st.held, o.g.describeBackend(), b.Guarantee())
+		}
+		if err := writeJSON(o.g.stdout, out, len(keys) == 1); err != nil {
 			return err
 		}
 	} else {
-		printStatusText(o.g.stdout, key, h, held, b.Guarantee())
+		pal := o.g.palette()
+		now := time.Now()
+		for _, st := range sts {
+			printStatusText(o.g.stdout, pal, st.key, st.h, st.held, now)
+		}
+		fmt.Fprintf(o.g.stdout, "engine: %s\nbackend: %s\n", b.Guarantee(), o.g.describeBackend())
 	}
-	if !held {
+	if !allHeld {
 		return withCode(exitFree)
 	}
 	return nil
 }
 
-func printStatusText(w io.Writer, key string, h lock.Holder, held bool, guarantee string) {
-	if !held {
-		fmt.Fprintf(w, "%s: free\n", key)
-		return
+// writeJSON writes one compact JSON value and a newline: the first element
+// alone when single is set, else the whole array.
+func writeJSON(w io.Writer, v []statusJSON, single bool) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	if single && len(v) == 1 {
+		return enc.Encode(v[0])
 	}
-	now := time.Now()
-	fmt.Fprintf(w, "%s: %s\n", key, lock.DescribeHolder(h, now))
-	if h.Meta.User != "" || h.Meta.Command != "" {
-		fmt.Fprintf(w, "  user %s, command %s\n", orDash(h.Meta.User), orDash(h.Meta.Command))
-	}
-	if h.Meta.Note != "" {
-		fmt.Fprintf(w, "  note: %s\n", h.Meta.Note)
-	}
-	if !h.AcquiredAt.IsZero() {
-		fmt.Fprintf(w, "  acquired at %s, ttl %s\n", h.AcquiredAt.UTC().Format(time.RFC3339), h.TTL)
-	}
-	fmt.Fprintf(w, "  engine: %s\n", guarantee)
+	return enc.Encode(v)
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
+// printStatusText prints one key: a summary line, then the holder's details.
+//
+//	job:daily: held by host-b pid 4123 (token 17) for 2m13s, expires in 28s
+//	  user:      deploy
+//	  command:   ./job.sh
+//	  note:      release 1.4
+//	  acquired:  2025-05-01T03:04:05Z
+//	  ttl:       30s
+func printStatusText(w io.Writer, pal palette, key string, h lock.Holder, held bool, now time.Time) {
+	if !held {
+		fmt.Fprintf(w, "%s: %s\n", printable(key), pal.free.Sprint("free"))
+		return
 	}
-	return s
+	if !knownHolder(h) {
+		fmt.Fprintf(w, "%s: %s\n", printable(key), pal.expiring.Sprint("held, but its holder left no record (broken already; the holding process has not let go yet)"))
+		return
+	}
+	state := pal.held
+	if expiring(h) {
+		state = pal.expiring
+	}
+	fmt.Fprintf(w, "%s: %s\n", printable(key), state.Sprint(printable(lock.DescribeHolder(h, now))))
+	printHolderDetails(w, h)
+}
+
+// printHolderDetails prints the aligned "  name: value" lines under a holder.
+func printHolderDetails(w io.Writer, h lock.Holder) {
+	field := func(name, value string) {
+		if value != "" {
+			fmt.Fprintf(w, "  %-10s %s\n", name+":", printable(value))
+		}
+	}
+	field("user", h.Meta.User)
+	field("command", h.Meta.Command)
+	field("note", h.Meta.Note)
+	if !h.AcquiredAt.IsZero() {
+		field("acquired", h.AcquiredAt.UTC().Format(time.RFC3339))
+	}
+	if h.TTL > 0 {
+		field("ttl", h.TTL.String())
+	}
+	switch h.Hold {
+	case "":
+	case lock.HoldMinHold:
+		field("hold", "min-hold: the command has ended; the lock is kept until it expires")
+	case lock.HoldHandle:
+		field("hold", "handle: held across steps (distlock acquire); released by distlock release or when it expires")
+	default:
+		field("hold", h.Hold+": no process renews it; it is kept until it expires")
+	}
 }
