@@ -124,9 +124,10 @@ func (o *runOptions) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	waitingLogged := false
+	wp := newWaitProgress(o.g, log, o.Key, o.Quiet)
+	defer wp.stop()
 	code, err := runner.Run(ctx, runner.Config{
-		Backend:        b,
+		Backend:        wp.watch(b),
 		BackendDesc:    o.g.describeBackend(),
 		Request:        req,
 		Wait:           wait,
@@ -136,13 +137,8 @@ func (o *runOptions) run(ctx context.Context, args []string) error {
 		ReleaseTimeout: o.g.ConnectTimeout,
 		Args:           args,
 		Stdin:          o.g.stdin, Stdout: o.g.stdout, Stderr: o.g.stderr,
-		Log: log,
-		OnBusy: func(h lock.Holder) {
-			if !waitingLogged && !o.Quiet {
-				waitingLogged = true
-				log.Warn("waiting for lock", "key", o.Key, "holder", lock.DescribeHolder(h, time.Now()))
-			}
-		},
+		Log:    log,
+		OnBusy: wp.busy,
 	})
 	if busy := busyError(err, wait, o.BusyExitCode, o.Quiet); busy != nil {
 		return busy
