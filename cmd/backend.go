@@ -2,8 +2,11 @@ package cmd
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/distlock/distlock/internal/backend"
 	"github.com/distlock/distlock/internal/lock"
@@ -40,12 +43,19 @@ func (g *globalOptions) open(ctx context.Context) (lock.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, g.ConnectTimeout)
+	// The engines bound their own dial by --connect-timeout and then say
+	// why they failed; the context is the backstop, a little later.
+	ctx, cancel := context.WithTimeout(ctx, g.ConnectTimeout+500*time.Millisecond)
 	defer cancel()
-	return backend.Open(ctx, g.backendURL(), backend.Options{
+	b, err := backend.Open(ctx, g.backendURL(), backend.Options{
 		Prefix: g.Prefix, ConnectTimeout: g.ConnectTimeout, Password: pw,
 		EtcdCACert: g.EtcdCACert, EtcdCert: g.EtcdCert, EtcdKey: g.EtcdKey,
 	})
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, lock.ErrUnavailable) {
+		// An engine whose own dial timeout lost the race with ours.
+		err = &lock.UnavailableError{Msg: fmt.Sprintf("%s did not answer within --connect-timeout %s: check that it is up and reachable", g.describeBackend(), g.ConnectTimeout), Err: err}
+	}
+	return b, err
 }
 
 // describeBackend is the redacted URL shown to users and children.
@@ -59,6 +69,13 @@ func (g *globalOptions) logger() *slog.Logger {
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	if g.LogFormat == "json" {
+		// Durations as "1.2ms", not nanosecond integers nobody can read.
+		opts.ReplaceAttr = func(_ []string, a slog.Attr) slog.Attr {
+			if a.Value.Kind() == slog.KindDuration {
+				a.Value = slog.StringValue(a.Value.Duration().String())
+			}
+			return a
+		}
 		return slog.New(slog.NewJSONHandler(g.stderr, opts))
 	}
 	return slog.New(slog.NewTextHandler(g.stderr, opts))

@@ -114,7 +114,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	log.Debug("child started", "pid", p.PID())
+	log.Debug("child started", "key", lease.Key(), "pid", p.PID())
 
 	stops := make(chan child.Stop, 2)
 	watchDone := make(chan struct{})
