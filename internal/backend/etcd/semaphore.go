@@ -220,8 +220,11 @@ func (b *Backend) waitSlotFreed(ctx context.Context, key string, rev int64) erro
 
 // semEndOfWait turns the end of a wait into the error acquire expects.
 func semEndOfWait(ctx context.Context, key string, last *lock.Holder, err error) error {
+	// The engine client may report the deadline (as a socket timeout, say)
+	// a moment before ctx itself says so: a passed deadline counts.
+	dl, hasDL := ctx.Deadline()
 	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case errors.Is(ctx.Err(), context.DeadlineExceeded), ctx.Err() == nil && hasDL && !time.Now().Before(dl):
 		h := lock.Holder{Key: key, ExpiresIn: -1}
 		if last != nil {
 			h = *last

@@ -173,8 +173,11 @@ func sameHolder(a, b lock.Holder) bool {
 // *lock.BusyError naming the last holder seen when the deadline passed, the
 // context's error when it was cancelled, else err itself.
 func endOfWait(ctx context.Context, key string, last *lock.Holder, err error) error {
+	// The engine client may report the deadline (as a socket timeout, say)
+	// a moment before ctx itself says so: a passed deadline counts.
+	dl, hasDL := ctx.Deadline()
 	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case errors.Is(ctx.Err(), context.DeadlineExceeded), ctx.Err() == nil && hasDL && !time.Now().Before(dl):
 		h := lock.Holder{Key: key, ExpiresIn: -1}
 		if last != nil {
 			h = *last
