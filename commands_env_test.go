@@ -2,6 +2,8 @@ package main
 
 import (
 	"maps"
+	"os"
+	"regexp"
 	"strings"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -11,7 +13,24 @@ import (
 func allCommands() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
 	m := maps.Clone(scriptCommands)
 	m["envfile"] = cmdEnvFile
+	m["waitgrep"] = cmdWaitGrep
 	return m
+}
+
+// waitgrep [-t D] FILE REGEXP: wait until FILE has a line matching REGEXP
+// (e.g. a background command's stderr copied there by exitcode -stderr).
+func cmdWaitGrep(ts *testscript.TestScript, neg bool, args []string) {
+	timeout, args := timeoutArg(ts, args)
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: waitgrep [-t D] FILE REGEXP")
+	}
+	re, err := regexp.Compile("(?m)" + args[1])
+	ts.Check(err)
+	path := ts.MkAbs(args[0])
+	waitUntil(ts, args[1]+" in "+args[0], timeout, func() bool {
+		b, err := os.ReadFile(path)
+		return err == nil && re.Match(b)
+	})
 }
 
 // envfile FILE: set the KEY=VALUE lines of FILE in the script's

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -25,7 +26,7 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// exitcodeMain is `exitcode N COMMAND [ARGS...]`: run COMMAND with our
+// exitcodeMain is `exitcode [-stderr FILE] N COMMAND [ARGS...]`: run COMMAND with our
 // stdio and succeed only if it exits with status N (128+S for signal S).
 // testscript's exec checks success only; distlock's exit codes are its API.
 func exitcodeMain() {
@@ -33,13 +34,27 @@ func exitcodeMain() {
 		fmt.Fprintln(os.Stderr, "usage: exitcode N COMMAND [ARGS...]")
 		os.Exit(2)
 	}
-	want, err := strconv.Atoi(os.Args[1])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "exitcode: N must be a number")
+	args := os.Args[1:]
+	var stderr io.Writer = os.Stderr
+	if len(args) > 2 && args[0] == "-stderr" {
+		// Also copy the command's stderr to a file that the script can
+		// wait on (waitgrep) while the command still runs.
+		f, err := os.Create(args[1])
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "exitcode: %v\n", err)
+			os.Exit(2)
+		}
+		// os.File is unbuffered: nothing to flush before os.Exit.
+		stderr = io.MultiWriter(os.Stderr, f)
+		args = args[2:]
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil || len(args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: exitcode [-stderr FILE] N COMMAND [ARGS...]")
 		os.Exit(2)
 	}
-	c := exec.Command(os.Args[2], os.Args[3:]...)
-	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	c := exec.Command(args[1], args[2:]...)
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, stderr
 	// Pass on the signals a script sends (kill -INT name) to the command.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
@@ -63,7 +78,7 @@ func exitcodeMain() {
 		got = 128 + int(ws.Signal())
 	}
 	if got != want {
-		fmt.Fprintf(os.Stderr, "exitcode: %s exited %d, want %d\n", os.Args[2], got, want)
+		fmt.Fprintf(os.Stderr, "exitcode: %s exited %d, want %d\n", args[1], got, want)
 		os.Exit(1)
 	}
 	os.Exit(0)
