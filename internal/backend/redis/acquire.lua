@@ -11,16 +11,4 @@ if owner then
   end
   return {0, redis.call('HGETALL', KEYS[1]), redis.call('PTTL', KEYS[1])}
 end
--- token = max(counter + 1, server time in µs): rises even if Redis restarted
--- empty or failed over to a lagging replica whose clock is sane.
-local t = redis.call('TIME')
-local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local tok = (tonumber(redis.call('GET', KEYS[2])) or 0) + 1
-if now_us > tok then tok = now_us end
-tok = string.format('%.0f', tok)
-redis.call('SET', KEYS[2], tok)
-redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', tok, 'host', ARGV[3], 'pid', ARGV[4],
-  'user', ARGV[5], 'cmd', ARGV[6], 'note', ARGV[7],
-  'acquired_ms', string.format('%.0f', math.floor(now_us / 1000)), 'ttl_ms', ARGV[2])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return {1, tok}
+return {1, grant(KEYS[1], KEYS[2])}

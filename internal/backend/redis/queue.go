@@ -52,7 +52,7 @@ var (
 	//go:embed queue_admit.lua
 	queueAdmitSrc string
 
-	queueAcquireScript = goredis.NewScript(queueLibSrc + queueAcquireSrc)
+	queueAcquireScript = goredis.NewScript(grantLibSrc + queueLibSrc + queueAcquireSrc)
 	queueLeaveScript   = goredis.NewScript(queueLibSrc + queueLeaveSrc)
 	queueAdmitScript   = goredis.NewScript(queueLibSrc + queueAdmitSrc)
 )

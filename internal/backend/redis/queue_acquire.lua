@@ -50,17 +50,7 @@ if owner then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   tok = redis.call('HGET', KEYS[1], 'token')
 else
-  -- token = max(counter + 1, server time in µs), as in acquire.lua.
-  local t = redis.call('TIME')
-  local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  tok = (tonumber(redis.call('GET', KEYS[2])) or 0) + 1
-  if now_us > tok then tok = now_us end
-  tok = string.format('%.0f', tok)
-  redis.call('SET', KEYS[2], tok)
-  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', tok, 'host', ARGV[3], 'pid', ARGV[4],
-    'user', ARGV[5], 'cmd', ARGV[6], 'note', ARGV[7],
-    'acquired_ms', string.format('%.0f', math.floor(now_us / 1000)), 'ttl_ms', ARGV[2])
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  tok = grant(KEYS[1], KEYS[2])
 end
 q_remove(KEYS[3], KEYS[4], KEYS[5], ARGV[1])
 q_wake_new_head(KEYS[3], ARGV[1], ARGV[9], ARGV[1])

@@ -7,6 +7,8 @@ import (
 )
 
 var (
+	//go:embed grant_lib.lua
+	grantLibSrc string
 	//go:embed acquire.lua
 	acquireSrc string
 	//go:embed renew.lua
@@ -20,7 +22,7 @@ var (
 	//go:embed hold.lua
 	holdSrc string
 
-	acquireScript = goredis.NewScript(acquireSrc)
+	acquireScript = goredis.NewScript(grantLibSrc + acquireSrc)
 	renewScript   = goredis.NewScript(renewSrc)
 	releaseScript = goredis.NewScript(releaseSrc)
 	inspectScript = goredis.NewScript(inspectSrc)

@@ -34,17 +34,7 @@ if not free then
   if not have then sem_mark(KEYS[1], slots, limit) end
   return {0, redis.call('HGETALL', KEYS[1]), redis.call('PTTL', KEYS[1]), minp}
 end
--- token = max(counter + 1, server time in µs), as in acquire.lua.
-local t = redis.call('TIME')
-local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local tok = (tonumber(redis.call('GET', KEYS[2])) or 0) + 1
-if now_us > tok then tok = now_us end
-tok = string.format('%.0f', tok)
-redis.call('SET', KEYS[2], tok)
-redis.call('HSET', slots[free], 'owner', ARGV[1], 'token', tok, 'host', ARGV[3], 'pid', ARGV[4],
-  'user', ARGV[5], 'cmd', ARGV[6], 'note', ARGV[7],
-  'acquired_ms', string.format('%.0f', math.floor(now_us / 1000)), 'ttl_ms', ARGV[2],
-  'limit', ARGV[8], 'slot', free - 1)
-redis.call('PEXPIRE', slots[free], ARGV[2])
+local tok = grant(slots[free], KEYS[2])
+redis.call('HSET', slots[free], 'limit', ARGV[8], 'slot', free - 1)
 sem_mark(KEYS[1], slots, limit)
 return {1, tok, free - 1}

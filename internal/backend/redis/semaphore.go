@@ -48,7 +48,7 @@ var (
 	//go:embed sem_break.lua
 	semBreakSrc string
 
-	semAcquireScript = goredis.NewScript(semLibSrc + semAcquireSrc)
+	semAcquireScript = goredis.NewScript(grantLibSrc + semLibSrc + semAcquireSrc)
 	semRenewScript   = goredis.NewScript(semLibSrc + semRenewSrc)
 	semReleaseScript = goredis.NewScript(semLibSrc + semReleaseSrc)
 	semBreakScript   = goredis.NewScript(semLibSrc + semBreakSrc)
