@@ -2,16 +2,23 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"fmt"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/distlock/distlock/internal/backend"
+	"github.com/distlock/distlock/internal/lock"
 )
 
 // scriptCommands are the harness's own scenario commands. Every wait has a
@@ -25,6 +32,11 @@ var scriptCommands = map[string]func(ts *testscript.TestScript, neg bool, args [
 	"proxy":            cmdProxy,
 	"server":           cmdServer,
 	"deadbeforeexpiry": cmdDeadBeforeExpiry,
+	"waitdead":         cmdWaitDead,
+	"killtiming":       cmdKillTiming,
+	"mark":             cmdMark,
+	"renewedafter":     cmdRenewedAfter,
+	"heldby":           cmdHeldBy,
 }
 
 // defaultWait bounds every wait in the harness.
@@ -94,6 +106,8 @@ func cmdSignal(ts *testscript.TestScript, neg bool, args []string) {
 	sigs := map[string]syscall.Signal{
 		"TERM": syscall.SIGTERM, "INT": syscall.SIGINT, "KILL": syscall.SIGKILL, "HUP": syscall.SIGHUP,
 		"QUIT": syscall.SIGQUIT, "USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2,
+		// WINCH asks a holding distlock to renew now (what a local break does).
+		"WINCH": syscall.SIGWINCH,
 	}
 	sig, ok := sigs[args[0]]
 	if !ok {
@@ -161,7 +175,10 @@ func cmdProxy(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// server stop|cont|kill|restart: control a real server process.
+// server stop|cont|kill|restart: control a real server process. Before a
+// stop the script's direct connection to the server is opened (see
+// direct), so that a read right after the server is continued does not
+// have to dial first.
 func cmdServer(ts *testscript.TestScript, neg bool, args []string) {
 	st := stateOf(ts)
 	if neg || len(args) != 1 || st.server == nil {
@@ -170,6 +187,7 @@ func cmdServer(ts *testscript.TestScript, neg bool, args []string) {
 	var err error
 	switch args[0] {
 	case "stop":
+		warmDirect(ts)
 		err = st.server.Stop()
 	case "cont":
 		err = st.server.Cont()
@@ -183,37 +201,411 @@ func cmdServer(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 }
 
-// deadbeforeexpiry PIDFILE KEY: wait until the process in PIDFILE is gone,
-// then check at once, on the server directly (not through the proxy and not
-// by asking distlock), that KEY's lease has not expired yet: the child died
-// while the lease still protected it. Prints the margin that was left.
-func cmdDeadBeforeExpiry(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 2 {
-		ts.Fatalf("usage: deadbeforeexpiry PIDFILE KEY")
+// harness is what the harness commands remember during one script.
+type harness struct {
+	direct lock.Backend         // to the server itself, not through the proxy
+	etcd   *clientv3.Client     // the same, for etcd's lease API
+	marks  map[string]time.Time // mark NAME
+}
+
+var (
+	harnessMu sync.Mutex
+	harnesses = map[*engineState]*harness{}
+)
+
+// harnessOf returns the script's harness state, created on first use and
+// dropped (its connection closed) when the script ends.
+func harnessOf(ts *testscript.TestScript) *harness {
+	st := stateOf(ts)
+	harnessMu.Lock()
+	defer harnessMu.Unlock()
+	h, ok := harnesses[st]
+	if !ok {
+		h = &harness{marks: map[string]time.Time{}}
+		harnesses[st] = h
+		ts.Defer(func() {
+			harnessMu.Lock()
+			delete(harnesses, st)
+			harnessMu.Unlock()
+			if h.direct != nil {
+				h.direct.Close()
+			}
+			if h.etcd != nil {
+				h.etcd.Close()
+			}
+		})
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(args[0])))
-	ts.Check(err)
-	ctx := context.Background()
-	direct := ts.Getenv("DISTLOCK_DIRECT_BACKEND")
-	if direct == "" {
-		ts.Fatalf("deadbeforeexpiry needs a network engine")
+	return h
+}
+
+// direct is the script's connection to the engine's server that bypasses
+// the fault proxy (DISTLOCK_DIRECT_BACKEND): what the server itself says,
+// not what distlock thinks. It is opened on first use and kept.
+func direct(ts *testscript.TestScript) lock.Backend {
+	h := harnessOf(ts)
+	if h.direct == nil {
+		url := ts.Getenv("DISTLOCK_DIRECT_BACKEND")
+		if url == "" {
+			ts.Fatalf("this command needs a network engine (no DISTLOCK_DIRECT_BACKEND)")
+		}
+		b, err := backend.Open(context.Background(), url, backend.Options{Prefix: "distlock", ConnectTimeout: 5 * time.Second})
+		ts.Check(err)
+		h.direct = b
 	}
-	b, err := backend.Open(ctx, direct, backend.Options{Prefix: "distlock", ConnectTimeout: 5 * time.Second})
-	ts.Check(err)
-	defer b.Close()
-	deadline := time.Now().Add(defaultWait)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			ts.Fatalf("process %d still alive after %s", pid, defaultWait)
+	return h.direct
+}
+
+// directEtcd is a plain etcd client to the server itself, or nil when the
+// engine is not etcd. Opened on first use and kept.
+func directEtcd(ts *testscript.TestScript) *clientv3.Client {
+	h := harnessOf(ts)
+	ep, ok := strings.CutPrefix(ts.Getenv("DISTLOCK_DIRECT_BACKEND"), "etcd://")
+	if !ok {
+		return nil
+	}
+	if h.etcd == nil {
+		c, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		ts.Check(err)
+		h.etcd = c
+	}
+	return h.etcd
+}
+
+// etcdHolder reads KEY's holder on etcd directly: its token (the create
+// revision of its key) and its lease.
+func etcdHolder(c *clientv3.Client, key string) (uint64, clientv3.LeaseID, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := c.Get(ctx, "distlock/"+url.PathEscape(key)+"/", clientv3.WithFirstCreate()...)
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(resp.Kvs) == 0 {
+		return 0, 0, fmt.Errorf("%s is free", key)
+	}
+	return uint64(resp.Kvs[0].CreateRevision), clientv3.LeaseID(resp.Kvs[0].Lease), nil
+}
+
+// etcdLeaseLive is the strict check on etcd, where a holder's key outlives
+// its expired lease until the leader revokes it: the server accepts a
+// keep-alive of a lease only if it has not expired (a keep-alive of an
+// expired lease waits for its revocation and fails). It prolongs the
+// lease, which does no harm to a holder that has already given up.
+func etcdLeaseLive(c *clientv3.Client, lease clientv3.LeaseID) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := c.KeepAliveOnce(ctx, lease)
+	return err
+}
+
+// warmDirect opens the script's direct connections and makes one request
+// on each, so that a check right after a death does not pay for a dial.
+func warmDirect(ts *testscript.TestScript) {
+	direct(ts)
+	if c := directEtcd(ts); c != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := c.Get(ctx, "distlock/", clientv3.WithKeysOnly(), clientv3.WithLimit(1))
+		ts.Check(err)
+	}
+}
+
+// alive reports whether process pid is running. A zombie (exited, not yet
+// reaped: its parent may be dead too) is not running.
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// "pid (comm) state ...": comm may hold spaces and ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	state := b[i+2]
+	return state != 'Z' && state != 'X'
+}
+
+// death is when a watched process died: after lastAlive, before dead.
+type death struct {
+	lastAlive, dead time.Time
+}
+
+// waitDeath polls pid every millisecond until it has exited, and brackets
+// the moment it died. It fails the script after timeout.
+func waitDeath(ts *testscript.TestScript, pid int, timeout time.Duration) death {
+	deadline := time.Now().Add(timeout)
+	var d death
+	for {
+		before := time.Now()
+		if !alive(pid) {
+			d.dead = time.Now()
+			if d.lastAlive.IsZero() {
+				d.lastAlive = before // already dead when we looked first
+			}
+			return d
+		}
+		d.lastAlive = before
+		if before.After(deadline) {
+			ts.Fatalf("process %d still alive after %s", pid, timeout)
 		}
 		time.Sleep(time.Millisecond)
 	}
-	h, held, err := b.Inspect(ctx, args[1])
+}
+
+func readPID(ts *testscript.TestScript, file string) int {
+	pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(file)))
+	ts.Check(err)
+	return pid
+}
+
+// readTermTime reads FILE's first line: the wall-clock time in ns at which
+// the child's TERM trap ran (`date +%s%N`). The signal was sent at or
+// before that moment.
+func readTermTime(ts *testscript.TestScript, file string) time.Time {
+	line, _, _ := strings.Cut(strings.TrimSpace(ts.ReadFile(file)), "\n")
+	ns, err := strconv.ParseInt(strings.TrimSpace(line), 10, 64)
+	if err != nil {
+		ts.Fatalf("%s does not hold a time in ns: %q", file, line)
+	}
+	return time.Unix(0, ns)
+}
+
+func readToken(ts *testscript.TestScript, file string) uint64 {
+	tok, err := strconv.ParseUint(strings.TrimSpace(ts.ReadFile(file)), 10, 64)
+	ts.Check(err)
+	return tok
+}
+
+// waitdead [-t D] PIDFILE: wait until the process in PIDFILE has exited.
+func cmdWaitDead(ts *testscript.TestScript, neg bool, args []string) {
+	timeout, args := timeoutArg(ts, args)
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitdead [-t D] PIDFILE")
+	}
+	waitDeath(ts, readPID(ts, args[0]), timeout)
+}
+
+// killtiming [-t D] PIDFILE TERMFILE MIN MAX: the child in PIDFILE ignores
+// SIGTERM and recorded when its TERM trap ran in TERMFILE; wait until it is
+// dead and check that it died (by SIGKILL) no sooner than MIN and no later
+// than MAX after the SIGTERM. Both checks lean the strict way: the death
+// is bracketed by polling, and the trap runs after the signal was sent,
+// so "no sooner" is checked against the last moment it was seen alive.
+func cmdKillTiming(ts *testscript.TestScript, neg bool, args []string) {
+	timeout, args := timeoutArg(ts, args)
+	if neg || len(args) != 4 {
+		ts.Fatalf("usage: killtiming [-t D] PIDFILE TERMFILE MIN MAX")
+	}
+	pid := readPID(ts, args[0])
+	lo, err := time.ParseDuration(args[2])
+	ts.Check(err)
+	hi, err := time.ParseDuration(args[3])
+	ts.Check(err)
+	d := waitDeath(ts, pid, timeout)
+	term := readTermTime(ts, args[1])
+	checkKillTiming(ts, d, term, lo, &hi)
+}
+
+func checkKillTiming(ts *testscript.TestScript, d death, term time.Time, lo time.Duration, hi *time.Duration) {
+	early, late := d.lastAlive.Sub(term), d.dead.Sub(term)
+	ts.Logf("child died between %s and %s after its TERM trap ran", early.Round(time.Millisecond), late.Round(time.Millisecond))
+	if early < lo {
+		ts.Fatalf("the child was dead %s after SIGTERM; the kill must not come before %s", early.Round(time.Millisecond), lo)
+	}
+	if hi != nil && late > *hi {
+		ts.Fatalf("the child was still alive %s after SIGTERM; it must be killed within %s", late.Round(time.Millisecond), *hi)
+	}
+}
+
+// deadbeforeexpiry [-cont] [-token TOKENFILE] [-term TERMFILE MIN] PIDFILE KEY:
+// wait until the process in PIDFILE is gone, then check at once, on the
+// server directly (not through the proxy and not by asking distlock), that
+// KEY is still held — by the token in TOKENFILE, if given: the child died
+// while the lease still protected it. Prints the margin that was left.
+//
+// -cont: the server was stopped (server stop) and the traffic from
+// distlock held (proxy pause, right after the stop); continue the server
+// as soon as the child is dead and ask it at once. That is sound: a stopped
+// server's clock keeps running, and once it runs again it judges every
+// lease by that clock before it answers us, so the lease still valid then
+// means it was valid when the child died. The proxy must be paused, or the
+// release that distlock sends once its child is dead would reach the
+// server first and free the key; held traffic is all the same to distlock,
+// which cannot tell a frozen server from a silent network.
+//
+// -term TERMFILE MIN: also check that the child (which ignores SIGTERM and
+// recorded in TERMFILE when its TERM trap ran) was killed no sooner than
+// MIN after the SIGTERM.
+//
+// What "still held" means per engine: on Redis the key exists only until
+// its TTL has passed (an expired key is never returned). On etcd an
+// expired lease's keys stay until the leader revokes it (checked every
+// 500ms), so the key's existence is not enough: the server must also
+// accept a keep-alive of the lease (see etcdLeaseLive). On miniredis TTLs
+// never count down, so the check is vacuous there.
+func cmdDeadBeforeExpiry(ts *testscript.TestScript, neg bool, args []string) {
+	var (
+		cont              bool
+		tokenFile         string
+		termFile, termMin string
+	)
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		switch {
+		case args[0] == "-cont":
+			cont, args = true, args[1:]
+		case args[0] == "-token" && len(args) > 1:
+			tokenFile, args = args[1], args[2:]
+		case args[0] == "-term" && len(args) > 2:
+			termFile, termMin, args = args[1], args[2], args[3:]
+		default:
+			ts.Fatalf("unknown option %s", args[0])
+		}
+	}
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: deadbeforeexpiry [-cont] [-token TOKENFILE] [-term TERMFILE MIN] PIDFILE KEY")
+	}
+	st := stateOf(ts)
+	if cont && st.server == nil {
+		ts.Fatalf("deadbeforeexpiry -cont needs a real server")
+	}
+	pid := readPID(ts, args[0])
+	var want uint64
+	if tokenFile != "" {
+		want = readToken(ts, tokenFile)
+	}
+	if !cont { // else the stopped server cannot answer; server stop warmed up
+		warmDirect(ts)
+	}
+	b, ec := direct(ts), directEtcd(ts)
+	// On etcd, find the holder's lease first (while the server runs), so
+	// that after the death one request, the keep-alive, settles it.
+	var (
+		etok  uint64
+		lease clientv3.LeaseID
+		err   error
+	)
+	if ec != nil && !cont {
+		etok, lease, err = etcdHolder(ec, args[1])
+		ts.Check(err)
+	}
+	d := waitDeath(ts, pid, defaultWait)
+	if cont {
+		ts.Check(st.server.Cont())
+	}
+	if ec != nil {
+		if cont {
+			if etok, lease, err = etcdHolder(ec, args[1]); err != nil {
+				ts.Fatalf("the lease on %s was gone from the server when the child was seen dead: %v", args[1], err)
+			}
+		}
+		if err := etcdLeaseLive(ec, lease); err != nil {
+			ts.Fatalf("the lease on %s had already expired on the server when the child was seen dead: %v", args[1], err)
+		}
+		ts.Logf("process seen dead; %s later the server still accepted a keep-alive of the lease", time.Since(d.dead).Round(100*time.Microsecond))
+		if want != 0 && etok != want {
+			ts.Fatalf("%s is held by token %d on the server, not by the child's token %d", args[1], etok, want)
+		}
+	}
+	h, held, err := b.Inspect(context.Background(), args[1])
+	checked := time.Now()
 	ts.Check(err)
 	if !held {
 		ts.Fatalf("the lease on %s had already expired on the server when the child was seen dead", args[1])
 	}
-	ts.Logf("child dead with %s of the lease left on the server", h.ExpiresIn)
+	if want != 0 && h.Token != want {
+		ts.Fatalf("%s is held by token %d on the server, not by the child's token %d", args[1], h.Token, want)
+	}
+	if ec == nil {
+		ts.Logf("process seen dead; %s later the server still had %s of the lease left", checked.Sub(d.dead).Round(100*time.Microsecond), h.ExpiresIn)
+	}
+	if termFile != "" {
+		lo, err := time.ParseDuration(termMin)
+		ts.Check(err)
+		checkKillTiming(ts, d, readTermTime(ts, termFile), lo, nil)
+	}
+}
+
+// mark NAME: remember this moment as NAME.
+func cmdMark(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: mark NAME")
+	}
+	harnessOf(ts).marks[args[0]] = time.Now()
+}
+
+// renewedafter [-t D] MARK KEY TTL TOKENFILE: wait until TTL (and a little)
+// has passed since MARK, then until the server itself (directly) shows KEY
+// held by the token in TOKENFILE with a lease that ends more than TTL/2
+// after that. Such a lease comes from a renewal the server processed well
+// after MARK (after MARK+TTL/2), so renewal recovered from whatever fault
+// MARK began, on the server's side; and since the holder's own reckoning
+// of validity from before MARK has run out, its child can only still be
+// running because the holder saw that renewal succeed. Lower bounds only:
+// etcd reports whole seconds, rounded down. (miniredis never counts TTLs
+// down, so there only the holder's side is tested.)
+func cmdRenewedAfter(ts *testscript.TestScript, neg bool, args []string) {
+	timeout, args := timeoutArg(ts, args)
+	if neg || len(args) != 4 {
+		ts.Fatalf("usage: renewedafter [-t D] MARK KEY TTL TOKENFILE")
+	}
+	mark, ok := harnessOf(ts).marks[args[0]]
+	if !ok {
+		ts.Fatalf("no mark %s", args[0])
+	}
+	ttl, err := time.ParseDuration(args[2])
+	ts.Check(err)
+	want := readToken(ts, args[3])
+	// A request already under way when the fault began may land a little
+	// after MARK.
+	const slack = 200 * time.Millisecond
+	after := mark.Add(ttl + slack)
+	time.Sleep(time.Until(after))
+	endsAfter := after.Add(ttl / 2)
+	b := direct(ts)
+	deadline := time.Now().Add(timeout)
+	for {
+		sent := time.Now()
+		h, held, err := b.Inspect(context.Background(), args[1])
+		var last string
+		switch {
+		case err != nil:
+			last = err.Error()
+		case !held:
+			last = "it is free"
+		case h.Token != want:
+			last = fmt.Sprintf("it is held by token %d, not %d", h.Token, want)
+		case h.ExpiresIn < 0 || !sent.Add(h.ExpiresIn).After(endsAfter):
+			last = fmt.Sprintf("it expires in %s", h.ExpiresIn)
+		default:
+			ts.Logf("%s renewed: its lease ends at least %s after %s", args[1], sent.Add(h.ExpiresIn).Sub(mark).Round(time.Millisecond), args[0])
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("no renewal of %s after %s seen on the server within %s: %s", args[1], args[0], timeout, last)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// heldby KEY TOKENFILE: the server itself (directly) says KEY is held by
+// the token in TOKENFILE.
+func cmdHeldBy(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: [!] heldby KEY TOKENFILE")
+	}
+	want := readToken(ts, args[1])
+	h, held, err := direct(ts).Inspect(context.Background(), args[0])
+	ts.Check(err)
+	ok := held && h.Token == want
+	switch {
+	case ok && neg:
+		ts.Fatalf("%s is held by token %d", args[0], want)
+	case !ok && !neg && !held:
+		ts.Fatalf("%s is free on the server, not held by token %d", args[0], want)
+	case !ok && !neg:
+		ts.Fatalf("%s is held by token %d on the server, not %d", args[0], h.Token, want)
+	}
 }
 
 // waitqueue [-t D] KEY N: wait until N waiters are queued for KEY in the
