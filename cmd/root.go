@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/distlock/distlock/internal/child"
 )
 
 // globalOptions are the flags every command shares.
@@ -76,6 +78,9 @@ fails the command is stopped before the lease could pass to anyone else.`,
 
 // Execute runs distlock with the process's arguments and returns its exit code.
 func Execute() int {
+	if len(os.Args) > 1 && os.Args[1] == child.WatchArg {
+		return child.WatchMain(os.Args[2:])
+	}
 	root := NewRootCommand(os.Stdin, os.Stdout, os.Stderr)
 	return exitCode(root.Execute(), os.Stderr)
 }

@@ -115,6 +115,10 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		return 0, err
 	}
 	log.Debug("child started", "key", lease.Key(), "pid", p.PID())
+	stopWatch, err := child.WatchGroup(p.PID())
+	if err != nil {
+		log.Warn("cannot start the group watcher: if distlock is killed, grandchildren of the command may outlive the lock", "error", err)
+	}
 
 	stops := make(chan child.Stop, 2)
 	watchDone := make(chan struct{})
@@ -144,6 +148,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		}
 	}()
 	out := p.Supervise(sigs, stops, cfg.KillGrace)
+	stopWatch() // the group is gone: let the watcher go
 	log.Info("child exited", "key", lease.Key(), "status", out.Code, "ran", time.Since(start).Round(time.Millisecond))
 	if out.Stopped != nil {
 		return out.Code, out.Stopped.Reason
