@@ -48,6 +48,9 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -140,6 +143,13 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		Password:             cfg.Password,
 		TLS:                  tlsCfg,
 		Logger:               zap.NewNop(),
+		// gRPC's default reconnect backoff (1s, then x1.6) left renewals
+		// idle for up to a second after a server came back, which cost
+		// short leases that had survived on the server. Retry sooner.
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: cfg.DialTimeout,
+		})},
 	})
 	if err != nil {
 		return nil, b.connectError(cfg, tlsCfg, err)
