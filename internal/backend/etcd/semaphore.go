@@ -180,7 +180,7 @@ func (b *Backend) acquireSemaphore(ctx context.Context, req lock.Request, progre
 		}
 		var busy *lock.BusyError
 		if !errors.As(err, &busy) {
-			return nil, semEndOfWait(ctx, req.Key, last, err)
+			return nil, lock.EndOfWait(ctx, req.Key, last, err)
 		}
 		if last == nil || last.Token != busy.Holder.Token {
 			h := busy.Holder
@@ -190,7 +190,7 @@ func (b *Backend) acquireSemaphore(ctx context.Context, req lock.Request, progre
 			}
 		}
 		if err := b.waitSlotFreed(ctx, req.Key, rev); err != nil {
-			return nil, semEndOfWait(ctx, req.Key, last, err)
+			return nil, lock.EndOfWait(ctx, req.Key, last, err)
 		}
 	}
 }
@@ -216,24 +216,6 @@ func (b *Backend) waitSlotFreed(ctx context.Context, key string, rev int64) erro
 			}
 		}
 	}
-}
-
-// semEndOfWait turns the end of a wait into the error acquire expects.
-func semEndOfWait(ctx context.Context, key string, last *lock.Holder, err error) error {
-	// The engine client may report the deadline (as a socket timeout, say)
-	// a moment before ctx itself says so: a passed deadline counts.
-	dl, hasDL := ctx.Deadline()
-	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded), ctx.Err() == nil && hasDL && !time.Now().Before(dl):
-		h := lock.Holder{Key: key, ExpiresIn: -1}
-		if last != nil {
-			h = *last
-		}
-		return &lock.BusyError{Holder: h}
-	case ctx.Err() != nil:
-		return fmt.Errorf("waiting for %s: %w", key, ctx.Err())
-	}
-	return err
 }
 
 // breakSlots is Break's hook for semaphores; handled is false when no slot

@@ -180,7 +180,7 @@ func (b *Backend) Acquire(ctx context.Context, req lock.Request, progress func(l
 	every, lasts := heartbeat(req.TTL)
 	w, err := b.newWaker(ctx, b.wakePrefix(req.Key)+req.Owner)
 	if err != nil {
-		return nil, endOfWait(ctx, req.Key, nil, err)
+		return nil, lock.EndOfWait(ctx, req.Key, nil, err)
 	}
 	defer w.close()
 	listening := false // to the key's release channel: only while first
@@ -191,7 +191,7 @@ func (b *Backend) Acquire(ctx context.Context, req lock.Request, progress func(l
 		switch {
 		case err != nil:
 			b.leaveQueue(ctx, req)
-			return nil, endOfWait(ctx, req.Key, last, err)
+			return nil, lock.EndOfWait(ctx, req.Key, last, err)
 		case s.acquired:
 			return &Lease{b: b, key: req.Key, owner: req.Owner, token: s.token, ttl: req.TTL, granted: granted}, nil
 		case s.have > 0:
@@ -214,7 +214,7 @@ func (b *Backend) Acquire(ctx context.Context, req lock.Request, progress func(l
 			}
 			if ctx.Err() != nil {
 				b.leaveQueue(ctx, req)
-				return nil, endOfWait(ctx, req.Key, last, ctx.Err())
+				return nil, lock.EndOfWait(ctx, req.Key, last, ctx.Err())
 			}
 			// A pub/sub hiccup: wait for the timer and try again.
 		}
@@ -229,7 +229,7 @@ func (b *Backend) Acquire(ctx context.Context, req lock.Request, progress func(l
 		case <-ctx.Done():
 			t.Stop()
 			b.leaveQueue(ctx, req)
-			return nil, endOfWait(ctx, req.Key, last, ctx.Err())
+			return nil, lock.EndOfWait(ctx, req.Key, last, ctx.Err())
 		}
 		t.Stop()
 	}

@@ -117,7 +117,7 @@ func (b *Backend) semAttempt(ctx context.Context, req lock.Request) (*SlotLease,
 func (b *Backend) waitSemaphore(ctx context.Context, req lock.Request, progress func(lock.Holder)) (lock.Lease, error) {
 	wake, stop, err := b.Notify(ctx, req.Key)
 	if err != nil {
-		return nil, endOfWait(ctx, req.Key, nil, err)
+		return nil, lock.EndOfWait(ctx, req.Key, nil, err)
 	}
 	defer stop()
 	const minPoll, maxPoll = 20 * time.Millisecond, time.Second
@@ -130,7 +130,7 @@ func (b *Backend) waitSemaphore(ctx context.Context, req lock.Request, progress 
 		}
 		var busy *lock.BusyError
 		if !errors.As(err, &busy) {
-			return nil, endOfWait(ctx, req.Key, last, err)
+			return nil, lock.EndOfWait(ctx, req.Key, last, err)
 		}
 		if last == nil || !sameHolder(*last, busy.Holder) {
 			h := busy.Holder
@@ -147,7 +147,7 @@ func (b *Backend) waitSemaphore(ctx context.Context, req lock.Request, progress 
 			delay = min(2*delay, maxPoll)
 		case <-ctx.Done():
 			t.Stop()
-			return nil, endOfWait(ctx, req.Key, last, ctx.Err())
+			return nil, lock.EndOfWait(ctx, req.Key, last, ctx.Err())
 		}
 		t.Stop()
 	}
@@ -167,26 +167,6 @@ func nextPoll(delay, soonest time.Duration, r float64) time.Duration {
 // sameHolder: the same holder as last reported (for progress).
 func sameHolder(a, b lock.Holder) bool {
 	return a.Owner == b.Owner && a.Token == b.Token && a.Meta.Host == b.Meta.Host && a.Meta.PID == b.Meta.PID
-}
-
-// endOfWait turns the end of a wait into the error acquire expects: a
-// *lock.BusyError naming the last holder seen when the deadline passed, the
-// context's error when it was cancelled, else err itself.
-func endOfWait(ctx context.Context, key string, last *lock.Holder, err error) error {
-	// The engine client may report the deadline (as a socket timeout, say)
-	// a moment before ctx itself says so: a passed deadline counts.
-	dl, hasDL := ctx.Deadline()
-	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded), ctx.Err() == nil && hasDL && !time.Now().Before(dl):
-		h := lock.Holder{Key: key, ExpiresIn: -1}
-		if last != nil {
-			h = *last
-		}
-		return &lock.BusyError{Holder: h}
-	case ctx.Err() != nil:
-		return fmt.Errorf("waiting for %s: %w", key, ctx.Err())
-	}
-	return err
 }
 
 // breakSemaphore is Break's hook for semaphores; handled is false when key

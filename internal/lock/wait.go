@@ -1,0 +1,29 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// EndOfWait turns the end of an engine's wait for key into the error
+// callers expect: a *BusyError naming the last holder seen (last may be
+// nil) when the wait's deadline passed, the context's error when it was
+// cancelled, else err itself. The engine client may report the deadline
+// (as a socket timeout, say) a moment before ctx itself says so: a passed
+// deadline counts.
+func EndOfWait(ctx context.Context, key string, last *Holder, err error) error {
+	dl, hasDL := ctx.Deadline()
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded), ctx.Err() == nil && hasDL && !time.Now().Before(dl):
+		h := Holder{Key: key, ExpiresIn: -1}
+		if last != nil {
+			h = *last
+		}
+		return &BusyError{Holder: h}
+	case ctx.Err() != nil:
+		return fmt.Errorf("waiting for %s: %w", key, ctx.Err())
+	}
+	return err
+}
