@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/distlock/distlock/internal/testenv/wait"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -29,7 +31,7 @@ func request(key, owner string, ttl time.Duration) lock.Request {
 // queueLen counts the contender keys of key, straight from etcd.
 func queueLen(t *testing.T, b *Backend, key string) int64 {
 	t.Helper()
-	resp, err := b.cli.Get(ctxTimeout(t, 5*time.Second), b.queuePrefix(key), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	resp, err := b.cli.Get(wait.Context(t, 5*time.Second), b.queuePrefix(key), clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +41,7 @@ func queueLen(t *testing.T, b *Backend, key string) int64 {
 func TestAcquireBusyRelease(t *testing.T) {
 	eachServer(t, func(t *testing.T, s server) {
 		b := newBackend(t, s)
-		ctx := ctxTimeout(t, 10*time.Second)
+		ctx := wait.Context(t, 10*time.Second)
 
 		before := time.Now()
 		la, err := b.TryAcquire(ctx, request("job:daily", "alice", 3*time.Second))
@@ -118,7 +120,7 @@ func TestAcquireBusyRelease(t *testing.T) {
 func TestTokensStrictlyRise(t *testing.T) {
 	eachServer(t, func(t *testing.T, s server) {
 		b := newBackend(t, s)
-		ctx := ctxTimeout(t, 10*time.Second)
+		ctx := wait.Context(t, 10*time.Second)
 		var last uint64
 		for i := range 6 {
 			var l lock.Lease
@@ -153,7 +155,7 @@ func TestTokensStrictlyRise(t *testing.T) {
 func TestWaitersGetTheLockInArrivalOrder(t *testing.T) {
 	eachServer(t, func(t *testing.T, s server) {
 		b := newBackend(t, s)
-		ctx := ctxTimeout(t, 30*time.Second)
+		ctx := wait.Context(t, 30*time.Second)
 		holder, err := b.TryAcquire(ctx, request("q", "holder", 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
@@ -178,7 +180,7 @@ func TestWaitersGetTheLockInArrivalOrder(t *testing.T) {
 				results <- result{i, l, err}
 			}()
 			// Let waiter i join the queue before the next one starts.
-			eventually(t, 5*time.Second, fmt.Sprintf("waiter %d to queue", i), func() bool {
+			wait.Until(t, 5*time.Second, fmt.Sprintf("waiter %d to queue", i), func() bool {
 				return queueLen(t, b, "q") == int64(i+2)
 			})
 		}
@@ -234,7 +236,7 @@ func TestWaiterTimeoutLeavesNothingBehind(t *testing.T) {
 	eachServer(t, func(t *testing.T, s server) {
 		b := newBackend(t, s)
 		raw := rawClient(t, s)
-		ctx := ctxTimeout(t, 10*time.Second)
+		ctx := wait.Context(t, 10*time.Second)
 		holder, err := b.TryAcquire(ctx, request("t", "holder", 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
@@ -269,7 +271,7 @@ func TestWaiterTimeoutLeavesNothingBehind(t *testing.T) {
 			_, err := b.Acquire(cctx, request("t", "waiter", 2*time.Second), nil)
 			done <- err
 		}()
-		eventually(t, 5*time.Second, "the waiter to queue", func() bool { return queueLen(t, b, "t") == 2 })
+		wait.Until(t, 5*time.Second, "the waiter to queue", func() bool { return queueLen(t, b, "t") == 2 })
 		ccancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Errorf("cancelled Acquire = %v, want context.Canceled", err)
@@ -288,7 +290,7 @@ func TestWaiterTimeoutLeavesNothingBehind(t *testing.T) {
 
 func leaseSet(t *testing.T, cli *clientv3.Client) map[clientv3.LeaseID]bool {
 	t.Helper()
-	resp, err := cli.Leases(ctxTimeout(t, 5*time.Second))
+	resp, err := cli.Leases(wait.Context(t, 5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +314,7 @@ func leaseDiff(after, before map[clientv3.LeaseID]bool) []clientv3.LeaseID {
 func TestBreak(t *testing.T) {
 	eachServer(t, func(t *testing.T, s server) {
 		b := newBackend(t, s)
-		ctx := ctxTimeout(t, 10*time.Second)
+		ctx := wait.Context(t, 10*time.Second)
 
 		if _, err := b.Break(ctx, "br", 0); !errors.Is(err, lock.ErrNotHeld) {
 			t.Errorf("Break of a free key = %v, want ErrNotHeld", err)
@@ -360,7 +362,7 @@ func TestBreak(t *testing.T) {
 			}
 			got <- l
 		}()
-		eventually(t, 5*time.Second, "carol to queue", func() bool { return queueLen(t, b, "br") == 2 })
+		wait.Until(t, 5*time.Second, "carol to queue", func() bool { return queueLen(t, b, "br") == 2 })
 		if h, err := b.Break(ctx, "br", 0); err != nil || h.Owner != "bob" {
 			t.Fatalf("Break(0) = %+v, %v", h, err)
 		}
@@ -383,12 +385,12 @@ func TestBreak(t *testing.T) {
 func TestRenewAfterExpiry(t *testing.T) {
 	eachServer(t, func(t *testing.T, s server) {
 		b := newBackend(t, s)
-		ctx := ctxTimeout(t, 15*time.Second)
+		ctx := wait.Context(t, 15*time.Second)
 		l, err := b.TryAcquire(ctx, request("exp", "alice", time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "the 1s lease to expire", func() bool {
+		wait.Until(t, 10*time.Second, "the 1s lease to expire", func() bool {
 			_, ok, err := b.Inspect(ctx, "exp")
 			return err == nil && !ok
 		})
@@ -407,7 +409,7 @@ func TestRenewAfterExpiry(t *testing.T) {
 func TestRenewAndWaiterKeepAlive(t *testing.T) {
 	eachServer(t, func(t *testing.T, s server) {
 		b := newBackend(t, s)
-		ctx := ctxTimeout(t, 20*time.Second)
+		ctx := wait.Context(t, 20*time.Second)
 		l, err := b.TryAcquire(ctx, request("ka", "alice", time.Second))
 		if err != nil {
 			t.Fatal(err)
@@ -421,7 +423,7 @@ func TestRenewAndWaiterKeepAlive(t *testing.T) {
 			}
 			got <- l
 		}()
-		eventually(t, 5*time.Second, "bob to queue", func() bool { return queueLen(t, b, "ka") == 2 })
+		wait.Until(t, 5*time.Second, "bob to queue", func() bool { return queueLen(t, b, "ka") == 2 })
 
 		// Renew every TTL/3 for 2 TTLs: alice keeps the lock, bob stays queued.
 		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
@@ -476,7 +478,7 @@ func TestWaiterRequeuesAfterLosingItsLease(t *testing.T) {
 	eachServer(t, func(t *testing.T, s server) {
 		b := newBackend(t, s)
 		raw := rawClient(t, s)
-		ctx := ctxTimeout(t, 20*time.Second)
+		ctx := wait.Context(t, 20*time.Second)
 		l, err := b.TryAcquire(ctx, request("rq", "alice", 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
@@ -489,7 +491,7 @@ func TestWaiterRequeuesAfterLosingItsLease(t *testing.T) {
 			}
 			got <- l
 		}()
-		eventually(t, 5*time.Second, "bob to queue", func() bool { return queueLen(t, b, "rq") == 2 })
+		wait.Until(t, 5*time.Second, "bob to queue", func() bool { return queueLen(t, b, "rq") == 2 })
 		resp, err := raw.Get(ctx, b.queuePrefix("rq"), clientv3.WithLastCreate()...)
 		if err != nil || len(resp.Kvs) != 1 {
 			t.Fatal(resp, err)
@@ -498,7 +500,7 @@ func TestWaiterRequeuesAfterLosingItsLease(t *testing.T) {
 		if _, err := raw.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 5*time.Second, "bob to queue again", func() bool {
+		wait.Until(t, 5*time.Second, "bob to queue again", func() bool {
 			resp, err := raw.Get(ctx, b.queuePrefix("rq"), clientv3.WithLastCreate()...)
 			return err == nil && len(resp.Kvs) == 1 && resp.Kvs[0].CreateRevision > bobsRev
 		})
@@ -518,7 +520,7 @@ func TestWaiterRequeuesAfterLosingItsLease(t *testing.T) {
 func TestKeysWithSlashesAndList(t *testing.T) {
 	eachServer(t, func(t *testing.T, s server) {
 		b := newBackend(t, s)
-		ctx := ctxTimeout(t, 10*time.Second)
+		ctx := wait.Context(t, 10*time.Second)
 		keys := []string{"a", "a/b", "a/b/c", "a%2Fb", "b", "ä ö"}
 		tokens := map[string]uint64{}
 		for _, k := range keys {
@@ -606,7 +608,7 @@ func TestNewAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	ctx := ctxTimeout(t, 20*time.Second)
+	ctx := wait.Context(t, 20*time.Second)
 
 	func() {
 		raw, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
@@ -698,7 +700,7 @@ func TestRequestsBoundedByContext(t *testing.T) {
 			t.Skip("needs a server process to pause")
 		}
 		b := newBackend(t, s)
-		ctx := ctxTimeout(t, 20*time.Second)
+		ctx := wait.Context(t, 20*time.Second)
 		l, err := b.TryAcquire(ctx, request("pause", "alice", 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
@@ -757,7 +759,7 @@ func TestGuaranteeAndBadRequests(t *testing.T) {
 		if g := b.Guarantee(); !strings.HasPrefix(g, "etcd: linearizable") {
 			t.Errorf("Guarantee = %q", g)
 		}
-		ctx := ctxTimeout(t, 5*time.Second)
+		ctx := wait.Context(t, 5*time.Second)
 		if _, err := b.TryAcquire(ctx, request("", "o", time.Second)); !errors.Is(err, lock.ErrInvalid) {
 			t.Errorf("empty key: %v", err)
 		}

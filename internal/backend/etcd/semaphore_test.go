@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/distlock/distlock/internal/testenv/wait"
+
 	"github.com/distlock/distlock/internal/lock"
 )
 
@@ -29,7 +31,7 @@ func slotOf(t *testing.T, l lock.Lease) int {
 func TestSemaphoreSlots(t *testing.T) {
 	eachServer(t, func(t *testing.T, s server) {
 		b := newBackend(t, s)
-		ctx := ctxTimeout(t, 20*time.Second)
+		ctx := wait.Context(t, 20*time.Second)
 		var ls []lock.Lease
 		var last uint64
 		for i, o := range []string{"a", "b", "c"} {
@@ -99,7 +101,7 @@ func TestSemaphoreSlots(t *testing.T) {
 func TestSemaphoreExpiredHolderFreesItsSlot(t *testing.T) {
 	eachServer(t, func(t *testing.T, s server) {
 		b := newBackend(t, s)
-		ctx := ctxTimeout(t, 20*time.Second)
+		ctx := wait.Context(t, 20*time.Second)
 		dead, err := b.TryAcquire(ctx, semReq("exp", "dead", 2, time.Second))
 		if err != nil {
 			t.Fatal(err)
@@ -127,7 +129,7 @@ func TestSemaphoreExpiredHolderFreesItsSlot(t *testing.T) {
 func TestSemaphoreBreak(t *testing.T) {
 	eachServer(t, func(t *testing.T, s server) {
 		b := newBackend(t, s)
-		ctx := ctxTimeout(t, 20*time.Second)
+		ctx := wait.Context(t, 20*time.Second)
 		var ls []lock.Lease
 		for _, o := range []string{"a", "b", "c"} {
 			l, err := b.TryAcquire(ctx, semReq("brk", o, 3, 3*time.Second))
@@ -166,7 +168,7 @@ func TestSemaphoreBreak(t *testing.T) {
 func TestSemaphoreConcurrentWaiters(t *testing.T) {
 	eachServer(t, func(t *testing.T, s server) {
 		b := newBackend(t, s)
-		ctx := ctxTimeout(t, 60*time.Second)
+		ctx := wait.Context(t, 60*time.Second)
 		const limit, workers, rounds = 3, 6, 4
 		var mu sync.Mutex
 		inUse := map[int]bool{}
@@ -205,7 +207,7 @@ func TestSemaphoreConcurrentWaiters(t *testing.T) {
 func TestSemaphoreWaitTimesOutBusy(t *testing.T) {
 	eachServer(t, func(t *testing.T, s server) {
 		b := newBackend(t, s)
-		ctx := ctxTimeout(t, 20*time.Second)
+		ctx := wait.Context(t, 20*time.Second)
 		a, err := b.TryAcquire(ctx, semReq("to", "a", 2, 3*time.Second))
 		if err != nil {
 			t.Fatal(err)

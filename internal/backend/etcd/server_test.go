@@ -145,22 +145,3 @@ func rawClient(t *testing.T, s server) *clientv3.Client {
 	t.Cleanup(func() { cli.Close() })
 	return cli
 }
-
-func ctxTimeout(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// eventually waits for cond with a deadline (no sleep-as-assertion).
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/distlock/distlock/internal/testenv/wait"
+
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
@@ -95,7 +97,7 @@ func TestTLS(t *testing.T) {
 		t.Fatal("TLS etcd not ready")
 	}
 	ep := e.Clients[0].Addr().String()
-	ctx := ctxTimeout(t, 20*time.Second)
+	ctx := wait.Context(t, 20*time.Second)
 
 	open := func(raw string) (*Backend, error) {
 		c, err := ParseURL(raw)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/distlock/distlock/internal/testenv/wait"
+
 	"github.com/distlock/distlock/internal/lock"
 )
 
@@ -23,7 +25,7 @@ func queueLen(t *testing.T, b *Backend, key string) int64 {
 func TestQueueArrivalOrder(t *testing.T) {
 	eachRedis(t, func(t *testing.T, s testServer) {
 		b := newTestBackend(t, s)
-		ctx := ctxT(t, 30*time.Second)
+		ctx := wait.Context(t, 30*time.Second)
 		h, err := b.TryAcquire(ctx, req("fair", "holder", 1, 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
@@ -49,10 +51,10 @@ func TestQueueArrivalOrder(t *testing.T) {
 					t.Error(err)
 				}
 			}()
-			eventually(t, 5*time.Second, fmt.Sprintf("%d waiters queued", i+1), func() bool { return queueLen(t, b, "fair") == int64(i+1) })
+			wait.Until(t, 5*time.Second, fmt.Sprintf("%d waiters queued", i+1), func() bool { return queueLen(t, b, "fair") == int64(i+1) })
 		}
 		// Herd-free: only the first in line listens for releases.
-		eventually(t, 5*time.Second, "one listener on the release channel", func() bool {
+		wait.Until(t, 5*time.Second, "one listener on the release channel", func() bool {
 			m, err := b.c.PubSubNumSub(ctx, b.channel("fair")).Result()
 			return err == nil && m[b.channel("fair")] == 1
 		})
@@ -79,7 +81,7 @@ func TestQueueArrivalOrder(t *testing.T) {
 func TestQueuePrunesDeadWaiter(t *testing.T) {
 	eachRedis(t, func(t *testing.T, s testServer) {
 		b := newTestBackend(t, s)
-		ctx := ctxT(t, 30*time.Second)
+		ctx := wait.Context(t, 30*time.Second)
 		h, err := b.TryAcquire(ctx, req("prune", "holder", 1, 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
@@ -98,7 +100,7 @@ func TestQueuePrunesDeadWaiter(t *testing.T) {
 			}
 			got <- err
 		}()
-		eventually(t, 5*time.Second, "two waiters queued", func() bool { return queueLen(t, b, "prune") == 2 })
+		wait.Until(t, 5*time.Second, "two waiters queued", func() bool { return queueLen(t, b, "prune") == 2 })
 		if err := h.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +123,7 @@ func TestQueuePrunesDeadWaiter(t *testing.T) {
 func TestTryOnceDoesNotJumpTheQueue(t *testing.T) {
 	eachRedis(t, func(t *testing.T, s testServer) {
 		b := newTestBackend(t, s)
-		ctx := ctxT(t, 20*time.Second)
+		ctx := wait.Context(t, 20*time.Second)
 		h, err := b.TryAcquire(ctx, req("jump", "holder", 1, 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
@@ -151,7 +153,7 @@ func TestTryOnceDoesNotJumpTheQueue(t *testing.T) {
 func TestQueueTimeoutLeaves(t *testing.T) {
 	eachRedis(t, func(t *testing.T, s testServer) {
 		b := newTestBackend(t, s)
-		ctx := ctxT(t, 20*time.Second)
+		ctx := wait.Context(t, 20*time.Second)
 		h, err := b.TryAcquire(ctx, req("to", "holder", 1, 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
@@ -173,7 +175,7 @@ func TestQueueTimeoutLeaves(t *testing.T) {
 			_, err := b.Acquire(cctx, req("to", "c", 0, 3*time.Second), nil)
 			done <- err
 		}()
-		eventually(t, 5*time.Second, "the waiter to queue", func() bool { return queueLen(t, b, "to") == 1 })
+		wait.Until(t, 5*time.Second, "the waiter to queue", func() bool { return queueLen(t, b, "to") == 1 })
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Errorf("cancelled wait = %v", err)

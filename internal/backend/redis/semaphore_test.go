@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/distlock/distlock/internal/testenv/wait"
+
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/distlock/distlock/internal/lock"
@@ -30,7 +32,7 @@ func (s testServer) expire(t *testing.T, b *Backend, k string, d time.Duration) 
 		s.mini.FastForward(d)
 		return
 	}
-	eventually(t, 5*time.Second, k+" to expire", func() bool {
+	wait.Until(t, 5*time.Second, k+" to expire", func() bool {
 		n, err := b.c.Exists(context.Background(), k).Result()
 		return err == nil && n == 0
 	})
@@ -81,23 +83,6 @@ func req(key, owner string, limit int, ttl time.Duration) lock.Request {
 	}
 }
 
-func ctxT(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func slotOf(t *testing.T, l lock.Lease) int {
 	t.Helper()
 	s, ok := l.(lock.Slotted)
@@ -110,7 +95,7 @@ func slotOf(t *testing.T, l lock.Lease) int {
 func TestSemaphoreSlots(t *testing.T) {
 	eachRedis(t, func(t *testing.T, s testServer) {
 		b := newTestBackend(t, s)
-		ctx := ctxT(t, 20*time.Second)
+		ctx := wait.Context(t, 20*time.Second)
 		var ls []lock.Lease
 		var last uint64
 		for i, o := range []string{"a", "b", "c"} {
@@ -189,7 +174,7 @@ func TestSemaphoreSlots(t *testing.T) {
 func TestSemaphoreExpiredHolderFreesItsSlot(t *testing.T) {
 	eachRedis(t, func(t *testing.T, s testServer) {
 		b := newTestBackend(t, s)
-		ctx := ctxT(t, 20*time.Second)
+		ctx := wait.Context(t, 20*time.Second)
 		dead, err := b.TryAcquire(ctx, req("exp", "dead", 2, time.Second))
 		if err != nil {
 			t.Fatal(err)
@@ -228,7 +213,7 @@ func TestSemaphoreExpiredHolderFreesItsSlot(t *testing.T) {
 func TestSemaphoreBreak(t *testing.T) {
 	eachRedis(t, func(t *testing.T, s testServer) {
 		b := newTestBackend(t, s)
-		ctx := ctxT(t, 20*time.Second)
+		ctx := wait.Context(t, 20*time.Second)
 		var ls []lock.Lease
 		for _, o := range []string{"a", "b", "c"} {
 			l, err := b.TryAcquire(ctx, req("brk", o, 3, 3*time.Second))
@@ -271,7 +256,7 @@ func TestSemaphoreBreak(t *testing.T) {
 func TestSemaphoreWait(t *testing.T) {
 	eachRedis(t, func(t *testing.T, s testServer) {
 		b := newTestBackend(t, s)
-		ctx := ctxT(t, 20*time.Second)
+		ctx := wait.Context(t, 20*time.Second)
 		a, err := b.TryAcquire(ctx, req("w", "a", 2, 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
@@ -302,7 +287,7 @@ func TestSemaphoreWait(t *testing.T) {
 			}
 			got <- l
 		}()
-		eventually(t, 5*time.Second, "the waiter to report the holder", func() bool {
+		wait.Until(t, 5*time.Second, "the waiter to report the holder", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			return len(seen) > 0
@@ -326,7 +311,7 @@ func TestSemaphoreWait(t *testing.T) {
 func TestSemaphoreConcurrent(t *testing.T) {
 	eachRedis(t, func(t *testing.T, s testServer) {
 		b := newTestBackend(t, s)
-		ctx := ctxT(t, 30*time.Second)
+		ctx := wait.Context(t, 30*time.Second)
 		const limit, workers, rounds = 3, 8, 5
 		var mu sync.Mutex
 		inUse := map[int]bool{}
