@@ -84,19 +84,14 @@ func (o *acquireOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	h, ok := l.(lock.Holdable)
-	if !ok {
-		l.Release(context.Background())
-		return lock.Invalidf("this engine cannot hold locks across processes")
-	}
 	hctx, cancel := context.WithTimeout(ctx, o.g.ConnectTimeout)
 	defer cancel()
-	if err := h.Hold(hctx, o.TTL, lock.HoldHandle); err != nil {
+	if err := l.Hold(hctx, o.TTL, lock.HoldHandle); err != nil {
 		rctx, rcancel := context.WithTimeout(context.Background(), o.g.ConnectTimeout)
 		defer rcancel()
 		l.Release(rctx)
 		return err
 	}
-	printHandle(o.g.stdout, h.Handle())
+	printHandle(o.g.stdout, l.Handle())
 	return nil
 }

@@ -59,18 +59,14 @@ func (o *extendOptions) run(ctx context.Context) error {
 		return err
 	}
 	defer b.Close()
-	hl, ok := l.(lock.Holdable)
-	if !ok {
-		return lock.Invalidf("this engine cannot hold locks across processes")
-	}
 	hctx, cancel := context.WithTimeout(ctx, o.g.ConnectTimeout)
 	defer cancel()
-	if err := hl.Hold(hctx, ttl, lock.HoldHandle); errors.Is(err, lock.ErrNotHeld) {
+	if err := l.Hold(hctx, ttl, lock.HoldHandle); errors.Is(err, lock.ErrNotHeld) {
 		return staleHandle(h)
 	} else if err != nil {
 		return err
 	}
-	printHandle(o.g.stdout, hl.Handle())
+	printHandle(o.g.stdout, l.Handle())
 	fmt.Fprintf(o.g.stderr, "distlock: %s (token %d) is held for %s more\n", h.Key, h.Token, ttl)
 	return nil
 }

@@ -34,14 +34,9 @@ func (g *globalOptions) resume(ctx context.Context, h lock.Handle) (lock.Backend
 	if err != nil {
 		return nil, nil, err
 	}
-	r, ok := b.(lock.Resumer)
-	if !ok {
-		b.Close()
-		return nil, nil, lock.Invalidf("this engine cannot hold locks across processes")
-	}
 	rctx, cancel := context.WithTimeout(ctx, g.ConnectTimeout)
 	defer cancel()
-	l, err := r.Resume(rctx, h)
+	l, err := b.Resume(rctx, h)
 	if errors.Is(err, lock.ErrNotHeld) {
 		b.Close()
 		return nil, nil, staleHandle(h)

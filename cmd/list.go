@@ -100,13 +100,9 @@ func (o *listOptions) run(ctx context.Context, prefix string) error {
 // list asks the engine for the held locks under prefix, bounded by
 // --connect-timeout.
 func (g *globalOptions) list(ctx context.Context, b lock.Backend, prefix string) ([]lock.Holder, error) {
-	l, ok := b.(lock.Lister)
-	if !ok {
-		return nil, fmt.Errorf("the engine at %s cannot list its locks; ask for each key with distlock status KEY", g.describeBackend())
-	}
 	lctx, cancel := context.WithTimeout(ctx, g.ConnectTimeout)
 	defer cancel()
-	hs, err := l.List(lctx, prefix)
+	hs, err := b.List(lctx, prefix)
 	if err != nil {
 		return nil, g.engineError(err)
 	}

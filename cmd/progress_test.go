@@ -3,7 +3,6 @@ package cmd
 import (
 	"bytes"
 	"context"
-	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -165,53 +164,14 @@ func TestProgressRefreshesStaleHolder(t *testing.T) {
 	}
 }
 
-type fakeBackend struct{ lock.Backend }
-
-func (fakeBackend) TryAcquire(context.Context, lock.Request) (lock.Lease, error) { return nil, nil }
-
-type fakeNotifier struct{ fakeBackend }
-
-func (fakeNotifier) Notify(context.Context, string) (<-chan struct{}, func(), error) {
-	return nil, nil, errors.New("x")
-}
-
-type fakeQueuer struct{ fakeNotifier }
-
-func (fakeQueuer) Acquire(context.Context, lock.Request, func(lock.Holder)) (lock.Lease, error) {
-	return nil, nil
-}
-
-// watch keeps the optional interfaces the wait policy looks for, and stops
-// the progress when the lock is acquired either way.
-func TestWatchKeepsInterfacesAndStopsOnAcquire(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		b         lock.Backend
-		isQ, isN  bool
-		viaQueuer bool
-	}{
-		{"plain", fakeBackend{}, false, false, false},
-		{"notifier", fakeNotifier{}, false, true, false},
-		{"queuer", fakeQueuer{}, true, true, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var out syncBuffer
-			p := &waitProgress{key: "k", log: slog.New(slog.DiscardHandler), out: &out, live: true, every: time.Hour, now: time.Now, width: func() int { return 0 }, stopCh: make(chan struct{})}
-			w := p.watch(tc.b)
-			_, isQ := w.(lock.Queuer)
-			_, isN := w.(lock.Notifier)
-			if isQ != tc.isQ || isN != tc.isN {
-				t.Fatalf("Queuer %v Notifier %v, want %v %v", isQ, isN, tc.isQ, tc.isN)
-			}
-			p.busy(holderFor(time.Now()))
-			if tc.viaQueuer {
-				w.(lock.Queuer).Acquire(context.Background(), lock.Request{}, nil)
-			} else {
-				w.TryAcquire(context.Background(), lock.Request{})
-			}
-			if !p.stopped || !strings.HasSuffix(out.String(), "\r\x1b[K") {
-				t.Fatalf("acquiring did not stop and clear the progress: %q", out.String())
-			}
-		})
+// stop, which the runner calls the moment the lock is acquired (before the
+// command starts), clears the live line.
+func TestStopClearsTheLiveLine(t *testing.T) {
+	var out syncBuffer
+	p := &waitProgress{key: "k", log: slog.New(slog.DiscardHandler), out: &out, live: true, every: time.Hour, now: time.Now, width: func() int { return 0 }, stopCh: make(chan struct{})}
+	p.busy(holderFor(time.Now()))
+	p.stop()
+	if !p.stopped || !strings.HasSuffix(out.String(), "\r\x1b[K") {
+		t.Fatalf("stop did not clear the progress: %q", out.String())
 	}
 }

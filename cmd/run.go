@@ -129,9 +129,10 @@ func (o *runOptions) run(ctx context.Context, args []string) error {
 		return err
 	}
 	wp := newWaitProgress(o.g, log, o.Key, o.Quiet)
+	wp.inspect = b.Inspect
 	defer wp.stop()
 	code, err := runner.Run(ctx, runner.Config{
-		Backend:        wp.watch(b),
+		Backend:        b,
 		BackendDesc:    o.g.describeBackend(),
 		Request:        req,
 		Wait:           wait,
@@ -142,7 +143,8 @@ func (o *runOptions) run(ctx context.Context, args []string) error {
 		Args:           args,
 		Stdin:          o.g.stdin, Stdout: o.g.stdout, Stderr: o.g.stderr,
 		Log:    log,
-		OnBusy: wp.busy,
+		OnBusy:     wp.busy,
+		OnAcquired: wp.stop,
 	})
 	if busy := busyError(err, wait, o.BusyExitCode, o.Quiet); busy != nil {
 		return busy

@@ -1,6 +1,9 @@
-// Package acquire is the wait policy: try once, or keep trying until a
-// deadline, woken by the engine's notifications (pub/sub, watch) with a
-// jittered poll as the fallback, or queue in order where the engine can.
+// Package acquire is the wait policy, the one wait loop of distlock: try
+// once, or keep trying until a deadline. Engines supply a lock.Contender
+// ("try once" and "when to try again": a queue's wake-up, a published
+// release, a holder's expiry); the loop owns the backoff, its jitter,
+// progress reports, the deadline and the end-of-wait rule. See
+// docs/ARCHITECTURE.md ("Waiting").
 package acquire
 
 import (
@@ -16,112 +19,108 @@ import (
 type Options struct {
 	// Wait is how long to keep trying: 0 tries once, Forever never gives up.
 	Wait time.Duration
-	// Progress is called with the holder each time an attempt finds the key
-	// busy (and by queueing engines when the holder changes). May be nil.
+	// Progress is called with the holder when a busy attempt finds a
+	// holder other than the last one reported, once the contender holds
+	// its place in the engine's line (if it keeps one). May be nil.
 	Progress func(lock.Holder)
 }
 
 // Forever is the Wait value for --wait forever.
 const Forever = time.Duration(-1)
 
-// Poll bounds: the fallback poll starts fast (a short job ends soon) and
-// backs off, never sleeping past the holder's expiry.
-const (
-	minPoll = 20 * time.Millisecond
-	// maxPoll is the cap with notifications (polling is only a fallback);
-	// maxPollBlind the cap without (a local file engine: polls are cheap).
-	maxPoll      = time.Second
-	maxPollBlind = 200 * time.Millisecond
-)
+// minPoll is where the jittered backoff starts after a wake-up: a short
+// job ends soon.
+const minPoll = 20 * time.Millisecond
 
 // Acquire takes the lock per opts. When the key stays busy it returns a
 // *lock.BusyError naming the last holder seen; when ctx is cancelled it
-// returns ctx's error.
+// returns an error wrapping ctx's.
 func Acquire(ctx context.Context, b lock.Backend, req lock.Request, opts Options) (lock.Lease, error) {
-	if opts.Wait == 0 {
-		return b.TryAcquire(ctx, req)
-	}
 	wctx := ctx
 	if opts.Wait > 0 {
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithTimeout(ctx, opts.Wait)
 		defer cancel()
 	}
-	if q, ok := b.(lock.Queuer); ok {
-		l, err := q.Acquire(wctx, req, opts.Progress)
-		return l, timeoutAsBusy(ctx, b, req.Key, err)
-	}
-	return poll(ctx, wctx, b, req, opts.Progress)
-}
-
-func poll(ctx, wctx context.Context, b lock.Backend, req lock.Request, progress func(lock.Holder)) (lock.Lease, error) {
-	var wake <-chan struct{}
-	limit := maxPollBlind
-	if n, ok := b.(lock.Notifier); ok {
-		// Subscribe before the first try, so a release between the try and
-		// the wait is not missed. Without it we still poll.
-		if ch, stop, err := n.Notify(wctx, req.Key); err == nil {
-			wake, limit = ch, maxPoll
-			defer stop()
-		}
-	}
+	c := b.Contend(req)
+	var last *lock.Holder
 	delay := minPoll
-	var busy *lock.BusyError
 	for {
-		l, err := b.TryAcquire(wctx, req)
+		l, err := c.Try(wctx)
 		if err == nil {
 			return l, nil
 		}
+		var busy *lock.BusyError
 		if !errors.As(err, &busy) {
-			return nil, timeoutAsBusyErr(ctx, busy, err)
+			c.Leave()
+			return nil, endOfWait(ctx, wctx, req.Key, last, err)
 		}
-		if progress != nil {
-			progress(busy.Holder)
+		if opts.Wait == 0 {
+			c.Leave()
+			return nil, busy
 		}
-		t := time.NewTimer(NextPoll(delay, busy.Holder.ExpiresIn, rand.Float64()))
+		r, err := c.Wait(wctx)
+		if err != nil {
+			c.Leave()
+			return nil, endOfWait(ctx, wctx, req.Key, &busy.Holder, err)
+		}
+		// Told after Wait, so that a waiter reported as waiting holds its
+		// place in the engine's line (if it keeps one).
+		if last == nil || !lock.SameHolder(*last, busy.Holder) {
+			h := busy.Holder
+			last = &h
+			if opts.Progress != nil {
+				opts.Progress(h)
+			}
+		}
+		var (
+			t     *time.Timer
+			timer <-chan time.Time
+		)
+		if d := Sleep(r, delay, rand.Float64()); d >= 0 {
+			t = time.NewTimer(d)
+			timer = t.C
+		}
 		select {
-		case <-wake:
+		case <-r.Wake:
 			delay = minPoll
-		case <-t.C:
-			delay = min(delay*2, limit)
+		case <-timer:
+			delay = min(2*delay, max(r.Poll, minPoll))
 		case <-wctx.Done():
-			t.Stop()
-			return nil, timeoutAsBusyErr(ctx, busy, wctx.Err())
+			c.Leave()
+			return nil, endOfWait(ctx, wctx, req.Key, last, wctx.Err())
 		}
-		t.Stop()
+		if t != nil {
+			t.Stop()
+		}
 	}
 }
 
-// NextPoll is the jittered fallback delay: around delay (±25%), but no
-// later than just after the holder's lease expires (expiresIn < 0: unknown).
-func NextPoll(delay, expiresIn time.Duration, r float64) time.Duration {
-	d := time.Duration(float64(delay) * (0.75 + 0.5*r))
-	if expiresIn >= 0 && expiresIn+5*time.Millisecond < d {
-		d = expiresIn + 5*time.Millisecond
+// Sleep is how long to wait before the next try (<0: until woken): the
+// jittered backoff around delay (±25%) when the engine asks for polling,
+// but no later than r.After.
+func Sleep(r lock.Retry, delay time.Duration, rnd float64) time.Duration {
+	d := r.After
+	if r.Poll > 0 {
+		p := time.Duration(float64(min(delay, r.Poll)) * (0.75 + 0.5*rnd))
+		if d < 0 || p < d {
+			d = p
+		}
+	}
+	if d < 0 {
+		return -1
 	}
 	return max(d, time.Millisecond)
 }
 
-// timeoutAsBusyErr turns the end of --wait into the busy error users expect;
-// a cancelled parent context stays an error of its own.
-func timeoutAsBusyErr(ctx context.Context, busy *lock.BusyError, err error) error {
-	if busy != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		return busy
+// endOfWait is the end-of-wait rule: the wait's own deadline passing is
+// "busy" (naming the last holder seen), the caller's cancellation is its
+// own error, anything else is the engine's error. The engine client may
+// report the deadline (as a socket timeout, say) a moment before the
+// context itself says so: a passed deadline counts.
+func endOfWait(parent, wctx context.Context, key string, last *lock.Holder, err error) error {
+	if parent.Err() != nil {
+		return lock.EndOfWait(parent, key, last, err)
 	}
-	return err
-}
-
-// timeoutAsBusy is timeoutAsBusyErr for queueing engines, which report the
-// end of the wait as a context error: look up the holder to name it.
-func timeoutAsBusy(ctx context.Context, b lock.Backend, key string, err error) error {
-	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	h, ok, ierr := b.Inspect(ictx, key)
-	if ierr != nil || !ok {
-		h = lock.Holder{Key: key, ExpiresIn: -1}
-	}
-	return &lock.BusyError{Holder: h}
+	return lock.EndOfWait(wctx, key, last, err)
 }

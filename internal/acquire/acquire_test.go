@@ -3,23 +3,33 @@ package acquire
 import (
 	"testing"
 	"time"
+
+	"github.com/distlock/distlock/internal/lock"
 )
 
-func TestNextPoll(t *testing.T) {
+func TestSleep(t *testing.T) {
+	const ms = time.Millisecond
+	poll := func(cap, after time.Duration) lock.Retry { return lock.Retry{Poll: cap, After: after} }
 	for _, tc := range []struct {
-		delay, expires time.Duration
-		r              float64
-		want           time.Duration
+		name  string
+		r     lock.Retry
+		delay time.Duration
+		rnd   float64
+		want  time.Duration
 	}{
-		{100 * time.Millisecond, -1, 0.5, 100 * time.Millisecond},
-		{100 * time.Millisecond, -1, 0, 75 * time.Millisecond},
-		{100 * time.Millisecond, -1, 1, 125 * time.Millisecond},
-		{time.Second, 40 * time.Millisecond, 0.5, 45 * time.Millisecond},
-		{time.Second, 0, 0.5, 5 * time.Millisecond},
-		{20 * time.Millisecond, time.Hour, 0.5, 20 * time.Millisecond},
+		{"jitter middle", poll(time.Second, lock.NoBound), 100 * ms, 0.5, 100 * ms},
+		{"jitter low", poll(time.Second, lock.NoBound), 100 * ms, 0, 75 * ms},
+		{"jitter high", poll(time.Second, lock.NoBound), 100 * ms, 1, 125 * ms},
+		{"capped by Poll", poll(200*ms, lock.NoBound), time.Second, 0.5, 200 * ms},
+		{"holder expires first", poll(time.Second, lock.ExpiryBound(40*ms)), time.Second, 0.5, 45 * ms},
+		{"holder expired", poll(time.Second, lock.ExpiryBound(0)), time.Second, 0.5, 5 * ms},
+		{"holder far off", poll(time.Second, lock.ExpiryBound(time.Hour)), 20 * ms, 0.5, 20 * ms},
+		{"no polling: After alone", lock.Retry{After: 300 * ms}, 20 * ms, 0.5, 300 * ms},
+		{"no polling, no bound: until woken", lock.Retry{After: lock.NoBound}, 20 * ms, 0.5, -1},
+		{"try again at once", lock.Retry{After: 0}, 20 * ms, 0.5, ms},
 	} {
-		if got := NextPoll(tc.delay, tc.expires, tc.r); got != tc.want {
-			t.Errorf("NextPoll(%v, %v, %v) = %v, want %v", tc.delay, tc.expires, tc.r, got, tc.want)
+		if got := Sleep(tc.r, tc.delay, tc.rnd); got != tc.want {
+			t.Errorf("%s: Sleep(%+v, %v, %v) = %v, want %v", tc.name, tc.r, tc.delay, tc.rnd, got, tc.want)
 		}
 	}
 }

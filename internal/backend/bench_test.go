@@ -52,7 +52,7 @@ func BenchmarkAcquireRenewRelease(b *testing.B) {
 			}
 			defer be.Close()
 			for i := 0; b.Loop(); i++ {
-				l, err := be.TryAcquire(ctx, lock.Request{Key: "bench", TTL: 5 * time.Second, Owner: fmt.Sprint("o", i)})
+				l, err := lock.TryOnce(ctx, be, lock.Request{Key: "bench", TTL: 5 * time.Second, Owner: fmt.Sprint("o", i)})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,7 +1,6 @@
 package lock
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"time"
@@ -12,26 +11,6 @@ const (
 	HoldMinHold = "min-hold" // run --min-hold: kept after the command ended
 	HoldHandle  = "handle"   // distlock acquire: held across CI steps
 )
-
-// Holdable is implemented by leases that can stay held after this process
-// stops renewing them.
-type Holdable interface {
-	// Hold keeps the lock held for d from now with no renewals (the engine
-	// expires it then), marked with mode (HoldMinHold, HoldHandle). Owner-
-	// checked: lock.ErrNotHeld when the lease is no longer ours. Only
-	// Release or Handle may be called on the lease afterwards.
-	Hold(ctx context.Context, d time.Duration, mode string) error
-	// Handle describes the lease so another process can Resume it.
-	Handle() Handle
-}
-
-// Resumer is implemented by engines that can take up a held lease from a
-// Handle made by another process.
-type Resumer interface {
-	// Resume returns the lease named by h if the engine still says it is
-	// h.Owner's with h.Token; lock.ErrNotHeld otherwise.
-	Resume(ctx context.Context, h Handle) (Lease, error)
-}
 
 // Handle names a held lease: enough to extend or release it from another
 // process. It holds no engine credentials.

@@ -49,25 +49,38 @@ type Holder struct {
 	Hold string
 }
 
-// Backend is one lock engine (file, redis, etcd, ...).
+// Backend is one lock engine (file, redis, etcd, ...). docs/ARCHITECTURE.md
+// ("The engine contract") says what each method must guarantee; the
+// conformance suite in internal/lock/locktest checks it, and a new engine
+// starts by running that suite against itself.
 type Backend interface {
-	// TryAcquire makes one attempt to take the lock. When the key is held by
-	// someone else it returns a *BusyError (errors.Is(err, ErrHeld)).
-	TryAcquire(ctx context.Context, req Request) (Lease, error)
+	// Contend returns a contender for req: this process's attempt at the
+	// key, from its first try until it holds the lock or gives up. It does
+	// no I/O: a try-once pays only for its Try.
+	Contend(req Request) Contender
 	// Inspect reports the current holder; ok is false when the key is free.
 	Inspect(ctx context.Context, key string) (h Holder, ok bool, err error)
+	// List returns the current holder of every held key that starts with
+	// keyPrefix ("" = all keys), sorted by key (SortHolders). A key whose
+	// lease has expired, or whose holder is gone, is not listed.
+	List(ctx context.Context, keyPrefix string) ([]Holder, error)
 	// Break removes the lock on key whoever holds it. With token != 0 it only
 	// breaks a holder with that token (compare-and-delete); otherwise it
 	// returns a *BusyError describing the holder it left alone. It returns
-	// ErrNotHeld when the key is free.
+	// ErrNotHeld when the key is free. After Break returns, the broken
+	// holder's next Renew answers ErrNotHeld.
 	Break(ctx context.Context, key string, token uint64) (Holder, error)
+	// Resume returns the lease named by h (made by Lease.Handle in another
+	// process) if the engine still says it is h.Owner's with h.Token;
+	// ErrNotHeld otherwise.
+	Resume(ctx context.Context, h Handle) (Lease, error)
 	// Guarantee is one line on what exclusivity this engine promises.
 	Guarantee() string
 	// Close releases the engine's connections.
 	Close() error
 }
 
-// Lease is a granted lock. Renew and Release are owner-checked.
+// Lease is a granted lock. Renew, Release and Hold are owner-checked.
 type Lease interface {
 	Key() string
 	Token() uint64
@@ -77,25 +90,54 @@ type Lease interface {
 	Granted() time.Time
 	// Renew extends the lease to a full TTL from the moment it is sent.
 	// It returns ErrNotHeld when the engine answers that the lease is no
-	// longer ours; any other error is transient.
+	// longer ours; any other error is transient. It must return promptly
+	// when ctx ends.
 	Renew(ctx context.Context) error
 	// Release frees the lock if it is still ours. Releasing a lease that is
 	// already gone returns ErrNotHeld.
 	Release(ctx context.Context) error
+	// Hold keeps the lock held for d from now with no renewals (the engine
+	// expires it then), marked with mode (HoldMinHold, HoldHandle).
+	// ErrNotHeld when the lease is no longer ours. Only Release or Handle
+	// may be called on the lease afterwards.
+	Hold(ctx context.Context, d time.Duration, mode string) error
+	// Handle describes the lease so another process can Resume it.
+	Handle() Handle
+	// Alerts gets a value when the engine hears that the lease may have
+	// been taken away (the file engine: a local break signals the holder);
+	// the keeper then renews at once to find out. nil when the engine has
+	// no such news: the keeper's own renewals find out.
+	Alerts() <-chan struct{}
 }
 
-// Notifier is implemented by engines that can tell a waiter that a key may
-// have become free (Redis pub/sub, etcd watch). The channel gets a value
-// (non-blocking sends) whenever the key may be free; stop ends the
-// subscription. Waiters still poll as a fallback.
-type Notifier interface {
-	Notify(ctx context.Context, key string) (ch <-chan struct{}, stop func(), err error)
+// Contender is one process's attempt at a key (Backend.Contend). The wait
+// loop in internal/acquire drives it: Try; when busy and still waiting,
+// Wait, then sleep until Retry says to Try again; Leave when giving up
+// without a lease. A contender is used by one goroutine.
+type Contender interface {
+	// Try makes one attempt: the lease, or a *BusyError naming the holder
+	// (a *LimitMismatchError when the key is held with another limit), or
+	// another error, which ends the wait. Before the first Wait it is a
+	// plain try-once; after it, the contender may hold a place in line.
+	Try(ctx context.Context) (Lease, error)
+	// Wait is called after a busy Try when the caller will try again: the
+	// contender joins the key's line if the engine keeps one, and says
+	// when trying again is worthwhile.
+	Wait(ctx context.Context) (Retry, error)
+	// Leave gives up: it leaves the line and frees whatever the contender
+	// holds. Called once, only when Try gave no lease; it uses its own
+	// short context, since the caller's may have just ended.
+	Leave()
 }
 
-// Queuer is implemented by engines whose waiters queue in arrival order
-// (etcd). Acquire blocks until the lease is granted, ctx ends (deadline:
-// busy), or an error occurs; progress is called with the current holder
-// whenever it changes, and may be nil.
-type Queuer interface {
-	Acquire(ctx context.Context, req Request, progress func(Holder)) (Lease, error)
+// Retry says when a busy contender should try again: when Wake gets a
+// value, After has passed (<0: no bound), or, when Poll > 0, at the wait
+// loop's jittered backoff capped at Poll, whichever comes first.
+type Retry struct {
+	Wake  <-chan struct{}
+	After time.Duration
+	Poll  time.Duration
 }
+
+// NoBound is Retry.After when the engine sets no time to try again.
+const NoBound = time.Duration(-1)

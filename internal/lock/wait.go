@@ -27,3 +27,10 @@ func EndOfWait(ctx context.Context, key string, last *Holder, err error) error {
 	}
 	return err
 }
+
+// SameHolder reports whether a and b describe the same holder at the same
+// acquisition, so that waiting progress is told only of changes.
+func SameHolder(a, b Holder) bool {
+	return a.Key == b.Key && a.Owner == b.Owner && a.Token == b.Token &&
+		a.Meta.Host == b.Meta.Host && a.Meta.PID == b.Meta.PID && a.AcquiredAt.Equal(b.AcquiredAt)
+}

@@ -107,11 +107,18 @@ func (k *Keeper) loop() {
 			results <- result{sent: sent, err: err}
 		}()
 	}
+	alerts := k.lease.Alerts()
 	for {
 		select {
 		case <-k.stop:
 			return
 		case <-k.poke:
+			if inflight == nil {
+				send()
+			}
+		case <-alerts:
+			// The engine heard the lease may be gone (a local break):
+			// find out now rather than at the next renewal.
 			if inflight == nil {
 				send()
 			}

@@ -18,7 +18,7 @@ func TestKeeperReportsBreakAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	l, err := b.TryAcquire(ctx, lock.Request{Key: "k", TTL: 30 * time.Second, Owner: "me"})
+	l, err := lock.TryOnce(ctx, b, lock.Request{Key: "k", TTL: 30 * time.Second, Owner: "me"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestKeeperRenewsHealthyLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	l, err := b.TryAcquire(ctx, lock.Request{Key: "k", TTL: time.Second, Owner: "me"})
+	l, err := lock.TryOnce(ctx, b, lock.Request{Key: "k", TTL: time.Second, Owner: "me"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,9 @@ type Config struct {
 	Stdout, Stderr io.Writer
 	Log            *slog.Logger
 	OnBusy         func(lock.Holder) // called while waiting; may be nil
+	// OnAcquired is called once the lock is held, before the command
+	// starts (the waiting line must be gone by then); may be nil.
+	OnAcquired func()
 	// MinHold keeps the lock until acquisition + MinHold even when the
 	// command ends sooner (cron replicas firing seconds apart); 0 = off.
 	MinHold time.Duration
@@ -82,15 +85,13 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
-	// SIGWINCH is how a local `distlock break` asks us to check our lease now.
-	pokes := make(chan os.Signal, 1)
-	signal.Notify(pokes, syscall.SIGWINCH)
-	defer signal.Stop(pokes)
-
 	start := time.Now()
 	lease, err := acquireInterruptible(ctx, cfg, sigs)
 	if err != nil {
 		return 0, err
+	}
+	if cfg.OnAcquired != nil {
+		cfg.OnAcquired()
 	}
 	log.Info("acquired", "key", lease.Key(), "token", lease.Token(), "latency", time.Since(start).Round(time.Microsecond))
 	kept := false // the lock stays held after we exit (--min-hold)
@@ -140,8 +141,6 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 				maxHold = nil
 				log.Warn("max-hold reached", "key", lease.Key(), "max_hold", cfg.MaxHold)
 				stops <- child.Stop{Reason: &MaxHoldError{Key: lease.Key(), MaxHold: cfg.MaxHold}, KillAt: time.Now().Add(cfg.KillGrace)}
-			case <-pokes:
-				keeper.Poke()
 			case <-watchDone:
 				return
 			}
@@ -163,14 +162,9 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 // holdFor keeps the lock for d more with no renewals (--min-hold) and
 // reports whether it did; if not, the caller releases as usual.
 func holdFor(cfg Config, lease lock.Lease, d time.Duration) bool {
-	h, ok := lease.(lock.Holdable)
-	if !ok {
-		cfg.Log.Warn("this engine cannot keep a lock after the command; --min-hold is ignored", "key", lease.Key())
-		return false
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ReleaseTimeout)
 	defer cancel()
-	if err := h.Hold(ctx, d, lock.HoldMinHold); err != nil {
+	if err := lease.Hold(ctx, d, lock.HoldMinHold); err != nil {
 		cfg.Log.Warn("min-hold: could not keep the lock; releasing it", "key", lease.Key(), "error", err)
 		return false
 	}

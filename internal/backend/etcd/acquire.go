@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -99,125 +98,225 @@ func (b *Backend) newLease(e *entry, granted time.Time) *Lease {
 	return &Lease{b: b, e: e, granted: granted}
 }
 
-// TryAcquire joins the queue and keeps the lock if it is first; otherwise it
-// leaves at once and returns a *lock.BusyError naming the holder.
-func (b *Backend) TryAcquire(ctx context.Context, req lock.Request) (lock.Lease, error) {
+// Contend implements lock.Backend: a mutex's contenders queue in arrival
+// order, each waiter watching only the contender just ahead of it (no
+// polling, no herd); a semaphore's waiters watch the slots (semaphore.go).
+func (b *Backend) Contend(req lock.Request) lock.Contender {
 	if req.Limit > 1 {
-		return b.trySemaphore(ctx, req)
+		return &semContender{b: b, req: req}
 	}
-	if err := checkRequest(req); err != nil {
-		return nil, err
-	}
-	e, first, granted, err := b.enqueue(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	if first.CreateRevision == e.rev {
-		return b.newLease(e, granted), nil
-	}
-	b.cleanup(ctx, e)
-	return nil, &lock.BusyError{Holder: b.holderOf(ctx, req.Key, first)}
+	return &queueContender{b: b, req: req}
 }
 
-// Acquire queues for the lock in arrival order and blocks until it is ours,
-// ctx ends or an error occurs. When ctx's deadline passes it leaves the
-// queue and returns a *lock.BusyError naming the holder; when ctx is
-// cancelled it leaves and returns ctx's error. progress (may be nil) is
-// called with the holder whenever it changes.
-//
-// If our place is lost while waiting (our lease expired, say during a long
-// partition, or someone deleted our key), we join again at the back.
-func (b *Backend) Acquire(ctx context.Context, req lock.Request, progress func(lock.Holder)) (lock.Lease, error) {
-	if req.Limit > 1 {
-		return b.acquireSemaphore(ctx, req, progress)
-	}
-	if err := checkRequest(req); err != nil {
+// queueContender is our place in a key's queue. Its first Try grants a
+// lease and puts our contender key with it (enqueue): the lock is ours if
+// no contender is ahead. A try-once then leaves (Leave revokes the lease,
+// deleting the key). A waiter keeps its lease alive while queued; each
+// later Try reads whether anyone is still ahead, and Wait watches the
+// deletion of the contender just ahead. If our place is lost while waiting
+// (our lease expired, say during a long partition, or someone deleted our
+// key), the next Try joins again at the back.
+type queueContender struct {
+	b   *Backend
+	req lock.Request
+
+	e       *entry           // our place; nil before the first Try or once lost
+	ahead   *mvccpb.KeyValue // the contender just ahead, at the last read
+	readRev int64            // the revision of the last read
+	retry   time.Duration    // >0: the last read failed; try again after it
+	backoff time.Duration
+
+	shown  *mvccpb.KeyValue // the holder's key as last described
+	holder lock.Holder
+
+	kaStop  func()        // stops the keep-alive of our place
+	lost    chan struct{} // closed by the keep-alive when our lease is gone
+	unwatch context.CancelFunc
+	wake    chan struct{}
+}
+
+// Try implements lock.Contender.
+func (c *queueContender) Try(ctx context.Context) (lock.Lease, error) {
+	if err := checkRequest(c.req); err != nil {
 		return nil, err
 	}
-	for {
-		e, first, granted, err := b.enqueue(ctx, req)
+	c.stopWatch()
+	if c.e != nil && c.placeLost() {
+		c.stopKeepAlive()
+		c.b.cleanup(ctx, c.e)
+		c.e = nil
+	}
+	if c.e == nil {
+		e, first, granted, err := c.b.enqueue(ctx, c.req)
 		if err != nil {
 			return nil, err
 		}
+		c.e, c.ahead, c.readRev = e, nil, 0
 		if first.CreateRevision == e.rev {
-			return b.newLease(e, granted), nil
+			return c.b.newLease(e, granted), nil
 		}
-		l, err := b.wait(ctx, e, first, progress)
-		if errors.Is(err, errLostPlace) && ctx.Err() == nil {
-			continue
+		return nil, c.busy(ctx, first)
+	}
+	resp, err := c.b.cli.Txn(ctx).Then(
+		clientv3.OpGet(c.e.qp, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(c.e.rev-1))...),
+		clientv3.OpGet(c.e.qp, clientv3.WithFirstCreate()...),
+	).Commit()
+	if err != nil {
+		if ctx.Err() != nil || isPermanent(err) {
+			return nil, c.b.opError("wait for "+c.req.Key, err)
 		}
-		return l, err
+		// Transient (leader change, timeout): read again, gently.
+		c.backoff = min(max(2*c.backoff, 50*time.Millisecond), time.Second)
+		c.retry = c.backoff
+		return nil, &lock.BusyError{Holder: c.lastHolder()}
+	}
+	c.backoff = 0
+	if ahead := resp.Responses[0].GetResponseRange().Kvs; len(ahead) > 0 {
+		c.ahead, c.readRev = ahead[0], resp.Header.Revision
+		if firsts := resp.Responses[1].GetResponseRange().Kvs; len(firsts) > 0 {
+			return nil, c.busy(ctx, firsts[0])
+		}
+		return nil, &lock.BusyError{Holder: c.lastHolder()}
+	}
+	// Nobody ahead: the lock is ours once our lease is renewed.
+	c.stopKeepAlive()
+	if c.placeLost() {
+		c.b.cleanup(ctx, c.e)
+		c.e = nil
+		return nil, &lock.BusyError{Holder: c.lastHolder()} // join again at once
+	}
+	l, err := c.takeOver(ctx)
+	if errors.Is(err, errLostPlace) {
+		c.b.cleanup(ctx, c.e)
+		c.e = nil
+		return nil, &lock.BusyError{Holder: c.lastHolder()}
+	}
+	return l, err
+}
+
+// busy describes the holder kv (asking etcd for its time left only when
+// the holder's key changed) and returns the busy answer.
+func (c *queueContender) busy(ctx context.Context, kv *mvccpb.KeyValue) error {
+	if c.shown == nil || c.shown.CreateRevision != kv.CreateRevision || c.shown.ModRevision != kv.ModRevision {
+		c.shown, c.holder = kv, c.b.holderOf(ctx, c.req.Key, kv)
+	}
+	return &lock.BusyError{Holder: c.holder}
+}
+
+func (c *queueContender) lastHolder() lock.Holder {
+	if c.shown == nil {
+		return lock.Holder{Key: c.req.Key, ExpiresIn: -1}
+	}
+	return c.holder
+}
+
+func (c *queueContender) placeLost() bool {
+	if c.lost == nil {
+		return false
+	}
+	select {
+	case <-c.lost:
+		return true
+	default:
+		return false
 	}
 }
 
-// waiter is the state of one wait in the queue.
-type waiter struct {
-	b        *Backend
-	e        *entry
-	ttl      time.Duration
-	progress func(lock.Holder)
-	shown    *mvccpb.KeyValue // the holder last reported to progress
-	last     lock.Holder      // the holder last seen, for the busy error
-}
-
-// report tells progress about the holder kv if it changed (another
-// contender, or the same one restamped by a compare-and-put).
-func (w *waiter) report(ctx context.Context, kv *mvccpb.KeyValue) {
-	if w.shown != nil && w.shown.CreateRevision == kv.CreateRevision && w.shown.ModRevision == kv.ModRevision {
-		return
+// Wait implements lock.Contender: keep our lease alive while queued and
+// watch the deletion of the contender just ahead (and any change of the
+// holder's key, to keep progress current). It never polls.
+func (c *queueContender) Wait(ctx context.Context) (lock.Retry, error) {
+	if c.e == nil || c.ahead == nil {
+		return lock.Retry{After: 0}, nil // (re)joined or first read due: read at once
 	}
-	w.shown = kv
-	w.last = w.b.holderOf(ctx, w.e.key, kv)
-	if w.progress != nil {
-		w.progress(w.last)
+	if c.retry > 0 {
+		d := c.retry
+		c.retry = 0
+		return lock.Retry{After: d}, nil
 	}
-}
-
-func (b *Backend) wait(ctx context.Context, e *entry, first *mvccpb.KeyValue, progress func(lock.Holder)) (lock.Lease, error) {
-	w := &waiter{b: b, e: e, ttl: time.Duration(e.rec.TTLms) * time.Millisecond, progress: progress}
-	w.report(ctx, first)
-
-	// Keep our own lease alive while queued.
-	kactx, stopKA := context.WithCancel(ctx)
-	lost := make(chan struct{})
-	var kaWG sync.WaitGroup
-	kaWG.Add(1)
+	if c.kaStop == nil {
+		c.startKeepAlive(ctx)
+	}
+	// WithRequireLeader: a member cut off from the leader cancels the
+	// watches instead of leaving them silent; we then read again.
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	c.unwatch = cancel
+	aheadCh := c.b.cli.Watch(wctx, string(c.ahead.Key), clientv3.WithRev(c.readRev+1), clientv3.WithFilterPut())
+	var holderCh clientv3.WatchChan // nil: blocks forever
+	if c.shown != nil && string(c.shown.Key) != string(c.ahead.Key) {
+		holderCh = c.b.cli.Watch(wctx, string(c.shown.Key), clientv3.WithRev(c.readRev+1))
+	}
+	wake := make(chan struct{}, 1)
+	lost := c.lost
 	go func() {
-		defer kaWG.Done()
-		w.keepAlive(kactx, lost)
-	}()
-	stopKeepAlive := func() { stopKA(); kaWG.Wait() }
-
-	err := w.waitFirst(ctx, lost)
-	stopKeepAlive()
-	if err == nil {
-		select {
-		case <-lost:
-			err = errLostPlace
-		default:
-			var l *Lease
-			if l, err = w.takeOver(ctx); err == nil {
-				return l, nil
+		defer func() { wake <- struct{}{} }()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-lost:
+				return
+			case wr, ok := <-aheadCh:
+				if !ok || wr.Canceled || wr.Err() != nil {
+					return // compacted, cancelled by the server...: read again
+				}
+				for _, ev := range wr.Events {
+					if ev.Type == mvccpb.DELETE {
+						return
+					}
+				}
+			case wr, ok := <-holderCh:
+				if !ok || wr.Canceled || wr.Err() != nil || len(wr.Events) > 0 {
+					return
+				}
 			}
 		}
+	}()
+	return lock.Retry{Wake: wake, After: lock.NoBound}, nil
+}
+
+// Leave implements lock.Contender: out of the queue (revoking our lease
+// deletes our key).
+func (c *queueContender) Leave() {
+	c.stopWatch()
+	c.stopKeepAlive()
+	if c.e != nil {
+		c.b.cleanup(context.Background(), c.e)
+		c.e = nil
 	}
-	b.cleanup(ctx, e)
-	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		if w.last.Key == "" {
-			w.last = lock.Holder{Key: e.key, ExpiresIn: -1}
-		}
-		return nil, &lock.BusyError{Holder: w.last}
-	case ctx.Err() != nil:
-		return nil, fmt.Errorf("waiting for %s: %w", e.key, ctx.Err())
+}
+
+func (c *queueContender) stopWatch() {
+	if c.unwatch != nil {
+		c.unwatch()
+		c.unwatch = nil
 	}
-	return nil, err // errLostPlace (Acquire queues again) or a failure
+}
+
+func (c *queueContender) startKeepAlive(ctx context.Context) {
+	kactx, cancel := context.WithCancel(ctx)
+	lost := make(chan struct{})
+	done := make(chan struct{})
+	e, ttl := c.e, time.Duration(c.e.rec.TTLms)*time.Millisecond
+	go func() {
+		defer close(done)
+		c.b.keepAlive(kactx, e.id, ttl, lost)
+	}()
+	c.lost = lost
+	c.kaStop = func() { cancel(); <-done }
+}
+
+func (c *queueContender) stopKeepAlive() {
+	if c.kaStop != nil {
+		c.kaStop()
+		c.kaStop = nil
+	}
 }
 
 // keepAlive renews our lease every TTL/3 until ctx ends; it closes lost
 // when the server says the lease is gone. Other errors are retried.
-func (w *waiter) keepAlive(ctx context.Context, lost chan<- struct{}) {
-	every := max(w.ttl/3, 50*time.Millisecond)
+func (b *Backend) keepAlive(ctx context.Context, id clientv3.LeaseID, ttl time.Duration, lost chan<- struct{}) {
+	every := max(ttl/3, 50*time.Millisecond)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -227,7 +326,7 @@ func (w *waiter) keepAlive(ctx context.Context, lost chan<- struct{}) {
 		case <-t.C:
 		}
 		kctx, cancel := context.WithTimeout(ctx, every)
-		_, err := w.b.cli.KeepAliveOnce(kctx, w.e.id)
+		_, err := b.cli.KeepAliveOnce(kctx, id)
 		cancel()
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			close(lost)
@@ -236,100 +335,21 @@ func (w *waiter) keepAlive(ctx context.Context, lost chan<- struct{}) {
 	}
 }
 
-// waitFirst returns nil once no contender is ahead of us. It watches the
-// deletion of the contender just ahead (and, to keep progress current, any
-// change of the holder's key); it never polls.
-func (w *waiter) waitFirst(ctx context.Context, lost <-chan struct{}) error {
-	cli := w.b.cli
-	backoff := 50 * time.Millisecond
-	for {
-		resp, err := cli.Txn(ctx).Then(
-			clientv3.OpGet(w.e.qp, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(w.e.rev-1))...),
-			clientv3.OpGet(w.e.qp, clientv3.WithFirstCreate()...),
-		).Commit()
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if isPermanent(err) {
-				return w.b.opError("wait for "+w.e.key, err)
-			}
-			// Transient (leader change, timeout): retry, gently.
-			select {
-			case <-time.After(backoff):
-				backoff = min(2*backoff, time.Second)
-				continue
-			case <-lost:
-				return errLostPlace
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		backoff = 50 * time.Millisecond
-		ahead := resp.Responses[0].GetResponseRange().Kvs
-		if len(ahead) == 0 {
-			return nil
-		}
-		if firsts := resp.Responses[1].GetResponseRange().Kvs; len(firsts) > 0 {
-			w.report(ctx, firsts[0])
-		}
-		if err := w.watchOnce(ctx, lost, ahead[0], resp.Header.Revision+1); err != nil {
-			return err
-		}
-	}
-}
-
-// watchOnce blocks until the contender ahead is deleted, the holder's key
-// changes (only when someone listens to progress), or a watch hiccup asks
-// for a fresh read. It returns nil to ask the caller to read again.
-func (w *waiter) watchOnce(ctx context.Context, lost <-chan struct{}, ahead *mvccpb.KeyValue, fromRev int64) error {
-	// WithRequireLeader: a member cut off from the leader cancels the
-	// watches instead of leaving them silent; we then read again.
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
-	aheadCh := w.b.cli.Watch(wctx, string(ahead.Key), clientv3.WithRev(fromRev), clientv3.WithFilterPut())
-	var holderCh clientv3.WatchChan // nil: blocks forever
-	if w.progress != nil && w.shown != nil && string(w.shown.Key) != string(ahead.Key) {
-		holderCh = w.b.cli.Watch(wctx, string(w.shown.Key), clientv3.WithRev(fromRev))
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-lost:
-			return errLostPlace
-		case wr, ok := <-aheadCh:
-			if !ok || wr.Canceled || wr.Err() != nil {
-				return nil // compacted, cancelled by the server...: read again
-			}
-			for _, ev := range wr.Events {
-				if ev.Type == mvccpb.DELETE {
-					return nil
-				}
-			}
-		case wr, ok := <-holderCh:
-			if !ok || wr.Canceled || wr.Err() != nil || len(wr.Events) > 0 {
-				return nil
-			}
-		}
-	}
-}
-
 // takeOver makes a waiter that reached the head of the queue the holder:
 // renew the lease once more (validity counts from just before this), then
 // check our key is still ours and stamp the acquisition time on it.
-func (w *waiter) takeOver(ctx context.Context) (*Lease, error) {
-	e := w.e
+func (c *queueContender) takeOver(ctx context.Context) (*Lease, error) {
+	e, b := c.e, c.b
 	granted := time.Now()
-	if _, err := w.b.cli.KeepAliveOnce(ctx, e.id); err != nil {
+	if _, err := b.cli.KeepAliveOnce(ctx, e.id); err != nil {
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			return nil, errLostPlace
 		}
-		return nil, w.b.opError("renew the lease for "+e.key, err)
+		return nil, b.opError("renew the lease for "+e.key, err)
 	}
 	rec := e.rec
 	rec.AcquiredAt = time.Now()
-	resp, err := w.b.cli.Txn(ctx).
+	resp, err := b.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", e.rev)).
 		Then(clientv3.OpPut(e.etcdKey, rec.encode(), clientv3.WithLease(e.id))).
 		Commit()
@@ -337,13 +357,13 @@ func (w *waiter) takeOver(ctx context.Context) (*Lease, error) {
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			return nil, errLostPlace
 		}
-		return nil, w.b.opError("take "+e.key, err)
+		return nil, b.opError("take "+e.key, err)
 	}
 	if !resp.Succeeded {
 		return nil, errLostPlace // our key was deleted
 	}
 	e.rec = rec
-	return w.b.newLease(e, granted), nil
+	return b.newLease(e, granted), nil
 }
 
 // isPermanent tells errors that retrying cannot fix.

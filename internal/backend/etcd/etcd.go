@@ -73,7 +73,7 @@ const (
 	keepAliveTimeout = 3 * time.Second
 )
 
-// Backend is the etcd engine. It implements lock.Backend and lock.Queuer.
+// Backend is the etcd engine. It implements lock.Backend.
 type Backend struct {
 	cli       *clientv3.Client
 	prefix    string // without a trailing '/'
@@ -84,10 +84,7 @@ type Backend struct {
 	closeErr  error
 }
 
-var (
-	_ lock.Backend = (*Backend)(nil)
-	_ lock.Queuer  = (*Backend)(nil)
-)
+var _ lock.Backend = (*Backend)(nil)
 
 // New connects to the cluster and checks, within cfg.DialTimeout, that it
 // answers a linearizable read under the prefix (so an unreachable cluster,

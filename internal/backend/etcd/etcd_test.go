@@ -44,7 +44,7 @@ func TestAcquireBusyRelease(t *testing.T) {
 		ctx := wait.Context(t, 10*time.Second)
 
 		before := time.Now()
-		la, err := b.TryAcquire(ctx, request("job:daily", "alice", 3*time.Second))
+		la, err := lock.TryOnce(ctx, b, request("job:daily", "alice", 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestAcquireBusyRelease(t *testing.T) {
 			t.Errorf("holder AcquiredAt = %v (%s ago)", h.AcquiredAt, d)
 		}
 
-		_, err = b.TryAcquire(ctx, request("job:daily", "bob", 3*time.Second))
+		_, err = lock.TryOnce(ctx, b, request("job:daily", "bob", 3*time.Second))
 		var busy *lock.BusyError
 		if !errors.As(err, &busy) || !errors.Is(err, lock.ErrHeld) {
 			t.Fatalf("second TryAcquire = %v, want *lock.BusyError", err)
@@ -104,7 +104,7 @@ func TestAcquireBusyRelease(t *testing.T) {
 			t.Errorf("Renew after Release = %v, want ErrNotHeld", err)
 		}
 
-		lb, err := b.TryAcquire(ctx, request("job:daily", "bob", 3*time.Second))
+		lb, err := lock.TryOnce(ctx, b, request("job:daily", "bob", 3*time.Second))
 		if err != nil {
 			t.Fatalf("TryAcquire after release: %v", err)
 		}
@@ -126,15 +126,15 @@ func TestTokensStrictlyRise(t *testing.T) {
 			var l lock.Lease
 			var err error
 			if i%2 == 0 {
-				l, err = b.TryAcquire(ctx, request("k", "o", 2*time.Second))
+				l, err = lock.TryOnce(ctx, b, request("k", "o", 2*time.Second))
 			} else {
-				l, err = b.Acquire(ctx, request("k", "o", 2*time.Second), nil)
+				l, err = waitFor(ctx, b, request("k", "o", 2*time.Second), nil)
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
 			// Activity on another key must not matter.
-			other, err := b.TryAcquire(ctx, request("k2", "o", 2*time.Second))
+			other, err := lock.TryOnce(ctx, b, request("k2", "o", 2*time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +156,7 @@ func TestWaitersGetTheLockInArrivalOrder(t *testing.T) {
 	eachServer(t, func(t *testing.T, s server) {
 		b := newBackend(t, s)
 		ctx := wait.Context(t, 30*time.Second)
-		holder, err := b.TryAcquire(ctx, request("q", "holder", 3*time.Second))
+		holder, err := lock.TryOnce(ctx, b, request("q", "holder", 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,7 +172,7 @@ func TestWaitersGetTheLockInArrivalOrder(t *testing.T) {
 		seen := make([][]uint64, n) // holder tokens each waiter was told of
 		for i := range n {
 			go func() {
-				l, err := b.Acquire(ctx, request("q", fmt.Sprintf("w%d", i), 3*time.Second), func(h lock.Holder) {
+				l, err := waitFor(ctx, b, request("q", fmt.Sprintf("w%d", i), 3*time.Second), func(h lock.Holder) {
 					progressMu.Lock()
 					seen[i] = append(seen[i], h.Token)
 					progressMu.Unlock()
@@ -237,7 +237,7 @@ func TestWaiterTimeoutLeavesNothingBehind(t *testing.T) {
 		b := newBackend(t, s)
 		raw := rawClient(t, s)
 		ctx := wait.Context(t, 10*time.Second)
-		holder, err := b.TryAcquire(ctx, request("t", "holder", 3*time.Second))
+		holder, err := lock.TryOnce(ctx, b, request("t", "holder", 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,7 +246,7 @@ func TestWaiterTimeoutLeavesNothingBehind(t *testing.T) {
 		wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		_, err = b.Acquire(wctx, request("t", "waiter", 2*time.Second), nil)
+		_, err = waitFor(wctx, b, request("t", "waiter", 2*time.Second), nil)
 		var busy *lock.BusyError
 		if !errors.As(err, &busy) {
 			t.Fatalf("Acquire past its deadline = %v, want *lock.BusyError", err)
@@ -268,7 +268,7 @@ func TestWaiterTimeoutLeavesNothingBehind(t *testing.T) {
 		cctx, ccancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() {
-			_, err := b.Acquire(cctx, request("t", "waiter", 2*time.Second), nil)
+			_, err := waitFor(cctx, b, request("t", "waiter", 2*time.Second), nil)
 			done <- err
 		}()
 		wait.Until(t, 5*time.Second, "the waiter to queue", func() bool { return queueLen(t, b, "t") == 2 })
@@ -319,7 +319,7 @@ func TestBreak(t *testing.T) {
 		if _, err := b.Break(ctx, "br", 0); !errors.Is(err, lock.ErrNotHeld) {
 			t.Errorf("Break of a free key = %v, want ErrNotHeld", err)
 		}
-		l, err := b.TryAcquire(ctx, request("br", "alice", 3*time.Second))
+		l, err := lock.TryOnce(ctx, b, request("br", "alice", 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -350,13 +350,13 @@ func TestBreak(t *testing.T) {
 		}
 
 		// Token 0 breaks whoever holds, and a waiter takes over.
-		l2, err := b.TryAcquire(ctx, request("br", "bob", 3*time.Second))
+		l2, err := lock.TryOnce(ctx, b, request("br", "bob", 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := make(chan lock.Lease, 1)
 		go func() {
-			l, err := b.Acquire(ctx, request("br", "carol", 3*time.Second), nil)
+			l, err := waitFor(ctx, b, request("br", "carol", 3*time.Second), nil)
 			if err != nil {
 				t.Error(err)
 			}
@@ -386,7 +386,7 @@ func TestRenewAfterExpiry(t *testing.T) {
 	eachServer(t, func(t *testing.T, s server) {
 		b := newBackend(t, s)
 		ctx := wait.Context(t, 15*time.Second)
-		l, err := b.TryAcquire(ctx, request("exp", "alice", time.Second))
+		l, err := lock.TryOnce(ctx, b, request("exp", "alice", time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -410,14 +410,14 @@ func TestRenewAndWaiterKeepAlive(t *testing.T) {
 	eachServer(t, func(t *testing.T, s server) {
 		b := newBackend(t, s)
 		ctx := wait.Context(t, 20*time.Second)
-		l, err := b.TryAcquire(ctx, request("ka", "alice", time.Second))
+		l, err := lock.TryOnce(ctx, b, request("ka", "alice", time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := make(chan lock.Lease, 1)
 		waitStart := time.Now()
 		go func() {
-			l, err := b.Acquire(ctx, request("ka", "bob", time.Second), nil)
+			l, err := waitFor(ctx, b, request("ka", "bob", time.Second), nil)
 			if err != nil {
 				t.Error(err)
 			}
@@ -479,13 +479,13 @@ func TestWaiterRequeuesAfterLosingItsLease(t *testing.T) {
 		b := newBackend(t, s)
 		raw := rawClient(t, s)
 		ctx := wait.Context(t, 20*time.Second)
-		l, err := b.TryAcquire(ctx, request("rq", "alice", 3*time.Second))
+		l, err := lock.TryOnce(ctx, b, request("rq", "alice", 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := make(chan lock.Lease, 1)
 		go func() {
-			l, err := b.Acquire(ctx, request("rq", "bob", time.Second), nil)
+			l, err := waitFor(ctx, b, request("rq", "bob", time.Second), nil)
 			if err != nil {
 				t.Error(err)
 			}
@@ -524,7 +524,7 @@ func TestKeysWithSlashesAndList(t *testing.T) {
 		keys := []string{"a", "a/b", "a/b/c", "a%2Fb", "b", "ä ö"}
 		tokens := map[string]uint64{}
 		for _, k := range keys {
-			l, err := b.TryAcquire(ctx, request(k, "o-"+k, 3*time.Second))
+			l, err := lock.TryOnce(ctx, b, request(k, "o-"+k, 3*time.Second))
 			if err != nil {
 				t.Fatalf("TryAcquire(%q): %v", k, err)
 			}
@@ -532,7 +532,7 @@ func TestKeysWithSlashesAndList(t *testing.T) {
 			tokens[k] = l.Token()
 		}
 		// A second contender on "a" must not show up as a holder anywhere.
-		if _, err := b.TryAcquire(ctx, request("a", "x", 3*time.Second)); !errors.Is(err, lock.ErrHeld) {
+		if _, err := lock.TryOnce(ctx, b, request("a", "x", 3*time.Second)); !errors.Is(err, lock.ErrHeld) {
 			t.Fatalf("TryAcquire(a) = %v, want busy", err)
 		}
 		hs, err := b.List(ctx, "")
@@ -680,7 +680,7 @@ func TestNewAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	l, err := b.TryAcquire(ctx, request("authed", "alice", 2*time.Second))
+	l, err := lock.TryOnce(ctx, b, request("authed", "alice", 2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -701,7 +701,7 @@ func TestRequestsBoundedByContext(t *testing.T) {
 		}
 		b := newBackend(t, s)
 		ctx := wait.Context(t, 20*time.Second)
-		l, err := b.TryAcquire(ctx, request("pause", "alice", 3*time.Second))
+		l, err := lock.TryOnce(ctx, b, request("pause", "alice", 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -725,7 +725,7 @@ func TestRequestsBoundedByContext(t *testing.T) {
 				return err
 			},
 			"TryAcquire": func(ctx context.Context) error {
-				_, err := b.TryAcquire(ctx, request("pause2", "bob", 3*time.Second))
+				_, err := lock.TryOnce(ctx, b, request("pause2", "bob", 3*time.Second))
 				return err
 			},
 		} {
@@ -760,14 +760,14 @@ func TestGuaranteeAndBadRequests(t *testing.T) {
 			t.Errorf("Guarantee = %q", g)
 		}
 		ctx := wait.Context(t, 5*time.Second)
-		if _, err := b.TryAcquire(ctx, request("", "o", time.Second)); !errors.Is(err, lock.ErrInvalid) {
+		if _, err := lock.TryOnce(ctx, b, request("", "o", time.Second)); !errors.Is(err, lock.ErrInvalid) {
 			t.Errorf("empty key: %v", err)
 		}
-		if _, err := b.Acquire(ctx, request("k", "o", 0), nil); !errors.Is(err, lock.ErrInvalid) {
+		if _, err := waitFor(ctx, b, request("k", "o", 0), nil); !errors.Is(err, lock.ErrInvalid) {
 			t.Errorf("zero TTL: %v", err)
 		}
 		// A sub-second TTL is granted as a whole second (rounded up).
-		l, err := b.TryAcquire(ctx, request("k", "o", 1500*time.Millisecond))
+		l, err := lock.TryOnce(ctx, b, request("k", "o", 1500*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}

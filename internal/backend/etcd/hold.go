@@ -11,7 +11,7 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// Hold implements lock.Holdable. etcd cannot change a lease's TTL, so our
+// Hold implements lock.Lease. etcd cannot change a lease's TTL, so our
 // key moves to a new lease of d (rounded up to whole seconds) in a
 // transaction that checks it is still ours; the key keeps its create
 // revision (the fencing token) and its place at the head of the queue.
@@ -49,12 +49,12 @@ func (b *Backend) revoke(ctx context.Context, id clientv3.LeaseID) {
 	_, _ = b.cli.Revoke(cctx, id)
 }
 
-// Handle implements lock.Holdable.
+// Handle implements lock.Lease.
 func (l *Lease) Handle() lock.Handle {
 	return lock.Handle{Key: l.e.key, Owner: l.e.rec.Owner, Token: uint64(l.e.rev), TTLms: l.e.rec.TTLms, LeaseID: int64(l.e.id)}
 }
 
-// Resume implements lock.Resumer: the key's queue must still hold a
+// Resume implements lock.Backend: the key's queue must still hold a
 // contender with h's create revision and owner, at its head.
 func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
 	granted := time.Now()

@@ -26,6 +26,9 @@ func (l *Lease) Key() string   { return l.e.key }
 func (l *Lease) Token() uint64 { return uint64(l.e.rev) }
 func (l *Lease) Owner() string { return l.e.rec.Owner }
 
+// Alerts implements lock.Lease: etcd sends no news; renewals find out.
+func (l *Lease) Alerts() <-chan struct{} { return nil }
+
 // Granted is the monotonic time taken just before the request that made the
 // lease valid: the LeaseGrant when we were first at once, or the final
 // KeepAliveOnce of a waiter that reached the head of the queue.

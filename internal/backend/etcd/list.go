@@ -12,9 +12,7 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-var _ lock.Lister = (*Backend)(nil)
-
-// List implements lock.Lister with one range read under the prefix. The
+// List implements lock.Backend with one range read under the prefix. The
 // holder of a key is its first contender by create revision, as Inspect
 // sees it: a mutex contender "<esc>/<lease ID in hex>" or a semaphore slot
 // "<esc>/slot/<i>" (for a semaphore, its oldest holder). url.PathEscape

@@ -36,7 +36,6 @@ package etcd
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -61,16 +60,61 @@ func (b *Backend) slotPrefix(key string) string { return b.queuePrefix(key) + "s
 // semFallbackPoll bounds a waiter's sleep should a watch stay silent.
 const semFallbackPoll = 5 * time.Second
 
-// trySemaphore is TryAcquire for req.Limit > 1.
-func (b *Backend) trySemaphore(ctx context.Context, req lock.Request) (lock.Lease, error) {
-	if err := checkRequest(req); err != nil {
+// semContender waits for a slot: each Try is a try-once (semAttempt), and
+// a waiter watches the slots for a deletion after the revision it read
+// them at, with semFallbackPoll as the bound should the watch stay silent.
+// Semaphore waiters are not queued: the quickest takes a freed slot.
+type semContender struct {
+	b       *Backend
+	req     lock.Request
+	rev     int64
+	unwatch context.CancelFunc
+}
+
+// Try implements lock.Contender.
+func (c *semContender) Try(ctx context.Context) (lock.Lease, error) {
+	c.stopWatch()
+	if err := checkRequest(c.req); err != nil {
 		return nil, err
 	}
-	l, _, err := b.semAttempt(ctx, req)
+	l, rev, err := c.b.semAttempt(ctx, c.req)
 	if err != nil {
+		c.rev = rev
 		return nil, err
 	}
 	return l, nil
+}
+
+// Wait implements lock.Contender.
+func (c *semContender) Wait(ctx context.Context) (lock.Retry, error) {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	c.unwatch = cancel
+	ch := c.b.cli.Watch(wctx, c.b.slotPrefix(c.req.Key), clientv3.WithPrefix(), clientv3.WithRev(c.rev+1), clientv3.WithFilterPut())
+	wake := make(chan struct{}, 1)
+	go func() {
+		defer func() { wake <- struct{}{} }()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case wr, ok := <-ch:
+				if !ok || wr.Canceled || wr.Err() != nil || len(wr.Events) > 0 {
+					return
+				}
+			}
+		}
+	}()
+	return lock.Retry{Wake: wake, After: semFallbackPoll}, nil
+}
+
+// Leave implements lock.Contender: a busy try holds nothing.
+func (c *semContender) Leave() { c.stopWatch() }
+
+func (c *semContender) stopWatch() {
+	if c.unwatch != nil {
+		c.unwatch()
+		c.unwatch = nil
+	}
 }
 
 // semAttempt grants a lease and takes the lowest free slot with it; when
@@ -164,60 +208,6 @@ func (b *Backend) semRevoke(ctx context.Context, id clientv3.LeaseID) {
 	_, _ = b.cli.Revoke(cctx, id)
 }
 
-// acquireSemaphore is Acquire for req.Limit > 1: try, and while every slot
-// is held, watch the slots for a deletion and try again, until ctx ends.
-// When ctx's deadline passes it returns a *lock.BusyError naming the last
-// holder seen; when ctx is cancelled, ctx's error.
-func (b *Backend) acquireSemaphore(ctx context.Context, req lock.Request, progress func(lock.Holder)) (lock.Lease, error) {
-	if err := checkRequest(req); err != nil {
-		return nil, err
-	}
-	var last *lock.Holder
-	for {
-		l, rev, err := b.semAttempt(ctx, req)
-		if err == nil {
-			return l, nil
-		}
-		var busy *lock.BusyError
-		if !errors.As(err, &busy) {
-			return nil, lock.EndOfWait(ctx, req.Key, last, err)
-		}
-		if last == nil || last.Token != busy.Holder.Token {
-			h := busy.Holder
-			last = &h
-			if progress != nil {
-				progress(h)
-			}
-		}
-		if err := b.waitSlotFreed(ctx, req.Key, rev); err != nil {
-			return nil, lock.EndOfWait(ctx, req.Key, last, err)
-		}
-	}
-}
-
-// waitSlotFreed returns once a slot key of key is deleted after revision
-// rev, a watch hiccup asks for a fresh read, or semFallbackPoll passed;
-// it returns ctx's error when ctx ends.
-func (b *Backend) waitSlotFreed(ctx context.Context, key string, rev int64) error {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
-	ch := b.cli.Watch(wctx, b.slotPrefix(key), clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithFilterPut())
-	t := time.NewTimer(semFallbackPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			return nil
-		case wr, ok := <-ch:
-			if !ok || wr.Canceled || wr.Err() != nil || len(wr.Events) > 0 {
-				return nil
-			}
-		}
-	}
-}
-
 // breakSlots is Break's hook for semaphores; handled is false when no slot
 // of key is held (Break then goes on as for a mutex). With token != 0 it
 // deletes the slot with that token (compare-and-delete on its create
@@ -287,6 +277,18 @@ func (s *SlotLease) Granted() time.Time { return s.l.Granted() }
 
 // Slot implements lock.Slotted.
 func (s *SlotLease) Slot() int { return s.slot }
+
+// Alerts implements lock.Lease: etcd sends no news; renewals find out.
+func (s *SlotLease) Alerts() <-chan struct{} { return nil }
+
+// Hold implements lock.Lease. A slot cannot be kept without its process
+// yet (--min-hold with --limit is refused before it gets here).
+func (s *SlotLease) Hold(ctx context.Context, d time.Duration, mode string) error {
+	return lock.ErrSlotHold
+}
+
+// Handle implements lock.Lease.
+func (s *SlotLease) Handle() lock.Handle { return s.l.Handle() }
 
 // Renew implements lock.Lease (see Lease.Renew).
 func (s *SlotLease) Renew(ctx context.Context) error { return s.l.Renew(ctx) }

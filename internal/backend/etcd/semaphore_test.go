@@ -35,7 +35,7 @@ func TestSemaphoreSlots(t *testing.T) {
 		var ls []lock.Lease
 		var last uint64
 		for i, o := range []string{"a", "b", "c"} {
-			l, err := b.TryAcquire(ctx, semReq("job", o, 3, 3*time.Second))
+			l, err := lock.TryOnce(ctx, b, semReq("job", o, 3, 3*time.Second))
 			if err != nil {
 				t.Fatalf("acquire %s: %v", o, err)
 			}
@@ -45,7 +45,7 @@ func TestSemaphoreSlots(t *testing.T) {
 			last = l.Token()
 			ls = append(ls, l)
 		}
-		_, err := b.TryAcquire(ctx, semReq("job", "d", 3, 3*time.Second))
+		_, err := lock.TryOnce(ctx, b, semReq("job", "d", 3, 3*time.Second))
 		var busy *lock.BusyError
 		if !errors.As(err, &busy) || busy.Holder.Owner != "a" {
 			t.Fatalf("fourth acquire = %v, want busy naming a", err)
@@ -54,17 +54,17 @@ func TestSemaphoreSlots(t *testing.T) {
 			t.Errorf("Inspect = %+v %v %v, want the oldest holder a", h, held, err)
 		}
 		var mm *lock.LimitMismatchError
-		if _, err := b.TryAcquire(ctx, semReq("job", "e", 2, 3*time.Second)); !errors.As(err, &mm) || mm.Have != 3 || mm.Want != 2 {
+		if _, err := lock.TryOnce(ctx, b, semReq("job", "e", 2, 3*time.Second)); !errors.As(err, &mm) || mm.Have != 3 || mm.Want != 2 {
 			t.Errorf("limit 2 on a limit-3 key = %v", err)
 		}
 		// A mutex contender cannot take the key from the slot holders.
-		if _, err := b.TryAcquire(ctx, semReq("job", "m", 1, 3*time.Second)); !errors.Is(err, lock.ErrHeld) {
+		if _, err := lock.TryOnce(ctx, b, semReq("job", "m", 1, 3*time.Second)); !errors.Is(err, lock.ErrHeld) {
 			t.Errorf("mutex on a held semaphore = %v, want busy", err)
 		}
 		if err := ls[1].Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		l, err := b.TryAcquire(ctx, semReq("job", "d", 3, 3*time.Second))
+		l, err := lock.TryOnce(ctx, b, semReq("job", "d", 3, 3*time.Second))
 		if err != nil || slotOf(t, l) != 1 || l.Token() <= last {
 			t.Fatalf("d: %v, want slot 1 with a token above %d", err, last)
 		}
@@ -84,11 +84,11 @@ func TestSemaphoreSlots(t *testing.T) {
 			t.Errorf("%d keys left under the key's prefix", n)
 		}
 		// A mutex holder makes semaphore acquirers fail with a mismatch.
-		m, err := b.TryAcquire(ctx, semReq("job", "m", 1, 3*time.Second))
+		m, err := lock.TryOnce(ctx, b, semReq("job", "m", 1, 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.TryAcquire(ctx, semReq("job", "n", 3, 3*time.Second)); !errors.As(err, &mm) || mm.Have != 1 {
+		if _, err := lock.TryOnce(ctx, b, semReq("job", "n", 3, 3*time.Second)); !errors.As(err, &mm) || mm.Have != 1 {
 			t.Errorf("semaphore on a held mutex = %v, want a mismatch (have 1)", err)
 		}
 		m.Release(ctx)
@@ -102,16 +102,16 @@ func TestSemaphoreExpiredHolderFreesItsSlot(t *testing.T) {
 	eachServer(t, func(t *testing.T, s server) {
 		b := newBackend(t, s)
 		ctx := wait.Context(t, 20*time.Second)
-		dead, err := b.TryAcquire(ctx, semReq("exp", "dead", 2, time.Second))
+		dead, err := lock.TryOnce(ctx, b, semReq("exp", "dead", 2, time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
-		live, err := b.TryAcquire(ctx, semReq("exp", "live", 2, 3*time.Second))
+		live, err := lock.TryOnce(ctx, b, semReq("exp", "live", 2, 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
 		// A waiter gets the dead holder's slot once its lease expires.
-		l, err := b.Acquire(ctx, semReq("exp", "w", 2, 3*time.Second), nil)
+		l, err := waitFor(ctx, b, semReq("exp", "w", 2, 3*time.Second), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +132,7 @@ func TestSemaphoreBreak(t *testing.T) {
 		ctx := wait.Context(t, 20*time.Second)
 		var ls []lock.Lease
 		for _, o := range []string{"a", "b", "c"} {
-			l, err := b.TryAcquire(ctx, semReq("brk", o, 3, 3*time.Second))
+			l, err := lock.TryOnce(ctx, b, semReq("brk", o, 3, 3*time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,7 +178,7 @@ func TestSemaphoreConcurrentWaiters(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for r := range rounds {
-					l, err := b.Acquire(ctx, semReq("conc", fmt.Sprint("w", w, "r", r), limit, 3*time.Second), nil)
+					l, err := waitFor(ctx, b, semReq("conc", fmt.Sprint("w", w, "r", r), limit, 3*time.Second), nil)
 					if err != nil {
 						t.Error(err)
 						return
@@ -208,16 +208,16 @@ func TestSemaphoreWaitTimesOutBusy(t *testing.T) {
 	eachServer(t, func(t *testing.T, s server) {
 		b := newBackend(t, s)
 		ctx := wait.Context(t, 20*time.Second)
-		a, err := b.TryAcquire(ctx, semReq("to", "a", 2, 3*time.Second))
+		a, err := lock.TryOnce(ctx, b, semReq("to", "a", 2, 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := b.TryAcquire(ctx, semReq("to", "c", 2, 3*time.Second))
+		c, err := lock.TryOnce(ctx, b, semReq("to", "c", 2, 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
 		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-		_, err = b.Acquire(short, semReq("to", "x", 2, 3*time.Second), nil)
+		_, err = waitFor(short, b, semReq("to", "x", 2, 3*time.Second), nil)
 		cancel()
 		var busy *lock.BusyError
 		if !errors.As(err, &busy) || busy.Holder.Owner != "a" {

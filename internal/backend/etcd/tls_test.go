@@ -117,7 +117,7 @@ func TestTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := b.TryAcquire(ctx, request("tls", "alice", 2*time.Second))
+	l, err := lock.TryOnce(ctx, b, request("tls", "alice", 2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

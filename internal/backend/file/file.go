@@ -51,8 +51,20 @@ func (b *Backend) Guarantee() string {
 // Close implements lock.Backend.
 func (b *Backend) Close() error { return nil }
 
-// TryAcquire implements lock.Backend.
-func (b *Backend) TryAcquire(ctx context.Context, req lock.Request) (lock.Lease, error) {
+// pollCap caps a waiter's backoff: a poll of a local file is cheap.
+const pollCap = 200 * time.Millisecond
+
+// Contend implements lock.Backend: the file engine keeps no line, so
+// waiters poll (see lock.Polling).
+func (b *Backend) Contend(req lock.Request) lock.Contender {
+	return &lock.Polling{Cap: pollCap, TryOnce: func(ctx context.Context) (lock.Lease, time.Duration, error) {
+		l, err := b.tryOnce(ctx, req)
+		return l, lock.HolderExpiry(err), err
+	}}
+}
+
+// tryOnce makes one attempt at req.
+func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, error) {
 	if req.Limit > 1 {
 		return b.trySemaphore(ctx, req)
 	}
@@ -152,7 +164,7 @@ func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Hol
 		return h, err
 	}
 	if h.Hold == "" && h.Meta.PID > 0 && h.Meta.Host == b.host {
-		syscall.Kill(h.Meta.PID, syscall.SIGWINCH)
+		pokeHolder(h.Meta.PID)
 	}
 	return h, nil
 }

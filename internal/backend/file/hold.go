@@ -10,7 +10,7 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// Hold implements lock.Holdable. A flock dies with its process, so a hold
+// Hold implements lock.Lease. A flock dies with its process, so a hold
 // is recorded in the sidecar instead (mode and RenewedAt+d), and the flock
 // is let go: TryAcquire and Inspect honour an unexpired hold.
 func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
@@ -39,7 +39,7 @@ func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
 	return nil
 }
 
-// Handle implements lock.Holdable.
+// Handle implements lock.Lease.
 func (l *Lease) Handle() lock.Handle {
 	return lock.Handle{Key: l.meta.Key, Owner: l.meta.Owner, Token: l.meta.Token, TTLms: l.meta.TTLms}
 }
@@ -48,7 +48,7 @@ func (l *Lease) Handle() lock.Handle {
 // flock (a TryAcquire or status probing the key).
 const resumeTries = 50
 
-// Resume implements lock.Resumer: the sidecar must name h's owner and
+// Resume implements lock.Backend: the sidecar must name h's owner and
 // token, with its hold unexpired. The returned lease holds the flock until
 // it is held again or released.
 func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {

@@ -24,6 +24,9 @@ func (l *Lease) Token() uint64      { return l.meta.Token }
 func (l *Lease) Owner() string      { return l.meta.Owner }
 func (l *Lease) Granted() time.Time { return l.granted }
 
+// Alerts implements lock.Lease: a local break signals the holder (alerts.go).
+func (l *Lease) Alerts() <-chan struct{} { return breakAlerts() }
+
 // stillOurs reports whether the sidecar still names us (a break removes it).
 func (l *Lease) stillOurs() (bool, error) {
 	m, ok, err := readMeta(l.metaPath)

@@ -12,9 +12,8 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-var _ lock.Lister = (*Backend)(nil)
 
-// List implements lock.Lister by scanning the lock directory. Each holder
+// List implements lock.Backend by scanning the lock directory. Each holder
 // writes a sidecar naming its key: "<prefix>#<name>.json" for a mutex,
 // "<prefix>#<name>#slot<i>.json" for a semaphore slot (semaphore.go). A
 // sidecar counts only when it is one of the key's own files (not a copy or

@@ -44,7 +44,7 @@ func TestListHeldSortedAndPrefixed(t *testing.T) {
 	ctx := context.Background()
 	var leases []lock.Lease
 	for _, key := range []string{"zeta", "job:1", "alpha", "job*[x]", ".hidden", "slash/key"} {
-		l, err := b.TryAcquire(ctx, lock.Request{Key: key, TTL: 3 * time.Second, Owner: "o-" + key, Meta: lock.Meta{Host: "h", PID: os.Getpid()}})
+		l, err := lock.TryOnce(ctx, b, lock.Request{Key: key, TTL: 3 * time.Second, Owner: "o-" + key, Meta: lock.Meta{Host: "h", PID: os.Getpid()}})
 		if err != nil {
 			t.Fatalf("acquire %q: %v", key, err)
 		}
@@ -52,7 +52,7 @@ func TestListHeldSortedAndPrefixed(t *testing.T) {
 	}
 	// Another namespace in the same directory is not ours.
 	other, _ := Open(dir, "other")
-	ol, err := other.TryAcquire(ctx, lock.Request{Key: "alpha", TTL: 3 * time.Second, Owner: "x"})
+	ol, err := lock.TryOnce(ctx, other, lock.Request{Key: "alpha", TTL: 3 * time.Second, Owner: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestListSkipsStaleAndForeignSidecars(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	l, err := b.TryAcquire(ctx, lock.Request{Key: "live", TTL: 3 * time.Second, Owner: "o"})
+	l, err := lock.TryOnce(ctx, b, lock.Request{Key: "live", TTL: 3 * time.Second, Owner: "o"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -379,7 +379,7 @@ func (b *Backend) breakSlots(ctx context.Context, key string, token uint64) (h l
 			return s.holder(key, now), true, err
 		}
 		if s.ok && s.m.PID > 0 && s.m.Host == b.host {
-			syscall.Kill(s.m.PID, syscall.SIGWINCH)
+			pokeHolder(s.m.PID)
 		}
 	}
 	return oldest(victims).holder(key, now), true, nil
@@ -405,6 +405,20 @@ func (l *SlotLease) Key() string        { return l.meta.Key }
 func (l *SlotLease) Token() uint64      { return l.meta.Token }
 func (l *SlotLease) Owner() string      { return l.meta.Owner }
 func (l *SlotLease) Granted() time.Time { return l.granted }
+
+// Alerts implements lock.Lease: a local break signals the holder (alerts.go).
+func (l *SlotLease) Alerts() <-chan struct{} { return breakAlerts() }
+
+// Hold implements lock.Lease. A slot cannot be kept without its process
+// yet (--min-hold with --limit is refused before it gets here).
+func (l *SlotLease) Hold(ctx context.Context, d time.Duration, mode string) error {
+	return lock.ErrSlotHold
+}
+
+// Handle implements lock.Lease.
+func (l *SlotLease) Handle() lock.Handle {
+	return lock.Handle{Key: l.meta.Key, Owner: l.meta.Owner, Token: l.meta.Token, TTLms: l.meta.TTLms}
+}
 
 // Slot implements lock.Slotted.
 func (l *SlotLease) Slot() int { return l.meta.Slot }

@@ -42,7 +42,7 @@ func TestSemaphoreSlotsTokensAndBusy(t *testing.T) {
 	var leases []lock.Lease
 	var last uint64
 	for i, owner := range []string{"a", "b", "c"} {
-		l, err := b.TryAcquire(ctx, semRequest("job", owner, 3))
+		l, err := lock.TryOnce(ctx, b, semRequest("job", owner, 3))
 		if err != nil {
 			t.Fatalf("acquire %s: %v", owner, err)
 		}
@@ -55,7 +55,7 @@ func TestSemaphoreSlotsTokensAndBusy(t *testing.T) {
 		last = l.Token()
 		leases = append(leases, l)
 	}
-	_, err := b.TryAcquire(ctx, semRequest("job", "d", 3))
+	_, err := lock.TryOnce(ctx, b, semRequest("job", "d", 3))
 	var busy *lock.BusyError
 	if !errors.As(err, &busy) {
 		t.Fatalf("fourth acquire = %v, want busy", err)
@@ -72,7 +72,7 @@ func TestSemaphoreSlotsTokensAndBusy(t *testing.T) {
 	if err := leases[1].Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	l, err := b.TryAcquire(ctx, semRequest("job", "d", 3))
+	l, err := lock.TryOnce(ctx, b, semRequest("job", "d", 3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,12 +82,12 @@ func TestSemaphoreSlotsTokensAndBusy(t *testing.T) {
 	leases[1] = l
 
 	// Everyone must agree on the limit; a mutex is refused too.
-	_, err = b.TryAcquire(ctx, semRequest("job", "e", 5))
+	_, err = lock.TryOnce(ctx, b, semRequest("job", "e", 5))
 	var mm *lock.LimitMismatchError
 	if !errors.As(err, &mm) || mm.Have != 3 || mm.Want != 5 || !errors.Is(err, lock.ErrInvalid) {
 		t.Errorf("acquire with limit 5 = %v, want a limit mismatch (have 3)", err)
 	}
-	if _, err := b.TryAcquire(ctx, semRequest("job", "f", 1)); !errors.Is(err, lock.ErrHeld) {
+	if _, err := lock.TryOnce(ctx, b, semRequest("job", "f", 1)); !errors.Is(err, lock.ErrHeld) {
 		t.Errorf("mutex acquire on a held semaphore = %v, want busy", err)
 	}
 
@@ -103,14 +103,14 @@ func TestSemaphoreSlotsTokensAndBusy(t *testing.T) {
 		t.Error("Inspect says held after every slot was released")
 	}
 	// Free again: a mutex may use the key, and then a semaphore may not.
-	m, err := b.TryAcquire(ctx, semRequest("job", "g", 1))
+	m, err := lock.TryOnce(ctx, b, semRequest("job", "g", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m.Token() <= l.Token() {
 		t.Errorf("mutex token %d not above the semaphore's %d", m.Token(), l.Token())
 	}
-	_, err = b.TryAcquire(ctx, semRequest("job", "h", 3))
+	_, err = lock.TryOnce(ctx, b, semRequest("job", "h", 3))
 	if !errors.As(err, &mm) || mm.Have != 1 {
 		t.Errorf("semaphore acquire on a held mutex = %v, want a limit mismatch (have 1)", err)
 	}
@@ -120,11 +120,11 @@ func TestSemaphoreSlotsTokensAndBusy(t *testing.T) {
 func TestSemaphoreDeadHolderFreesItsSlot(t *testing.T) {
 	b := openTest(t)
 	ctx := context.Background()
-	l0, err := b.TryAcquire(ctx, semRequest("k", "a", 2))
+	l0, err := lock.TryOnce(ctx, b, semRequest("k", "a", 2))
 	if err != nil {
 		t.Fatal(err)
 	}
-	l1, err := b.TryAcquire(ctx, semRequest("k", "b", 2))
+	l1, err := lock.TryOnce(ctx, b, semRequest("k", "b", 2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestSemaphoreDeadHolderFreesItsSlot(t *testing.T) {
 	dead := l0.(*SlotLease)
 	dead.f.Close()
 	dead.mode.Close()
-	l, err := b.TryAcquire(ctx, semRequest("k", "c", 2))
+	l, err := lock.TryOnce(ctx, b, semRequest("k", "c", 2))
 	if err != nil {
 		t.Fatalf("acquire after a holder died: %v", err)
 	}
@@ -148,7 +148,7 @@ func TestSemaphoreBreak(t *testing.T) {
 	ctx := context.Background()
 	var ls []lock.Lease
 	for _, o := range []string{"a", "b", "c"} {
-		l, err := b.TryAcquire(ctx, semRequest("brk", o, 3))
+		l, err := lock.TryOnce(ctx, b, semRequest("brk", o, 3))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +205,7 @@ func TestSemaphoreConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for r := 0; r < rounds; {
-				l, err := b.TryAcquire(context.Background(), semRequest("conc", string(rune('a'+w)), limit))
+				l, err := lock.TryOnce(context.Background(), b, semRequest("conc", string(rune('a'+w)), limit))
 				if errors.Is(err, lock.ErrHeld) {
 					continue
 				}
@@ -245,12 +245,12 @@ func TestSemaphoreSlotFilesDoNotCollideWithKeys(t *testing.T) {
 	b := openTest(t)
 	ctx := context.Background()
 	// The mutex of "x.slot0" and slot 0 of the semaphore "x" are different locks.
-	m, err := b.TryAcquire(ctx, semRequest("x.slot0", "a", 1))
+	m, err := lock.TryOnce(ctx, b, semRequest("x.slot0", "a", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Release(ctx)
-	l, err := b.TryAcquire(ctx, semRequest("x", "b", 2))
+	l, err := lock.TryOnce(ctx, b, semRequest("x", "b", 2))
 	if err != nil {
 		t.Fatalf("semaphore x while x.slot0 is held: %v", err)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// Hold implements lock.Holdable: an owner-checked PEXPIRE to d, marked
+// Hold implements lock.Lease: an owner-checked PEXPIRE to d, marked
 // with mode so status can say why nobody renews it.
 func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
 	n, err := holdScript.Run(ctx, l.b.c, []string{l.b.lockKey(l.key)}, l.owner, max(d.Milliseconds(), 1), mode).Int()
@@ -22,12 +22,12 @@ func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
 	return nil
 }
 
-// Handle implements lock.Holdable.
+// Handle implements lock.Lease.
 func (l *Lease) Handle() lock.Handle {
 	return lock.Handle{Key: l.key, Owner: l.owner, Token: l.token, TTLms: l.ttl.Milliseconds()}
 }
 
-// Resume implements lock.Resumer: the lock hash must still name h's owner
+// Resume implements lock.Backend: the lock hash must still name h's owner
 // and token.
 func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
 	granted := time.Now()

@@ -22,6 +22,9 @@ func (l *Lease) Token() uint64      { return l.token }
 func (l *Lease) Owner() string      { return l.owner }
 func (l *Lease) Granted() time.Time { return l.granted }
 
+// Alerts implements lock.Lease: Redis sends no news; renewals find out.
+func (l *Lease) Alerts() <-chan struct{} { return nil }
+
 // Renew implements lock.Lease.
 func (l *Lease) Renew(ctx context.Context) error {
 	n, err := renewScript.Run(ctx, l.b.c, []string{l.b.lockKey(l.key)}, l.owner, l.ttl.Milliseconds()).Int()

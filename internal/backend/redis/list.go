@@ -10,8 +10,6 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-var _ lock.Lister = (*Backend)(nil)
-
 const (
 	// scanCount is SCAN's COUNT hint: keys examined per round trip.
 	scanCount = 1000
@@ -19,7 +17,7 @@ const (
 	fetchBatch = 200
 )
 
-// List implements lock.Lister with SCAN (never KEYS, which blocks the
+// List implements lock.Backend with SCAN (never KEYS, which blocks the
 // server). Lock hashes are "<prefix>:{<key>}" and always end in '}'; the
 // fencing counters "<prefix>:{<key>}:token" never do, so the MATCH pattern
 // ends in "}" and leaves them out. Keys may hold glob metacharacters

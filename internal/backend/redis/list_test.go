@@ -45,7 +45,7 @@ func TestListFindsLockHashesOnly(t *testing.T) {
 	b, m := newListTestBackend(t)
 	ctx := context.Background()
 	for _, key := range []string{"zeta", "job*", "jobX", "a[1]", "a1", "x}:token", "x"} {
-		if _, err := b.TryAcquire(ctx, lock.Request{Key: key, TTL: 3 * time.Second, Owner: "o-" + key, Meta: lock.Meta{Host: "h", PID: 7, Note: "n"}}); err != nil {
+		if _, err := lock.TryOnce(ctx, b, lock.Request{Key: key, TTL: 3 * time.Second, Owner: "o-" + key, Meta: lock.Meta{Host: "h", PID: 7, Note: "n"}}); err != nil {
 			t.Fatalf("acquire %q: %v", key, err)
 		}
 	}

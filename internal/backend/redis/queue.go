@@ -57,8 +57,6 @@ var (
 	queueAdmitScript   = goredis.NewScript(queueLibSrc + queueAdmitSrc)
 )
 
-var _ lock.Queuer = (*Backend)(nil)
-
 func (b *Backend) queueKey(key string) string   { return b.lockKey(key) + ":queue" }
 func (b *Backend) aliveKey(key string) string   { return b.lockKey(key) + ":alive" }
 func (b *Backend) waitingKey(key string) string { return b.lockKey(key) + ":waiting" }
@@ -167,71 +165,107 @@ func (b *Backend) leaveQueue(ctx context.Context, req lock.Request) {
 		req.Owner, b.wakePrefix(req.Key)).Err()
 }
 
-// Acquire implements lock.Queuer: for a mutex, wait in the key's queue
-// until the lock is ours (arrival order), ctx ends, or an error occurs;
-// for a semaphore (req.Limit > 1), see waitSemaphore. When ctx's deadline
-// passes it returns a *lock.BusyError naming the last holder seen; when ctx
-// is cancelled, ctx's error. Either way it leaves the queue. progress (may
-// be nil) is called whenever the holder changes.
-func (b *Backend) Acquire(ctx context.Context, req lock.Request, progress func(lock.Holder)) (lock.Lease, error) {
-	if req.Limit > 1 {
-		return b.waitSemaphore(ctx, req, progress)
+// queueContender is a mutex contender. Before its first Wait each Try is
+// a try-once (tryOnce: admitted only when nobody is queued). Its first
+// Wait subscribes to its own wake channel; from then on each Try runs
+// queue_acquire.lua, which joins the queue (or refreshes our place) and
+// takes the lock only when it is free and we are first in line. Only the
+// first in line listens to the key's release channel.
+type queueContender struct {
+	b         *Backend
+	req       lock.Request
+	w         *waker // nil until the first Wait: a try-once never subscribes
+	joined    bool   // a queue_acquire.lua step ran: we may hold a place
+	listening bool   // to the key's release channel: only while first
+	last      step
+	// joinedWith is the lease or error of the step that joined the queue
+	// in Wait, for the next Try to return.
+	joinedWith struct {
+		l   lock.Lease
+		err error
 	}
-	every, lasts := heartbeat(req.TTL)
-	w, err := b.newWaker(ctx, b.wakePrefix(req.Key)+req.Owner)
-	if err != nil {
-		return nil, lock.EndOfWait(ctx, req.Key, nil, err)
+}
+
+// Try implements lock.Contender.
+func (c *queueContender) Try(ctx context.Context) (lock.Lease, error) {
+	if c.w == nil {
+		return c.b.tryOnce(ctx, c.req)
 	}
-	defer w.close()
-	listening := false // to the key's release channel: only while first
-	var last *lock.Holder
-	for {
-		granted := time.Now()
-		s, err := b.queueStep(ctx, req, lasts)
-		switch {
-		case err != nil:
-			b.leaveQueue(ctx, req)
-			return nil, lock.EndOfWait(ctx, req.Key, last, err)
-		case s.acquired:
-			return &Lease{b: b, key: req.Key, owner: req.Owner, token: s.token, ttl: req.TTL, granted: granted}, nil
-		case s.have > 0:
-			return nil, &lock.LimitMismatchError{Key: req.Key, Want: max(1, req.Limit), Have: s.have}
+	if j := c.joinedWith; j.l != nil || j.err != nil {
+		c.joinedWith.l, c.joinedWith.err = nil, nil
+		return j.l, j.err
+	}
+	return c.step(ctx)
+}
+
+// step runs queue_acquire.lua: join or refresh our place, and take the
+// lock if it is free and we are first in line.
+func (c *queueContender) step(ctx context.Context) (lock.Lease, error) {
+	_, lasts := heartbeat(c.req.TTL)
+	granted := time.Now()
+	c.joined = true
+	s, err := c.b.queueStep(ctx, c.req, lasts)
+	switch {
+	case err != nil:
+		return nil, err
+	case s.acquired:
+		c.w.close()
+		return &Lease{b: c.b, key: c.req.Key, owner: c.req.Owner, token: s.token, ttl: c.req.TTL, granted: granted}, nil
+	case s.have > 0:
+		return nil, &lock.LimitMismatchError{Key: c.req.Key, Want: max(1, c.req.Limit), Have: s.have}
+	}
+	c.last = s
+	return nil, &lock.BusyError{Holder: s.holder}
+}
+
+// Wait implements lock.Contender: after a queue step, sleep until a
+// message on our channel (or, while first, the key's release channel),
+// the next heartbeat, or, while first, the holder's lease running out.
+func (c *queueContender) Wait(ctx context.Context) (lock.Retry, error) {
+	if c.w == nil {
+		// The first wait: subscribe to our own channel, then join the
+		// queue, so that a waiter holds its place when Wait returns.
+		w, err := c.b.newWaker(ctx, c.b.wakePrefix(c.req.Key)+c.req.Owner)
+		if err != nil {
+			return lock.Retry{}, err
 		}
-		if last == nil || !sameHolder(*last, s.holder) {
-			h := s.holder
-			last = &h
-			if progress != nil {
-				progress(h)
-			}
+		c.w = w
+		l, err := c.step(ctx)
+		var busy *lock.BusyError
+		if !errors.As(err, &busy) {
+			c.joinedWith.l, c.joinedWith.err = l, err
+			return lock.Retry{After: 0}, nil // the next Try returns it
 		}
-		if s.first && !listening {
-			// Listen for releases from now on, then look again at once: a
-			// release may have come before the subscription took effect.
-			err := w.subscribe(ctx, b.channel(req.Key))
-			if err == nil {
-				listening = true
-				continue
-			}
-			if ctx.Err() != nil {
-				b.leaveQueue(ctx, req)
-				return nil, lock.EndOfWait(ctx, req.Key, last, ctx.Err())
-			}
-			// A pub/sub hiccup: wait for the timer and try again.
+	}
+	s := c.last
+	if s.first && !c.listening {
+		// Listen for releases from now on, then look again at once: a
+		// release may have come before the subscription took effect.
+		err := c.w.subscribe(ctx, c.b.channel(c.req.Key))
+		if err == nil {
+			c.listening = true
+			return lock.Retry{Wake: c.w.msgs, After: 0}, nil
 		}
-		d := every
-		if s.first && s.pttl >= 0 {
-			d = min(d, s.pttl+5*time.Millisecond) // the holder may die: look when its lease ends
+		if ctx.Err() != nil {
+			return lock.Retry{}, ctx.Err()
 		}
-		t := time.NewTimer(d)
-		select {
-		case <-w.msgs:
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			b.leaveQueue(ctx, req)
-			return nil, lock.EndOfWait(ctx, req.Key, last, ctx.Err())
-		}
-		t.Stop()
+		// A pub/sub hiccup: wait for the heartbeat and try again.
+	}
+	every, _ := heartbeat(c.req.TTL)
+	d := every
+	if s.first && s.pttl >= 0 {
+		d = min(d, s.pttl+5*time.Millisecond) // the holder may die: look when its lease ends
+	}
+	return lock.Retry{Wake: c.w.msgs, After: d}, nil
+}
+
+// Leave implements lock.Contender: out of the queue, unsubscribed.
+func (c *queueContender) Leave() {
+	if c.joined {
+		c.b.leaveQueue(context.Background(), c.req)
+	}
+	if c.w != nil {
+		c.w.close()
 	}
 }
 

@@ -26,7 +26,7 @@ func TestQueueArrivalOrder(t *testing.T) {
 	eachRedis(t, func(t *testing.T, s testServer) {
 		b := newTestBackend(t, s)
 		ctx := wait.Context(t, 30*time.Second)
-		h, err := b.TryAcquire(ctx, req("fair", "holder", 1, 3*time.Second))
+		h, err := lock.TryOnce(ctx, b, req("fair", "holder", 1, 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +39,7 @@ func TestQueueArrivalOrder(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				l, err := wb.Acquire(ctx, req("fair", fmt.Sprint("w", i), 0, 3*time.Second), nil)
+				l, err := waitFor(ctx, wb, req("fair", fmt.Sprint("w", i), 0, 3*time.Second), nil)
 				if err != nil {
 					t.Error(err)
 					return
@@ -82,7 +82,7 @@ func TestQueuePrunesDeadWaiter(t *testing.T) {
 	eachRedis(t, func(t *testing.T, s testServer) {
 		b := newTestBackend(t, s)
 		ctx := wait.Context(t, 30*time.Second)
-		h, err := b.TryAcquire(ctx, req("prune", "holder", 1, 3*time.Second))
+		h, err := lock.TryOnce(ctx, b, req("prune", "holder", 1, 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +94,7 @@ func TestQueuePrunesDeadWaiter(t *testing.T) {
 		}
 		got := make(chan error, 1)
 		go func() {
-			l, err := b.Acquire(ctx, req("prune", "live", 0, 3*time.Second), nil)
+			l, err := waitFor(ctx, b, req("prune", "live", 0, 3*time.Second), nil)
 			if err == nil {
 				err = l.Release(ctx)
 			}
@@ -124,7 +124,7 @@ func TestTryOnceDoesNotJumpTheQueue(t *testing.T) {
 	eachRedis(t, func(t *testing.T, s testServer) {
 		b := newTestBackend(t, s)
 		ctx := wait.Context(t, 20*time.Second)
-		h, err := b.TryAcquire(ctx, req("jump", "holder", 1, 3*time.Second))
+		h, err := lock.TryOnce(ctx, b, req("jump", "holder", 1, 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,13 +136,13 @@ func TestTryOnceDoesNotJumpTheQueue(t *testing.T) {
 		if err := h.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		_, err = b.TryAcquire(ctx, req("jump", "try", 1, 3*time.Second))
+		_, err = lock.TryOnce(ctx, b, req("jump", "try", 1, 3*time.Second))
 		var busy *lock.BusyError
 		if !errors.As(err, &busy) || busy.Holder.Meta.Host != "host-next" || busy.Holder.Meta.PID != 4242 {
 			t.Fatalf("try-once past a queued waiter = %v, want busy naming the waiter", err)
 		}
 		b.leaveQueue(ctx, req("jump", "next", 0, 3*time.Second))
-		l2, err := b.TryAcquire(ctx, req("jump", "try", 1, 3*time.Second))
+		l2, err := lock.TryOnce(ctx, b, req("jump", "try", 1, 3*time.Second))
 		if err != nil {
 			t.Fatalf("try-once with nobody queued: %v", err)
 		}
@@ -154,12 +154,12 @@ func TestQueueTimeoutLeaves(t *testing.T) {
 	eachRedis(t, func(t *testing.T, s testServer) {
 		b := newTestBackend(t, s)
 		ctx := wait.Context(t, 20*time.Second)
-		h, err := b.TryAcquire(ctx, req("to", "holder", 1, 3*time.Second))
+		h, err := lock.TryOnce(ctx, b, req("to", "holder", 1, 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
 		short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-		_, err = b.Acquire(short, req("to", "w", 0, 3*time.Second), nil)
+		_, err = waitFor(short, b, req("to", "w", 0, 3*time.Second), nil)
 		cancel()
 		var busy *lock.BusyError
 		if !errors.As(err, &busy) || busy.Holder.Owner != "holder" {
@@ -172,7 +172,7 @@ func TestQueueTimeoutLeaves(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() {
-			_, err := b.Acquire(cctx, req("to", "c", 0, 3*time.Second), nil)
+			_, err := waitFor(cctx, b, req("to", "c", 0, 3*time.Second), nil)
 			done <- err
 		}()
 		wait.Until(t, 5*time.Second, "the waiter to queue", func() bool { return queueLen(t, b, "to") == 1 })

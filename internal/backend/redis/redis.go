@@ -34,7 +34,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		o.DialTimeout = cfg.ConnectTimeout
 	}
 	// Without this go-redis ignores context deadlines on socket reads, and a
-	// renew against a paused server blocks for ReadTimeout (DESIGN §5).
+	// renew against a paused server blocks for ReadTimeout (docs/ARCHITECTURE.md, "Timing").
 	o.ContextTimeoutEnabled = true
 	// distlock has its own retry policy; a blind retry of a script whose
 	// reply was lost must not hide the real timing from the renewer.
@@ -84,11 +84,19 @@ func (b *Backend) Guarantee() string {
 // Close implements lock.Backend.
 func (b *Backend) Close() error { return b.c.Close() }
 
-// TryAcquire implements lock.Backend.
-func (b *Backend) TryAcquire(ctx context.Context, req lock.Request) (lock.Lease, error) {
+// Contend implements lock.Backend: the mutex's waiters queue in arrival
+// order (queue.go); a semaphore's waiters poll, woken by releases
+// (semaphore.go).
+func (b *Backend) Contend(req lock.Request) lock.Contender {
 	if req.Limit > 1 {
-		return b.trySemaphore(ctx, req)
+		return b.semContender(req)
 	}
+	return &queueContender{b: b, req: req}
+}
+
+// tryOnce is a mutex's try-once: admitted only when no live waiter is
+// queued ahead.
+func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, error) {
 	if err := b.admit(ctx, req); err != nil {
 		return nil, err // queued waiters go first; a semaphore is refused (queue.go)
 	}
@@ -150,10 +158,10 @@ func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Hol
 	return h, nil
 }
 
-// Notify implements lock.Notifier with the key's release channel. The
-// subscription is confirmed before it returns, so a release published
-// after Notify returns is never missed.
-func (b *Backend) Notify(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+// notify subscribes to the key's release channel. The subscription is
+// confirmed before it returns, so a release published after notify returns
+// is never missed.
+func (b *Backend) notify(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	ps := b.c.Subscribe(ctx, b.channel(key))
 	if _, err := ps.Receive(ctx); err != nil {
 		ps.Close()

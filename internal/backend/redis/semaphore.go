@@ -27,7 +27,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -69,13 +68,22 @@ func (b *Backend) semKeys(key string, n int, extra ...string) []string {
 	return keys
 }
 
-// trySemaphore is TryAcquire for req.Limit > 1.
-func (b *Backend) trySemaphore(ctx context.Context, req lock.Request) (lock.Lease, error) {
-	l, _, err := b.semAttempt(ctx, req)
-	if err != nil {
-		return nil, err
+// semContender waits for a slot: every try is a try-once; releases on the
+// key's channel wake the waiters, with a poll bounded by the soonest slot
+// expiry as the fallback for holders that die without releasing. Semaphore
+// waiters are not queued: the quickest takes a freed slot.
+func (b *Backend) semContender(req lock.Request) lock.Contender {
+	return &lock.Polling{
+		Cap: time.Second,
+		TryOnce: func(ctx context.Context) (lock.Lease, time.Duration, error) {
+			l, soonest, err := b.semAttempt(ctx, req)
+			if err != nil {
+				return nil, soonest, err
+			}
+			return l, soonest, nil
+		},
+		Wake: func(ctx context.Context) (<-chan struct{}, func(), error) { return b.notify(ctx, req.Key) },
 	}
-	return l, nil
 }
 
 // semAttempt takes a free slot, or returns a *lock.BusyError naming the
@@ -108,65 +116,6 @@ func (b *Backend) semAttempt(ctx context.Context, req lock.Request) (*SlotLease,
 		return nil, -1, &lock.LimitMismatchError{Key: req.Key, Want: req.Limit, Have: have}
 	}
 	return nil, -1, fmt.Errorf("unexpected reply from the semaphore acquire script: %v", res)
-}
-
-// waitSemaphore is Acquire for req.Limit > 1: try, and after a busy answer
-// wait for a release on the key's channel, the soonest slot expiry, or a
-// backing-off poll, until ctx ends. Semaphore waiters are not queued: every
-// waiter wakes on a release and the quickest takes the slot.
-func (b *Backend) waitSemaphore(ctx context.Context, req lock.Request, progress func(lock.Holder)) (lock.Lease, error) {
-	wake, stop, err := b.Notify(ctx, req.Key)
-	if err != nil {
-		return nil, lock.EndOfWait(ctx, req.Key, nil, err)
-	}
-	defer stop()
-	const minPoll, maxPoll = 20 * time.Millisecond, time.Second
-	delay := minPoll
-	var last *lock.Holder
-	for {
-		l, soonest, err := b.semAttempt(ctx, req)
-		if err == nil {
-			return l, nil
-		}
-		var busy *lock.BusyError
-		if !errors.As(err, &busy) {
-			return nil, lock.EndOfWait(ctx, req.Key, last, err)
-		}
-		if last == nil || !sameHolder(*last, busy.Holder) {
-			h := busy.Holder
-			last = &h
-			if progress != nil {
-				progress(h)
-			}
-		}
-		t := time.NewTimer(nextPoll(delay, soonest, rand.Float64()))
-		select {
-		case <-wake:
-			delay = minPoll
-		case <-t.C:
-			delay = min(2*delay, maxPoll)
-		case <-ctx.Done():
-			t.Stop()
-			return nil, lock.EndOfWait(ctx, req.Key, last, ctx.Err())
-		}
-		t.Stop()
-	}
-}
-
-// nextPoll is the fallback delay: around delay (±25%), but no later than
-// just after the soonest slot expiry (soonest < 0: unknown). It mirrors
-// acquire.NextPoll, which an engine should not import.
-func nextPoll(delay, soonest time.Duration, r float64) time.Duration {
-	d := time.Duration(float64(delay) * (0.75 + 0.5*r))
-	if soonest >= 0 && soonest+5*time.Millisecond < d {
-		d = soonest + 5*time.Millisecond
-	}
-	return max(d, time.Millisecond)
-}
-
-// sameHolder: the same holder as last reported (for progress).
-func sameHolder(a, b lock.Holder) bool {
-	return a.Owner == b.Owner && a.Token == b.Token && a.Meta.Host == b.Meta.Host && a.Meta.PID == b.Meta.PID
 }
 
 // breakSemaphore is Break's hook for semaphores; handled is false when key
@@ -227,6 +176,20 @@ func (l *SlotLease) Key() string        { return l.key }
 func (l *SlotLease) Token() uint64      { return l.token }
 func (l *SlotLease) Owner() string      { return l.owner }
 func (l *SlotLease) Granted() time.Time { return l.granted }
+
+// Alerts implements lock.Lease: Redis sends no news; renewals find out.
+func (l *SlotLease) Alerts() <-chan struct{} { return nil }
+
+// Hold implements lock.Lease. A slot cannot be kept without its process
+// yet (--min-hold with --limit is refused before it gets here).
+func (l *SlotLease) Hold(ctx context.Context, d time.Duration, mode string) error {
+	return lock.ErrSlotHold
+}
+
+// Handle implements lock.Lease.
+func (l *SlotLease) Handle() lock.Handle {
+	return lock.Handle{Key: l.key, Owner: l.owner, Token: l.token, TTLms: l.ttl.Milliseconds()}
+}
 
 // Slot implements lock.Slotted.
 func (l *SlotLease) Slot() int { return l.slot }

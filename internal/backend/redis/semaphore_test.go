@@ -99,7 +99,7 @@ func TestSemaphoreSlots(t *testing.T) {
 		var ls []lock.Lease
 		var last uint64
 		for i, o := range []string{"a", "b", "c"} {
-			l, err := b.TryAcquire(ctx, req("job", o, 3, 3*time.Second))
+			l, err := lock.TryOnce(ctx, b, req("job", o, 3, 3*time.Second))
 			if err != nil {
 				t.Fatalf("acquire %s: %v", o, err)
 			}
@@ -109,7 +109,7 @@ func TestSemaphoreSlots(t *testing.T) {
 			last = l.Token()
 			ls = append(ls, l)
 		}
-		_, err := b.TryAcquire(ctx, req("job", "d", 3, 3*time.Second))
+		_, err := lock.TryOnce(ctx, b, req("job", "d", 3, 3*time.Second))
 		var busy *lock.BusyError
 		if !errors.As(err, &busy) || busy.Holder.Meta.Host != "host-a" || busy.Holder.Token != ls[0].Token() {
 			t.Fatalf("fourth acquire = %v (%+v), want busy naming a", err, busy)
@@ -120,13 +120,13 @@ func TestSemaphoreSlots(t *testing.T) {
 		}
 
 		var mm *lock.LimitMismatchError
-		if _, err := b.TryAcquire(ctx, req("job", "e", 4, 3*time.Second)); !errors.As(err, &mm) || mm.Have != 3 || mm.Want != 4 {
+		if _, err := lock.TryOnce(ctx, b, req("job", "e", 4, 3*time.Second)); !errors.As(err, &mm) || mm.Have != 3 || mm.Want != 4 {
 			t.Errorf("limit 4 on a limit-3 key = %v, want a mismatch", err)
 		}
-		if _, err := b.TryAcquire(ctx, req("job", "f", 1, 3*time.Second)); !errors.As(err, &mm) || mm.Have != 3 || mm.Want != 1 {
+		if _, err := lock.TryOnce(ctx, b, req("job", "f", 1, 3*time.Second)); !errors.As(err, &mm) || mm.Have != 3 || mm.Want != 1 {
 			t.Errorf("mutex on a limit-3 key = %v, want a mismatch", err)
 		}
-		if _, err := b.Acquire(ctx, req("job", "g", 0, 3*time.Second), nil); !errors.As(err, &mm) || mm.Have != 3 {
+		if _, err := waitFor(ctx, b, req("job", "g", 0, 3*time.Second), nil); !errors.As(err, &mm) || mm.Have != 3 {
 			t.Errorf("queued mutex on a limit-3 key = %v, want a mismatch", err)
 		}
 
@@ -138,7 +138,7 @@ func TestSemaphoreSlots(t *testing.T) {
 		if h, _, _ := b.Inspect(ctx, "job"); h.Meta.Host != "host-b" {
 			t.Errorf("Inspect after a's release names %q, want host-b", h.Meta.Host)
 		}
-		l, err := b.TryAcquire(ctx, req("job", "d", 3, 3*time.Second))
+		l, err := lock.TryOnce(ctx, b, req("job", "d", 3, 3*time.Second))
 		if err != nil || slotOf(t, l) != 0 || l.Token() <= last {
 			t.Fatalf("d: %v, want slot 0 with a token above %d", err, last)
 		}
@@ -160,11 +160,11 @@ func TestSemaphoreSlots(t *testing.T) {
 			t.Error("held after every slot was released")
 		}
 		// Free: now the key may be a mutex, and then not a semaphore.
-		m, err := b.TryAcquire(ctx, req("job", "m", 1, 3*time.Second))
+		m, err := lock.TryOnce(ctx, b, req("job", "m", 1, 3*time.Second))
 		if err != nil || m.Token() <= l.Token() {
 			t.Fatalf("mutex after the semaphore: %v (token must rise)", err)
 		}
-		if _, err := b.TryAcquire(ctx, req("job", "n", 3, 3*time.Second)); !errors.As(err, &mm) || mm.Have != 1 {
+		if _, err := lock.TryOnce(ctx, b, req("job", "n", 3, 3*time.Second)); !errors.As(err, &mm) || mm.Have != 1 {
 			t.Errorf("semaphore on a held mutex = %v, want a mismatch (have 1)", err)
 		}
 		m.Release(ctx)
@@ -175,15 +175,15 @@ func TestSemaphoreExpiredHolderFreesItsSlot(t *testing.T) {
 	eachRedis(t, func(t *testing.T, s testServer) {
 		b := newTestBackend(t, s)
 		ctx := wait.Context(t, 20*time.Second)
-		dead, err := b.TryAcquire(ctx, req("exp", "dead", 2, time.Second))
+		dead, err := lock.TryOnce(ctx, b, req("exp", "dead", 2, time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
-		live, err := b.TryAcquire(ctx, req("exp", "live", 2, 3*time.Second))
+		live, err := lock.TryOnce(ctx, b, req("exp", "live", 2, 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.TryAcquire(ctx, req("exp", "x", 2, 3*time.Second)); !errors.Is(err, lock.ErrHeld) {
+		if _, err := lock.TryOnce(ctx, b, req("exp", "x", 2, 3*time.Second)); !errors.Is(err, lock.ErrHeld) {
 			t.Fatalf("full semaphore: %v", err)
 		}
 		// "dead" stops renewing; "live" renews as a keeper would.
@@ -197,7 +197,7 @@ func TestSemaphoreExpiredHolderFreesItsSlot(t *testing.T) {
 		if h, held, _ := b.Inspect(ctx, "exp"); !held || h.Meta.Host != "host-live" {
 			t.Errorf("Inspect = %+v, %v; want the live holder", h, held)
 		}
-		l, err := b.TryAcquire(ctx, req("exp", "x", 2, 3*time.Second))
+		l, err := lock.TryOnce(ctx, b, req("exp", "x", 2, 3*time.Second))
 		if err != nil || slotOf(t, l) != dead.(*SlotLease).slot {
 			t.Fatalf("acquire after expiry: %v", err)
 		}
@@ -216,7 +216,7 @@ func TestSemaphoreBreak(t *testing.T) {
 		ctx := wait.Context(t, 20*time.Second)
 		var ls []lock.Lease
 		for _, o := range []string{"a", "b", "c"} {
-			l, err := b.TryAcquire(ctx, req("brk", o, 3, 3*time.Second))
+			l, err := lock.TryOnce(ctx, b, req("brk", o, 3, 3*time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -257,17 +257,17 @@ func TestSemaphoreWait(t *testing.T) {
 	eachRedis(t, func(t *testing.T, s testServer) {
 		b := newTestBackend(t, s)
 		ctx := wait.Context(t, 20*time.Second)
-		a, err := b.TryAcquire(ctx, req("w", "a", 2, 3*time.Second))
+		a, err := lock.TryOnce(ctx, b, req("w", "a", 2, 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := b.TryAcquire(ctx, req("w", "c", 2, 3*time.Second))
+		c, err := lock.TryOnce(ctx, b, req("w", "c", 2, 3*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
 		// A wait that times out is busy, naming the oldest holder.
 		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-		_, err = b.Acquire(short, req("w", "x", 2, 3*time.Second), nil)
+		_, err = waitFor(short, b, req("w", "x", 2, 3*time.Second), nil)
 		cancel()
 		var busy *lock.BusyError
 		if !errors.As(err, &busy) || busy.Holder.Meta.Host != "host-a" {
@@ -277,7 +277,7 @@ func TestSemaphoreWait(t *testing.T) {
 		var seen []lock.Holder
 		var mu sync.Mutex
 		go func() {
-			l, err := b.Acquire(ctx, req("w", "d", 2, 3*time.Second), func(h lock.Holder) {
+			l, err := waitFor(ctx, b, req("w", "d", 2, 3*time.Second), func(h lock.Holder) {
 				mu.Lock()
 				seen = append(seen, h)
 				mu.Unlock()
@@ -321,7 +321,7 @@ func TestSemaphoreConcurrent(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for range rounds {
-					l, err := b.Acquire(ctx, req("conc", string(rune('a'+w)), limit, 3*time.Second), nil)
+					l, err := waitFor(ctx, b, req("conc", string(rune('a'+w)), limit, 3*time.Second), nil)
 					if err != nil {
 						t.Error(err)
 						return
