@@ -25,7 +25,7 @@ import (
 
 // Contention: many real distlock processes fight over one key while the
 // network to the engine is faulted, and a critical section that detects
-// overlap runs under the lock. This is mutual exclusion (DESIGN §1.1) and
+// overlap runs under the lock. This is mutual exclusion (docs/GUARANTEES.md) and
 // rising fencing tokens (§1.5) demonstrated end to end, under the faults
 // that make peers fail: short pauses that renewal must ride out, pauses
 // longer than the TTL that must cost the holder its lease (and its child)

@@ -11,7 +11,7 @@ import (
 	"github.com/distlock/distlock/internal/runner"
 )
 
-// Exit codes of DESIGN §3.
+// Exit codes, as documented in the README ("Exit codes").
 const (
 	exitOK          = 0
 	exitFree        = 3 // status/break: the key is not held

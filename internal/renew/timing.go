@@ -2,7 +2,7 @@ package renew
 
 import "time"
 
-// Timing is the lease arithmetic of DESIGN §1, kept pure so it can be
+// Timing is the lease arithmetic of docs/ARCHITECTURE.md ("Timing"), kept pure so it can be
 // tested on its own.
 type Timing struct {
 	TTL       time.Duration
@@ -26,7 +26,7 @@ func (t Timing) ValidUntil(s time.Time) time.Time {
 func (t Timing) TermAt(validUntil time.Time) time.Time { return validUntil.Add(-t.KillGrace) }
 
 // KillAt is when the child's group gets SIGKILL: max(δ, TTL/100) before
-// validUntil. DESIGN §1 says δ alone; on a loaded 2-core machine we measured
+// validUntil. δ alone was the first design; on a loaded 2-core machine we measured
 // the gap between the kill timer's due time and the child being reaped at
 // up to ~10ms, which ate half of a 2s lease's whole margin, so the lead
 // grows with the TTL (20ms at 2s, 300ms at 30s).

@@ -1,0 +1,427 @@
+// Package locktest is the engine conformance suite: what every
+// lock.Backend must do, checked against a real engine. An engine's package
+// runs it against itself (see internal/backend/file/conformance_test.go);
+// a new engine starts from this suite failing. docs/ARCHITECTURE.md ("The
+// engine contract") says the same in words.
+package locktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock/internal/acquire"
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// Options describe the engine under test.
+type Options struct {
+	// Open returns a fresh, empty engine for one test; the suite closes it.
+	Open func(t *testing.T) lock.Backend
+	// TTL is the lease length the suite uses (default 2s). An engine with a
+	// coarse TTL (etcd rounds up to whole seconds) may need more.
+	TTL time.Duration
+	// Fair: waiters for a mutex are served in arrival order.
+	Fair bool
+}
+
+// Run runs every conformance test against the engine.
+func Run(t *testing.T, o Options) {
+	if o.TTL == 0 {
+		o.TTL = 2 * time.Second
+	}
+	s := suite{o}
+	for _, tc := range []struct {
+		name string
+		f    func(*testing.T)
+	}{
+		{"AcquireRenewRelease", s.acquireRenewRelease},
+		{"BusyNamesTheHolder", s.busyNamesTheHolder},
+		{"TokensRise", s.tokensRise},
+		{"BreakMakesRenewNotOurs", s.breakMakesRenewNotOurs},
+		{"BreakWithTokenIsCompareAndDelete", s.breakWithToken},
+		{"HoldHandleResume", s.holdHandleResume},
+		{"ListHeldKeys", s.listHeldKeys},
+		{"WaiterGetsReleasedLock", s.waiterGetsReleasedLock},
+		{"WaitEndsBusyAtDeadline", s.waitEndsBusyAtDeadline},
+		{"Semaphore", s.semaphore},
+		{"FairWaitInArrivalOrder", s.fairWait},
+	} {
+		t.Run(tc.name, tc.f)
+	}
+}
+
+type suite struct{ o Options }
+
+func (s suite) open(t *testing.T) lock.Backend {
+	t.Helper()
+	b := s.o.Open(t)
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func (s suite) req(key, owner string, limit int) lock.Request {
+	return lock.Request{
+		Key: key, TTL: s.o.TTL, Owner: owner, Limit: limit,
+		Meta: lock.Meta{Host: "host-" + owner, PID: 4242, User: "tester", Command: "job.sh", Note: "conformance"},
+	}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func mustAcquire(t *testing.T, ctx context.Context, b lock.Backend, req lock.Request) lock.Lease {
+	t.Helper()
+	l, err := lock.TryOnce(ctx, b, req)
+	if err != nil {
+		t.Fatalf("acquire %s as %s: %v", req.Key, req.Owner, err)
+	}
+	return l
+}
+
+func wantBusy(t *testing.T, err error) *lock.BusyError {
+	t.Helper()
+	var busy *lock.BusyError
+	if !errors.As(err, &busy) {
+		t.Fatalf("want a *lock.BusyError, got %v", err)
+	}
+	return busy
+}
+
+func (s suite) acquireRenewRelease(t *testing.T) {
+	b, ctx := s.open(t), ctxT(t)
+	l := mustAcquire(t, ctx, b, s.req("k", "alice", 1))
+	if l.Key() != "k" || l.Owner() != "alice" || l.Token() == 0 {
+		t.Fatalf("lease key %q owner %q token %d", l.Key(), l.Owner(), l.Token())
+	}
+	if l.Granted().IsZero() || time.Since(l.Granted()) > 10*time.Second {
+		t.Fatalf("Granted() = %v: must be taken just before the granting request", l.Granted())
+	}
+	if err := l.Renew(ctx); err != nil {
+		t.Fatalf("renew: %v", err)
+	}
+	h, held, err := b.Inspect(ctx, "k")
+	if err != nil || !held {
+		t.Fatalf("inspect held lock: held=%v err=%v", held, err)
+	}
+	if h.Token != l.Token() || h.Meta.Host != "host-alice" || h.Meta.Note != "conformance" {
+		t.Fatalf("inspect: %+v", h)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if _, held, err := b.Inspect(ctx, "k"); err != nil || held {
+		t.Fatalf("after release: held=%v err=%v", held, err)
+	}
+	if err := l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("second release: %v, want lock.ErrNotHeld", err)
+	}
+	if err := l.Renew(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("renew after release: %v, want lock.ErrNotHeld", err)
+	}
+}
+
+func (s suite) busyNamesTheHolder(t *testing.T) {
+	b, ctx := s.open(t), ctxT(t)
+	l := mustAcquire(t, ctx, b, s.req("k", "alice", 1))
+	defer l.Release(ctx)
+	_, err := lock.TryOnce(ctx, b, s.req("k", "bob", 1))
+	busy := wantBusy(t, err)
+	if busy.Holder.Token != l.Token() || busy.Holder.Meta.Host != "host-alice" {
+		t.Fatalf("busy names %+v, want alice's token %d", busy.Holder, l.Token())
+	}
+	// A try-once leaves nothing behind: once alice releases, bob gets it.
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustAcquire(t, ctx, b, s.req("k", "bob", 1)).Release(ctx)
+}
+
+func (s suite) tokensRise(t *testing.T) {
+	b, ctx := s.open(t), ctxT(t)
+	var last uint64
+	for i := range 5 {
+		l := mustAcquire(t, ctx, b, s.req("k", fmt.Sprint("o", i), 1))
+		if l.Token() <= last {
+			t.Fatalf("acquisition %d: token %d not greater than %d", i, l.Token(), last)
+		}
+		last = l.Token()
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Other keys do not disturb a key's order.
+	mustAcquire(t, ctx, b, s.req("other", "x", 1)).Release(ctx)
+	if l := mustAcquire(t, ctx, b, s.req("k", "again", 1)); l.Token() <= last {
+		t.Fatalf("token %d after another key not greater than %d", l.Token(), last)
+	}
+}
+
+func (s suite) breakMakesRenewNotOurs(t *testing.T) {
+	b, ctx := s.open(t), ctxT(t)
+	l := mustAcquire(t, ctx, b, s.req("k", "alice", 1))
+	h, err := b.Break(ctx, "k", 0)
+	if err != nil {
+		t.Fatalf("break: %v", err)
+	}
+	if h.Token != l.Token() {
+		t.Fatalf("break reported %+v, want token %d", h, l.Token())
+	}
+	if err := l.Renew(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("renew after break: %v, want lock.ErrNotHeld", err)
+	}
+	// The broken holder lets go of what the engine still keeps for it (the
+	// file engine's flock, which no one else can take from it).
+	if err := l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("release after break: %v, want lock.ErrNotHeld", err)
+	}
+	if _, err := b.Break(ctx, "k", 0); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("break of a free key: %v, want lock.ErrNotHeld", err)
+	}
+	mustAcquire(t, ctx, b, s.req("k", "bob", 1)).Release(ctx)
+}
+
+func (s suite) breakWithToken(t *testing.T) {
+	b, ctx := s.open(t), ctxT(t)
+	l := mustAcquire(t, ctx, b, s.req("k", "alice", 1))
+	_, err := b.Break(ctx, "k", l.Token()+1)
+	if busy := wantBusy(t, err); busy.Holder.Token != l.Token() {
+		t.Fatalf("stale-token break names %+v", busy.Holder)
+	}
+	if err := l.Renew(ctx); err != nil {
+		t.Fatalf("a break with another token touched the holder: renew %v", err)
+	}
+	if _, err := b.Break(ctx, "k", l.Token()); err != nil {
+		t.Fatalf("break with the holder's token: %v", err)
+	}
+	if err := l.Renew(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("renew after break: %v, want lock.ErrNotHeld", err)
+	}
+}
+
+func (s suite) holdHandleResume(t *testing.T) {
+	b, ctx := s.open(t), ctxT(t)
+	l := mustAcquire(t, ctx, b, s.req("k", "alice", 1))
+	hold := s.o.TTL + time.Second
+	if err := l.Hold(ctx, hold, lock.HoldHandle); err != nil {
+		t.Fatalf("hold: %v", err)
+	}
+	h := l.Handle()
+	if h.Key != "k" || h.Owner != "alice" || h.Token != l.Token() {
+		t.Fatalf("handle %+v", h)
+	}
+	parsed, err := lock.ParseHandle(h.Encode())
+	if err != nil || parsed != h {
+		t.Fatalf("handle round trip: %+v, %v", parsed, err)
+	}
+	insp, held, err := b.Inspect(ctx, "k")
+	if err != nil || !held || insp.Hold != lock.HoldHandle || insp.Token != h.Token {
+		t.Fatalf("inspect a held lock: %+v held=%v err=%v", insp, held, err)
+	}
+	_, err = lock.TryOnce(ctx, b, s.req("k", "bob", 1))
+	wantBusy(t, err)
+
+	forged := h
+	forged.Token++
+	if _, err := b.Resume(ctx, forged); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("resume with a wrong token: %v, want lock.ErrNotHeld", err)
+	}
+	r, err := b.Resume(ctx, h)
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if r.Token() != h.Token || r.Owner() != "alice" {
+		t.Fatalf("resumed lease token %d owner %q", r.Token(), r.Owner())
+	}
+	if err := r.Release(ctx); err != nil {
+		t.Fatalf("release a resumed lease: %v", err)
+	}
+	if _, held, err := b.Inspect(ctx, "k"); err != nil || held {
+		t.Fatalf("after release: held=%v err=%v", held, err)
+	}
+	if _, err := b.Resume(ctx, h); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("resume a released lock: %v, want lock.ErrNotHeld", err)
+	}
+}
+
+func (s suite) listHeldKeys(t *testing.T) {
+	b, ctx := s.open(t), ctxT(t)
+	for _, k := range []string{"job:b", "job:a", "other"} {
+		l := mustAcquire(t, ctx, b, s.req(k, "o-"+k, 1))
+		defer l.Release(ctx)
+	}
+	freed := mustAcquire(t, ctx, b, s.req("job:freed", "f", 1))
+	if err := freed.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	keys := func(prefix string) []string {
+		hs, err := b.List(ctx, prefix)
+		if err != nil {
+			t.Fatalf("list %q: %v", prefix, err)
+		}
+		var ks []string
+		for _, h := range hs {
+			ks = append(ks, h.Key)
+		}
+		return ks
+	}
+	if got := fmt.Sprint(keys("")); got != "[job:a job:b other]" {
+		t.Fatalf("list all = %s", got)
+	}
+	if got := fmt.Sprint(keys("job:")); got != "[job:a job:b]" {
+		t.Fatalf("list job: = %s", got)
+	}
+}
+
+func (s suite) waiterGetsReleasedLock(t *testing.T) {
+	b, ctx := s.open(t), ctxT(t)
+	l := mustAcquire(t, ctx, b, s.req("k", "alice", 1))
+	var seen []lock.Holder
+	got := make(chan error, 1)
+	var waiter lock.Lease
+	go func() {
+		var err error
+		waiter, err = acquire.Acquire(ctx, b, s.req("k", "bob", 1), acquire.Options{
+			Wait:     20 * time.Second,
+			Progress: func(h lock.Holder) { seen = append(seen, h) },
+		})
+		got <- err
+	}()
+	time.AfterFunc(300*time.Millisecond, func() { l.Release(context.Background()) })
+	if err := <-got; err != nil {
+		t.Fatalf("waiter: %v", err)
+	}
+	defer waiter.Release(ctx)
+	if waiter.Token() <= l.Token() {
+		t.Fatalf("waiter's token %d not greater than %d", waiter.Token(), l.Token())
+	}
+	if len(seen) == 0 || seen[0].Token != l.Token() {
+		t.Fatalf("progress saw %+v, want alice (token %d) first", seen, l.Token())
+	}
+}
+
+func (s suite) waitEndsBusyAtDeadline(t *testing.T) {
+	b, ctx := s.open(t), ctxT(t)
+	l := mustAcquire(t, ctx, b, s.req("k", "alice", 1))
+	defer l.Release(ctx)
+	start := time.Now()
+	_, err := acquire.Acquire(ctx, b, s.req("k", "bob", 1), acquire.Options{Wait: 300 * time.Millisecond})
+	if busy := wantBusy(t, err); busy.Holder.Token != l.Token() {
+		t.Fatalf("busy at the deadline names %+v", busy.Holder)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("a 300ms wait took %s", d)
+	}
+	// The waiter left no place behind: after alice, a try-once gets it.
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustAcquire(t, ctx, b, s.req("k", "carol", 1)).Release(ctx)
+}
+
+func (s suite) semaphore(t *testing.T) {
+	b, ctx := s.open(t), ctxT(t)
+	var ls []lock.Lease
+	slots := map[int]bool{}
+	var last uint64
+	for i := range 3 {
+		l := mustAcquire(t, ctx, b, s.req("sem", fmt.Sprint("s", i), 3))
+		sl, ok := l.(lock.Slotted)
+		if !ok {
+			t.Fatalf("a semaphore lease does not implement lock.Slotted")
+		}
+		if slots[sl.Slot()] || sl.Slot() < 0 || sl.Slot() > 2 {
+			t.Fatalf("slot %d given twice or out of range", sl.Slot())
+		}
+		slots[sl.Slot()] = true
+		if l.Token() <= last {
+			t.Fatalf("slot token %d not greater than %d", l.Token(), last)
+		}
+		last = l.Token()
+		ls = append(ls, l)
+	}
+	_, err := lock.TryOnce(ctx, b, s.req("sem", "s3", 3))
+	wantBusy(t, err)
+	var mm *lock.LimitMismatchError
+	if _, err := lock.TryOnce(ctx, b, s.req("sem", "m", 2)); !errors.As(err, &mm) {
+		t.Fatalf("another limit: %v, want *lock.LimitMismatchError", err)
+	}
+	if _, err := lock.TryOnce(ctx, b, s.req("sem", "mutex", 1)); err == nil {
+		t.Fatalf("a mutex acquirer got a key held as a semaphore")
+	}
+	if err := ls[1].Renew(ctx); err != nil {
+		t.Fatalf("renew a slot: %v", err)
+	}
+	if err := ls[1].Release(ctx); err != nil {
+		t.Fatalf("release a slot: %v", err)
+	}
+	l := mustAcquire(t, ctx, b, s.req("sem", "s4", 3))
+	if l.Token() <= last {
+		t.Fatalf("token %d after a freed slot not greater than %d", l.Token(), last)
+	}
+	for _, l := range append(ls, l) {
+		l.Release(ctx)
+	}
+}
+
+func (s suite) fairWait(t *testing.T) {
+	if !s.o.Fair {
+		t.Skip("this engine does not promise arrival order to waiters")
+	}
+	b, ctx := s.open(t), ctxT(t)
+	first := mustAcquire(t, ctx, b, s.req("q", "holder", 1))
+	const n = 4
+	var (
+		mu    sync.Mutex
+		order []int
+		wg    sync.WaitGroup
+	)
+	for i := range n {
+		wg.Add(1)
+		started := make(chan struct{})
+		go func() {
+			defer wg.Done()
+			l, err := acquire.Acquire(ctx, b, s.req("q", fmt.Sprint("w", i), 1), acquire.Options{
+				Wait:     20 * time.Second,
+				Progress: func(lock.Holder) { closeOnce(started) },
+			})
+			closeOnce(started)
+			if err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			l.Release(ctx)
+		}()
+		// The next waiter starts only once this one has been told it waits
+		// (it holds its place by then).
+		select {
+		case <-started:
+		case <-ctx.Done():
+			t.Fatal("waiter never waited")
+		}
+	}
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if got := fmt.Sprint(order); got != "[0 1 2 3]" {
+		t.Fatalf("waiters served in order %s, want arrival order [0 1 2 3]", got)
+	}
+}
+
+func closeOnce(c chan struct{}) {
+	select {
+	case <-c:
+	default:
+		close(c)
+	}
+}
