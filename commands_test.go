@@ -155,11 +155,21 @@ func cmdTokensRise(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // proxy pause|resume|drop|heal: fault the traffic between distlock and a
-// network engine.
+// network engine. proxy refused N: wait until N connections were refused
+// since the last drop (clients kept trying to reconnect).
 func cmdProxy(ts *testscript.TestScript, neg bool, args []string) {
 	st := stateOf(ts)
-	if neg || len(args) != 1 || st.proxy == nil {
-		ts.Fatalf("usage: proxy pause|resume|drop|heal (network engines only)")
+	if neg || len(args) < 1 || st.proxy == nil {
+		ts.Fatalf("usage: proxy pause|resume|drop|heal|refused N (network engines only)")
+	}
+	if args[0] == "refused" && len(args) == 2 {
+		n, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		waitUntil(ts, fmt.Sprintf("%d refused connections", n), 20*time.Second, func() bool { return st.proxy.Refused() >= n })
+		return
+	}
+	if len(args) != 1 {
+		ts.Fatalf("usage: proxy pause|resume|drop|heal|refused N")
 	}
 	switch args[0] {
 	case "pause":

@@ -50,10 +50,19 @@ func DescribeHolder(h Holder, now time.Time) string {
 }
 
 // UnavailableError wraps an engine failure with ErrUnavailable; Msg must
-// already be free of secrets.
+// already be free of secrets. Refused marks an engine that answered and
+// refused us (credentials, permissions): trying again cannot help.
 type UnavailableError struct {
-	Msg string
-	Err error
+	Msg     string
+	Err     error
+	Refused bool
+}
+
+// Transient reports whether err is an engine failure that may pass (a
+// reset connection, a timeout, a failover): a waiter tries again.
+func Transient(err error) bool {
+	var ue *UnavailableError
+	return errors.As(err, &ue) && !ue.Refused
 }
 
 func (e *UnavailableError) Error() string { return e.Msg }

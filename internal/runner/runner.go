@@ -183,7 +183,7 @@ func acquireInterruptible(ctx context.Context, cfg Config, sigs <-chan os.Signal
 	}
 	done := make(chan res, 1)
 	go func() {
-		l, err := acquire.Acquire(actx, cfg.Backend, cfg.Request, acquire.Options{Wait: cfg.Wait, Progress: cfg.OnBusy})
+		l, err := acquire.Acquire(actx, cfg.Backend, cfg.Request, acquire.Options{Wait: cfg.Wait, Progress: cfg.OnBusy, Retrying: retryLogger(cfg.Log, cfg.Request.Key)})
 		done <- res{l, err}
 	}()
 	var got syscall.Signal
@@ -246,4 +246,11 @@ func signalName(s syscall.Signal) string {
 		return "SIGQUIT"
 	}
 	return s.String()
+}
+
+// retryLogger logs each transient engine error a wait rides out.
+func retryLogger(log *slog.Logger, key string) func(error, int, time.Duration) {
+	return func(err error, attempt int, next time.Duration) {
+		log.Warn("engine error while waiting; trying again", "key", key, "attempt", attempt, "in", next.Round(time.Millisecond), "error", err)
+	}
 }

@@ -123,8 +123,6 @@ type queueContender struct {
 	e       *entry           // our place; nil before the first Try or once lost
 	ahead   *mvccpb.KeyValue // the contender just ahead, at the last read
 	readRev int64            // the revision of the last read
-	retry   time.Duration    // >0: the last read failed; try again after it
-	backoff time.Duration
 
 	shown  *mvccpb.KeyValue // the holder's key as last described
 	holder lock.Holder
@@ -162,15 +160,10 @@ func (c *queueContender) Try(ctx context.Context) (lock.Lease, error) {
 		clientv3.OpGet(c.e.qp, clientv3.WithFirstCreate()...),
 	).Commit()
 	if err != nil {
-		if ctx.Err() != nil || isPermanent(err) {
-			return nil, c.b.opError("wait for "+c.req.Key, err)
-		}
-		// Transient (leader change, timeout): read again, gently.
-		c.backoff = min(max(2*c.backoff, 50*time.Millisecond), time.Second)
-		c.retry = c.backoff
-		return nil, &lock.BusyError{Holder: c.lastHolder()}
+		// A transient failure (leader change, timeout) is the wait loop's
+		// to ride out; we keep our place and read again on the next Try.
+		return nil, c.b.opError("wait for "+c.req.Key, err)
 	}
-	c.backoff = 0
 	if ahead := resp.Responses[0].GetResponseRange().Kvs; len(ahead) > 0 {
 		c.ahead, c.readRev = ahead[0], resp.Header.Revision
 		if firsts := resp.Responses[1].GetResponseRange().Kvs; len(firsts) > 0 {
@@ -228,11 +221,6 @@ func (c *queueContender) placeLost() bool {
 func (c *queueContender) Wait(ctx context.Context) (lock.Retry, error) {
 	if c.e == nil || c.ahead == nil {
 		return lock.Retry{After: 0}, nil // (re)joined or first read due: read at once
-	}
-	if c.retry > 0 {
-		d := c.retry
-		c.retry = 0
-		return lock.Retry{After: d}, nil
 	}
 	if c.kaStop == nil {
 		c.startKeepAlive(ctx)
@@ -364,9 +352,4 @@ func (c *queueContender) takeOver(ctx context.Context) (*Lease, error) {
 	}
 	e.rec = rec
 	return b.newLease(e, granted), nil
-}
-
-// isPermanent tells errors that retrying cannot fix.
-func isPermanent(err error) bool {
-	return isAuthError(err) || errors.Is(err, rpctypes.ErrPermissionDenied) || errors.Is(err, rpctypes.ErrUserEmpty)
 }

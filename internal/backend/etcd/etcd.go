@@ -235,7 +235,8 @@ func isAuthError(err error) bool {
 	return errors.Is(err, rpctypes.ErrAuthFailed) ||
 		errors.Is(err, rpctypes.ErrInvalidAuthToken) ||
 		errors.Is(err, rpctypes.ErrInvalidAuthMgmt) ||
-		errors.Is(err, rpctypes.ErrUserNotFound)
+		errors.Is(err, rpctypes.ErrUserNotFound) ||
+		errors.Is(err, rpctypes.ErrUserEmpty)
 }
 
 // probeEndpoints dials every endpoint (with a TLS handshake when tlsCfg is
@@ -462,14 +463,16 @@ func (b *Backend) opError(op string, err error) error {
 	}
 	if errors.Is(err, rpctypes.ErrPermissionDenied) {
 		return &lock.UnavailableError{
-			Msg: fmt.Sprintf("etcd at %s: %s: user %q lacks permission on %s/: grant its role readwrite on that prefix", b.endpoints, op, b.user, b.prefix),
-			Err: err,
+			Msg:     fmt.Sprintf("etcd at %s: %s: user %q lacks permission on %s/: grant its role readwrite on that prefix", b.endpoints, op, b.user, b.prefix),
+			Err:     err,
+			Refused: true,
 		}
 	}
 	if isAuthError(err) {
 		return &lock.UnavailableError{
-			Msg: fmt.Sprintf("etcd at %s: %s: authentication failed for user %q (%s)", b.endpoints, op, b.user, rpctypes.ErrorDesc(err)),
-			Err: err,
+			Msg:     fmt.Sprintf("etcd at %s: %s: authentication failed for user %q (%s)", b.endpoints, op, b.user, rpctypes.ErrorDesc(err)),
+			Err:     err,
+			Refused: true,
 		}
 	}
 	return &lock.UnavailableError{

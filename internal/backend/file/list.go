@@ -12,7 +12,6 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-
 // List implements lock.Backend by scanning the lock directory. Each holder
 // writes a sidecar naming its key: "<prefix>#<name>.json" for a mutex,
 // "<prefix>#<name>#slot<i>.json" for a semaphore slot (semaphore.go). A

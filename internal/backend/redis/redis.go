@@ -57,7 +57,7 @@ func (b *Backend) unavailable(err error) error {
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "NOAUTH") || strings.Contains(msg, "invalid password"):
-		return &lock.UnavailableError{Msg: fmt.Sprintf("redis at %s refused the credentials (%s): check the user and password in --backend, DISTLOCK_PASSWORD or --password-file", b.addr, firstLine(msg)), Err: err}
+		return &lock.UnavailableError{Msg: fmt.Sprintf("redis at %s refused the credentials (%s): check the user and password in --backend, DISTLOCK_PASSWORD or --password-file", b.addr, firstLine(msg)), Err: err, Refused: true}
 	case errors.Is(err, context.DeadlineExceeded):
 		return &lock.UnavailableError{Msg: fmt.Sprintf("redis at %s did not answer in time: check that it is up and reachable, or raise --connect-timeout", b.addr), Err: err}
 	default:

@@ -26,6 +26,7 @@ type Proxy struct {
 	paused  bool
 	resume  chan struct{} // closed by Resume; valid while paused
 	dropped bool
+	refused int // connections closed on accept since the last Drop
 	closed  bool
 	conns   map[*conn]struct{}
 }
@@ -85,12 +86,20 @@ func (p *Proxy) Resume() {
 // client's dial may succeed but its first read fails at once.
 func (p *Proxy) Drop() {
 	p.mu.Lock()
-	p.dropped = true
+	p.dropped, p.refused = true, 0
 	victims := p.snapshotLocked()
 	p.mu.Unlock()
 	for _, c := range victims {
 		c.abort()
 	}
+}
+
+// Refused is how many connections were closed on accept since the last
+// Drop: how often clients tried to reconnect meanwhile.
+func (p *Proxy) Refused() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refused
 }
 
 // Heal accepts and forwards new connections again after Drop. It does not
@@ -154,6 +163,7 @@ func (p *Proxy) acceptLoop() {
 			c.abort()
 			return
 		case p.dropped:
+			p.refused++
 			p.mu.Unlock()
 			c.abort()
 			continue
