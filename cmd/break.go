@@ -15,9 +15,6 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// exitDeclined: the person at the terminal did not answer yes.
-const exitDeclined = 1
-
 type breakOptions struct {
 	g     *globalOptions
 	Token uint64
@@ -88,7 +85,7 @@ func (o *breakOptions) run(ctx context.Context, key string) error {
 			return otherToken(key, h.Token, o.Token)
 		}
 		if !confirm(o.g.stdin, o.g.stderr, key, h, time.Now()) {
-			return &statusError{code: exitDeclined, msg: key + " was not broken: the answer was not yes"}
+			return declined(key)
 		}
 		// Break only the holder that was shown, not one that came since.
 		o.Token = h.Token
@@ -118,17 +115,6 @@ func (o *breakOptions) run(ctx context.Context, key string) error {
 // file engine, one broken already whose process has not let go yet.
 func knownHolder(h lock.Holder) bool {
 	return h.Token != 0 || h.Owner != "" || h.Meta.Host != ""
-}
-
-func notHeld(key string) error {
-	return &statusError{code: exitFree, msg: key + " is not held; nothing to break"}
-}
-
-func otherToken(key string, now, want uint64) error {
-	if now == 0 {
-		return &statusError{code: exitBusy, msg: fmt.Sprintf("%s was already broken and its holder has not let go yet; left alone", key)}
-	}
-	return &statusError{code: exitBusy, msg: fmt.Sprintf("%s is now held under token %d, not %d; left alone", key, now, want)}
 }
 
 // confirm shows the holder on out and asks whether to break it; only

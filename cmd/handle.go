@@ -53,10 +53,6 @@ func (g *globalOptions) resume(ctx context.Context, h lock.Handle) (lock.Backend
 	return b, l, nil
 }
 
-func staleHandle(h lock.Handle) error {
-	return &statusError{code: exitLost, msg: fmt.Sprintf("the lock on %s (token %d) is no longer held by this handle: it expired, was broken or was taken over", h.Key, h.Token)}
-}
-
 // printHandle writes the lines for `>> "$GITHUB_ENV"` or eval: no quoting
 // needed, no secrets.
 func printHandle(w io.Writer, h lock.Handle) {

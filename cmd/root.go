@@ -4,6 +4,7 @@
 package cmd
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"time"
@@ -82,5 +83,9 @@ func Execute() int {
 		return child.WatchMain(os.Args[2:])
 	}
 	root := NewRootCommand(os.Stdin, os.Stdout, os.Stderr)
-	return exitCode(root.Execute(), os.Stderr)
+	code, msg := codeFor(root.Execute())
+	if msg != "" {
+		fmt.Fprintln(os.Stderr, "distlock: "+msg)
+	}
+	return code
 }

@@ -147,11 +147,8 @@ func (o *runOptions) run(ctx context.Context, args []string) error {
 	if busy := busyError(err, wait, o.BusyExitCode, o.Quiet); busy != nil {
 		return busy
 	}
-	switch {
-	case err != nil:
+	if err != nil {
 		return err
-	case code != 0:
-		return withCode(code)
 	}
-	return nil
+	return commandStatus(code)
 }
