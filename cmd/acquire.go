@@ -35,7 +35,7 @@ end it with distlock release. Exit status: 0 acquired, 75 busy.`,
   distlock acquire --key deploy:prod --ttl 30m >> "$GITHUB_ENV"`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
-				return usageError(errors.New("acquire takes no arguments"))
+				return errors.New("acquire takes no arguments")
 			}
 			return nil
 		},

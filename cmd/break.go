@@ -43,7 +43,7 @@ Exit status: 0 broken, 1 not confirmed, 3 not held, 64 usage,
   distlock break job:daily --token 1745312345678901 --yes`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageError(errors.New("break takes exactly one KEY"))
+				return errors.New("break takes exactly one KEY")
 			}
 			return nil
 		},

@@ -39,9 +39,15 @@ func (e *statusError) Error() string { return e.msg }
 // withCode ends the command with code and no message.
 func withCode(code int) error { return &statusError{code: code} }
 
-// usageError marks a flag or argument mistake (exit 64).
+// usageError marks a flag or argument mistake (exit 64). An error that
+// already carries its code is left as it is. Only the first line is kept:
+// cobra adds "Did you mean this?" lines to an unknown command.
 func usageError(err error) error {
-	return &statusError{code: exitUsage, msg: err.Error() + " (see --help)"}
+	var se *statusError
+	if errors.As(err, &se) {
+		return err
+	}
+	return &statusError{code: exitUsage, msg: firstLine(err.Error()) + " (see --help)"}
 }
 
 // commandExit passes the command's own exit status on as distlock's.
@@ -143,8 +149,6 @@ func codeFor(err error) (code int, msg string) {
 		return exitUsage, msg
 	case errors.Is(err, lock.ErrUnavailable):
 		return exitUnavailable, msg
-	case strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") || strings.Contains(msg, "accepts ") && strings.Contains(msg, " arg(s)"):
-		return exitUsage, msg + " (see --help)"
 	}
 	return exitInternal, "internal error: " + msg
 }

@@ -1,8 +1,10 @@
 package cmd
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -28,6 +30,9 @@ func TestCodeFor(t *testing.T) {
 		{"status: a key is free", withCode(exitFree), 3, ""},
 		{"break: not held", notHeld("k"), 3, "k is not held; nothing to break"},
 		{"usage", usageError(errors.New("list takes at most one PREFIX")), 64, "list takes at most one PREFIX (see --help)"},
+		{"usage once", usageError(usageError(errors.New("bad"))), 64, "bad (see --help)"},
+		{"usage keeps a code", usageError(notHeld("k")), 3, "k is not held; nothing to break"},
+		{"usage: first line only", usageError(errors.New("unknown command \"statu\" for \"distlock\"\n\nDid you mean this?\n\tstatus\n")), 64, `unknown command "statu" for "distlock" (see --help)`},
 		{"invalid input", lock.Invalidf("--ttl must be at least 1s, got 500ms"), 64, "--ttl must be at least 1s, got 500ms"},
 		{"wrapped invalid input", fmt.Errorf("opening: %w", lock.Invalidf("bad URL")), 64, "opening: bad URL"},
 		{"engine unreachable", &lock.UnavailableError{Msg: "redis at x did not answer"}, 69, "redis at x did not answer"},
@@ -52,6 +57,57 @@ func TestCodeFor(t *testing.T) {
 		code, msg := codeFor(tc.err)
 		if code != tc.code || msg != tc.msg {
 			t.Errorf("%s: codeFor = %d %q, want %d %q", tc.name, code, msg, tc.code, tc.msg)
+		}
+	}
+}
+
+// TestCommandLineMistakesExit64 runs the command tree on mistakes cobra
+// finds before any command runs: each must be exit 64 with one line that
+// ends in "(see --help)". None of them reaches an engine.
+func TestCommandLineMistakesExit64(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"nosuchcommand"}, `unknown command "nosuchcommand" for "distlock"`},
+		{[]string{"statu", "k"}, `unknown command "statu" for "distlock"`},
+		{[]string{"--bogus=1", "status", "k"}, "unknown flag: --bogus"},
+		{[]string{"status", "k", "--bogus"}, "unknown flag: --bogus"},
+		{[]string{"run", "--bogus", "--key", "k", "--", "true"}, "unknown flag: --bogus"},
+		{[]string{"run", "--key", "k", "--ttl", "soon", "--", "true"}, `invalid argument "soon" for "--ttl"`},
+		{[]string{"status", "-o"}, "flag needs an argument"},
+		{[]string{"run", "--key", "k"}, "no command given"},
+		{[]string{"status"}, "status needs at least one KEY"},
+		{[]string{"list", "a", "b"}, "list takes at most one PREFIX"},
+		{[]string{"break"}, "break takes exactly one KEY"},
+		{[]string{"break", "a", "b"}, "break takes exactly one KEY"},
+		{[]string{"acquire", "x"}, "acquire takes no arguments"},
+		{[]string{"extend", "x"}, "extend takes no arguments"},
+		{[]string{"release", "x"}, "release takes no arguments"},
+		{[]string{"version", "x"}, `unknown command "x" for "distlock version"`},
+		{[]string{"completion", "bash", "x"}, `"distlock completion bash"`},
+	} {
+		var stdout, stderr bytes.Buffer
+		root := NewRootCommand(nil, &stdout, &stderr)
+		root.SetArgs(tc.args)
+		code, msg := codeFor(execute(root))
+		if code != exitUsage || !strings.Contains(msg, tc.msg) || !strings.HasSuffix(msg, " (see --help)") || strings.Contains(msg, "\n") {
+			t.Errorf("distlock %s: exit %d %q, want 64 and a line with %q ending in (see --help)", strings.Join(tc.args, " "), code, msg, tc.msg)
+		}
+		if stdout.Len() != 0 || stderr.Len() != 0 {
+			t.Errorf("distlock %s: cobra printed %q %q; Execute says what went wrong", strings.Join(tc.args, " "), stdout.String(), stderr.String())
+		}
+	}
+}
+
+// TestHelpIsNotAMistake: asking for help, with or without a command, is exit 0.
+func TestHelpIsNotAMistake(t *testing.T) {
+	for _, args := range [][]string{{}, {"--help"}, {"help"}, {"run", "--help"}, {"completion"}} {
+		var stdout bytes.Buffer
+		root := NewRootCommand(nil, &stdout, &stdout)
+		root.SetArgs(args)
+		if code, msg := codeFor(execute(root)); code != exitOK || msg != "" || !strings.Contains(stdout.String(), "Usage:") {
+			t.Errorf("distlock %s: exit %d %q, output %q; want 0 and the help", strings.Join(args, " "), code, msg, stdout.String())
 		}
 	}
 }

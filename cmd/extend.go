@@ -28,7 +28,7 @@ from now. Prints the handle lines again. Exit status: 0 extended, 76 the
 handle no longer holds its lock.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
-				return usageError(errors.New("extend takes no arguments"))
+				return errors.New("extend takes no arguments")
 			}
 			return nil
 		},

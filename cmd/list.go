@@ -42,7 +42,7 @@ Exit status: 0 (also when nothing is held), 64 usage, 69 engine unreachable.`,
   distlock list job: -o json | jq -r '.[] | "\(.key) \(.host)"'`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
-				return usageError(errors.New("list takes at most one PREFIX"))
+				return errors.New("list takes at most one PREFIX")
 			}
 			return nil
 		},

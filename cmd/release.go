@@ -25,7 +25,7 @@ it still holds it. Exit status: 0 released, 76 the handle no longer holds
 its lock (it expired, was broken or was taken over).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
-				return usageError(errors.New("release takes no arguments"))
+				return errors.New("release takes no arguments")
 			}
 			return nil
 		},

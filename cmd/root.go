@@ -49,7 +49,6 @@ fails the command is stopped before the lease could pass to anyone else.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.Backend, "backend", "", "engine URL: file://DIR, redis://, rediss://, etcd://, etcds:// (env DISTLOCK_BACKEND; default file)")
@@ -74,7 +73,44 @@ fails the command is stopped before the lease could pass to anyone else.`,
 		newReleaseCommand(g),
 	)
 	setVersionFlag(root)
+
+	// Every mistake in the command line is a usage error (exit 64): flags
+	// here, arguments through each command's Args, cobra's own commands
+	// (help, completion) included, and an unknown command in execute.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	argsAreUsage(root)
 	return root
+}
+
+// argsAreUsage makes the argument check of c and every command under it
+// return usage errors.
+func argsAreUsage(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return usageError(err)
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		argsAreUsage(sub)
+	}
+}
+
+// execute runs the command line. cobra reports an unknown command as an
+// error of root itself (root's Args stays nil so that cobra looks for
+// subcommands). Root runs nothing: apart from its flags, already usage
+// errors, and a failed write of --version's line, that is the only error
+// it can return.
+func execute(root *cobra.Command) error {
+	c, err := root.ExecuteC()
+	if err != nil && c == root {
+		return usageError(err)
+	}
+	return err
 }
 
 // Execute runs distlock with the process's arguments and returns its exit code.
@@ -82,8 +118,7 @@ func Execute() int {
 	if len(os.Args) > 1 && os.Args[1] == child.WatchArg {
 		return child.WatchMain(os.Args[2:])
 	}
-	root := NewRootCommand(os.Stdin, os.Stdout, os.Stderr)
-	code, msg := codeFor(root.Execute())
+	code, msg := codeFor(execute(NewRootCommand(os.Stdin, os.Stdout, os.Stderr)))
 	if msg != "" {
 		fmt.Fprintln(os.Stderr, "distlock: "+msg)
 	}

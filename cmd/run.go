@@ -48,7 +48,7 @@ command ran past --max-hold.`,
   distlock --backend redis://redis:6379 run --key job:daily --busy-exit-code 0 --quiet -- ./job.sh`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usageError(errors.New("no command given: put it after --, as in: distlock run --key KEY -- COMMAND"))
+				return errors.New("no command given: put it after --, as in: distlock run --key KEY -- COMMAND")
 			}
 			return nil
 		},

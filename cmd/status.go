@@ -40,7 +40,7 @@ is free, 64 usage, 69 engine unreachable.`,
   distlock status deploy && echo "a deploy is running"`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usageError(errors.New("status needs at least one KEY"))
+				return errors.New("status needs at least one KEY")
 			}
 			return nil
 		},
