@@ -65,9 +65,6 @@ func (o *acquireOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	b, err := o.g.open(ctx)
 	if err != nil {
 		return err

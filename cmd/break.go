@@ -63,9 +63,6 @@ func (o *breakOptions) run(ctx context.Context, key string) error {
 	if !o.Yes && !interactive {
 		return usageError(fmt.Errorf("refusing to break %s without --yes: stdin is not a terminal", key))
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	b, err := o.g.open(ctx)
 	if err != nil {
 		return o.g.engineError(err)

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -90,7 +91,7 @@ func TestCommandLineMistakesExit64(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		root := NewRootCommand(nil, &stdout, &stderr)
 		root.SetArgs(tc.args)
-		code, msg := codeFor(execute(root))
+		code, msg := codeFor(execute(context.Background(), root))
 		if code != exitUsage || !strings.Contains(msg, tc.msg) || !strings.HasSuffix(msg, " (see --help)") || strings.Contains(msg, "\n") {
 			t.Errorf("distlock %s: exit %d %q, want 64 and a line with %q ending in (see --help)", strings.Join(tc.args, " "), code, msg, tc.msg)
 		}
@@ -106,7 +107,7 @@ func TestHelpIsNotAMistake(t *testing.T) {
 		var stdout bytes.Buffer
 		root := NewRootCommand(nil, &stdout, &stdout)
 		root.SetArgs(args)
-		if code, msg := codeFor(execute(root)); code != exitOK || msg != "" || !strings.Contains(stdout.String(), "Usage:") {
+		if code, msg := codeFor(execute(context.Background(), root)); code != exitOK || msg != "" || !strings.Contains(stdout.String(), "Usage:") {
 			t.Errorf("distlock %s: exit %d %q, output %q; want 0 and the help", strings.Join(args, " "), code, msg, stdout.String())
 		}
 	}

@@ -51,9 +51,6 @@ func (o *extendOptions) run(ctx context.Context) error {
 	if ttl < time.Second {
 		return lock.Invalidf("--ttl must be at least 1s, got %s", ttl)
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	b, l, err := o.g.resume(ctx, h)
 	if err != nil {
 		return err

@@ -66,9 +66,6 @@ func (o *listOptions) run(ctx context.Context, prefix string) error {
 	if len(prefix) > lock.MaxKeyLen {
 		return lock.Invalidf("prefix is %d bytes long; keys are at most %d", len(prefix), lock.MaxKeyLen)
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	b, err := o.g.open(ctx)
 	if err != nil {
 		return o.g.engineError(err)
@@ -215,7 +212,7 @@ func (g *globalOptions) completeKeys(maxArgs int) cobra.CompletionFunc {
 		if g.validate() != nil {
 			return nil, none
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), g.ConnectTimeout)
+		ctx, cancel := context.WithTimeout(cmd.Context(), g.ConnectTimeout)
 		defer cancel()
 		type result struct {
 			hs []lock.Holder

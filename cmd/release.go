@@ -40,9 +40,6 @@ func (o *releaseOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	b, l, err := o.g.resume(ctx, h)
 	if err != nil {
 		return err

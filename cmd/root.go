@@ -4,6 +4,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -105,20 +106,21 @@ func argsAreUsage(c *cobra.Command) {
 // subcommands). Root runs nothing: apart from its flags, already usage
 // errors, and a failed write of --version's line, that is the only error
 // it can return.
-func execute(root *cobra.Command) error {
-	c, err := root.ExecuteC()
+func execute(ctx context.Context, root *cobra.Command) error {
+	c, err := root.ExecuteContextC(ctx)
 	if err != nil && c == root {
 		return usageError(err)
 	}
 	return err
 }
 
-// Execute runs distlock with the process's arguments and returns its exit code.
-func Execute() int {
+// Execute runs distlock with the process's arguments and returns its exit
+// code, having said on stderr what went wrong.
+func Execute(ctx context.Context) int {
 	if len(os.Args) > 1 && os.Args[1] == child.WatchArg {
 		return child.WatchMain(os.Args[2:])
 	}
-	code, msg := codeFor(execute(NewRootCommand(os.Stdin, os.Stdout, os.Stderr)))
+	code, msg := codeFor(execute(ctx, NewRootCommand(os.Stdin, os.Stdout, os.Stderr)))
 	if msg != "" {
 		fmt.Fprintln(os.Stderr, "distlock: "+msg)
 	}

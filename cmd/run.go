@@ -115,9 +115,6 @@ func (o *runOptions) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	b, err := o.g.open(ctx)
 	if err != nil {
 		return err

@@ -113,9 +113,6 @@ func (o *statusOptions) run(ctx context.Context, keys []string) error {
 			return err
 		}
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	b, err := o.g.open(ctx)
 	if err != nil {
 		return o.g.engineError(err)
