@@ -65,7 +65,7 @@ func (o *breakOptions) run(ctx context.Context, key string) error {
 	}
 	b, err := o.g.open(ctx)
 	if err != nil {
-		return o.g.engineError(err)
+		return err
 	}
 	defer b.Close()
 	if !o.Yes {

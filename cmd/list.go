@@ -68,7 +68,7 @@ func (o *listOptions) run(ctx context.Context, prefix string) error {
 	}
 	b, err := o.g.open(ctx)
 	if err != nil {
-		return o.g.engineError(err)
+		return err
 	}
 	defer b.Close()
 	hs, err := o.g.list(ctx, b, prefix)
@@ -92,34 +92,6 @@ func (o *listOptions) run(ctx context.Context, prefix string) error {
 	}
 	printTable(o.g.stdout, o.g.palette(), hs, time.Now())
 	return nil
-}
-
-// list asks the engine for the held locks under prefix, bounded by
-// --connect-timeout.
-func (g *globalOptions) list(ctx context.Context, b lock.Backend, prefix string) ([]lock.Holder, error) {
-	l, ok := b.(lock.Lister)
-	if !ok {
-		return nil, fmt.Errorf("the engine at %s cannot list its locks; ask for each key with distlock status KEY", g.describeBackend())
-	}
-	lctx, cancel := context.WithTimeout(ctx, g.ConnectTimeout)
-	defer cancel()
-	hs, err := l.List(lctx, prefix)
-	if err != nil {
-		return nil, g.engineError(err)
-	}
-	return hs, nil
-}
-
-// engineError turns an engine that did not answer in time into exit 69
-// with a line saying what to do; other errors pass unchanged.
-func (g *globalOptions) engineError(err error) error {
-	if errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, lock.ErrUnavailable) {
-		return &lock.UnavailableError{
-			Msg: fmt.Sprintf("the engine at %s did not answer within --connect-timeout %s: check that it is up and reachable, or raise --connect-timeout", g.describeBackend(), g.ConnectTimeout),
-			Err: err,
-		}
-	}
-	return err
 }
 
 // holderText is the HOLDER column: user@host pid N, and the kind of hold

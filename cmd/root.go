@@ -8,29 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/distlock/distlock/internal/child"
 )
-
-// globalOptions are the flags every command shares.
-type globalOptions struct {
-	Backend        string
-	Prefix         string
-	ConnectTimeout time.Duration
-	PasswordFile   string
-	EtcdCACert     string
-	EtcdCert       string
-	EtcdKey        string
-	Verbose        bool
-	LogFormat      string
-	NoColor        bool
-
-	stdout, stderr io.Writer
-	stdin          *os.File
-}
 
 // NewRootCommand builds the whole command tree. It holds no global state, so
 // tests and the docs generator can build as many trees as they need.
@@ -50,18 +32,7 @@ fails the command is stopped before the lease could pass to anyone else.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-
-	pf := root.PersistentFlags()
-	pf.StringVar(&g.Backend, "backend", "", "engine URL: file://DIR, redis://, rediss://, etcd://, etcds:// (env DISTLOCK_BACKEND; default file)")
-	pf.StringVar(&g.Prefix, "prefix", "distlock", "namespace for keys on the engine")
-	pf.DurationVar(&g.ConnectTimeout, "connect-timeout", 5*time.Second, "give up reaching the engine after this long (exit 69)")
-	pf.StringVar(&g.PasswordFile, "password-file", "", "read the engine password from this file (or set DISTLOCK_PASSWORD)")
-	pf.StringVar(&g.EtcdCACert, "etcd-cacert", "", "etcds://: CA certificate file to verify the servers")
-	pf.StringVar(&g.EtcdCert, "etcd-cert", "", "etcds://: client certificate file")
-	pf.StringVar(&g.EtcdKey, "etcd-key", "", "etcds://: client key file")
-	pf.BoolVarP(&g.Verbose, "verbose", "v", false, "log acquire, renew, loss, child exit and release to stderr")
-	pf.StringVar(&g.LogFormat, "log-format", "text", "log format on stderr: text or json")
-	pf.BoolVar(&g.NoColor, "no-color", false, "never colour the output (also: NO_COLOR=1; colour is only used on a terminal)")
+	g.addFlags(root)
 
 	root.AddCommand(
 		newRunCommand(g),

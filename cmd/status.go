@@ -115,7 +115,7 @@ func (o *statusOptions) run(ctx context.Context, keys []string) error {
 	}
 	b, err := o.g.open(ctx)
 	if err != nil {
-		return o.g.engineError(err)
+		return err
 	}
 	defer b.Close()
 	sts := make([]keyStatus, 0, len(keys))
