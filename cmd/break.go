@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/distlock/distlock/internal/lock"
 )
@@ -59,8 +58,7 @@ func (o *breakOptions) run(ctx context.Context, key string) error {
 	if err := lock.ValidateKey(key); err != nil {
 		return err
 	}
-	interactive := o.g.stdin != nil && term.IsTerminal(int(o.g.stdin.Fd()))
-	if !o.Yes && !interactive {
+	if !o.Yes && !isTerminal(o.g.stdin) {
 		return usageError(fmt.Errorf("refusing to break %s without --yes: stdin is not a terminal", key))
 	}
 	b, err := o.g.open(ctx)

@@ -90,3 +90,9 @@ func (g *globalOptions) logger() *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(g.stderr, opts))
 }
+
+// palette is the colours for stdout: on only on a terminal, and neither
+// with --no-color, NO_COLOR nor TERM=dumb.
+func (g *globalOptions) palette() palette {
+	return newPalette(colorOn(g.NoColor, g.stdout))
+}
