@@ -46,7 +46,7 @@ Exit status: 0 broken, 1 not confirmed, 3 not held, 64 usage,
 			}
 			return nil
 		},
-		ValidArgsFunction: g.completeKeys(1),
+		ValidArgsFunction: completeKeys(g, 1),
 		RunE:              func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), args[0]) },
 	}
 	c.Flags().Uint64Var(&o.Token, "token", 0, "break only if the current fencing token is N")
