@@ -3,11 +3,12 @@
 package main
 
 import (
+	"context"
 	"os"
 
 	"github.com/distlock/distlock/cmd"
 )
 
 func main() {
-	os.Exit(cmd.Execute())
+	os.Exit(cmd.Execute(context.Background()))
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -21,7 +22,7 @@ import (
 // processes with real signals.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"distlock": func() { os.Exit(cmd.Execute()) },
+		"distlock": func() { os.Exit(cmd.Execute(context.Background())) },
 		"exitcode": exitcodeMain,
 	})
 }

@@ -12,13 +12,8 @@ import (
 )
 
 type acquireOptions struct {
-	g            *globalOptions
-	Key          string
-	TTL          time.Duration
-	Wait         string
-	Note         string
-	BusyExitCode int
-	Quiet        bool
+	g *globalOptions
+	lockFlags
 }
 
 func newAcquireCommand(g *globalOptions) *cobra.Command {
@@ -35,38 +30,20 @@ end it with distlock release. Exit status: 0 acquired, 75 busy.`,
   distlock acquire --key deploy:prod --ttl 30m >> "$GITHUB_ENV"`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
-				return usageError(errors.New("acquire takes no arguments"))
+				return errors.New("acquire takes no arguments")
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context()) },
 	}
-	f := c.Flags()
-	f.StringVar(&o.Key, "key", "", "name of the lock (required)")
-	f.DurationVar(&o.TTL, "ttl", 30*time.Minute, "how long the lock stays held unless extended or released (at least 1s)")
-	f.StringVar(&o.Wait, "wait", "0", "how long to wait for a busy lock: 0 tries once, a duration, or forever")
-	f.StringVar(&o.Note, "note", "", "a note shown by status, e.g. the pipeline or release")
-	f.IntVar(&o.BusyExitCode, "busy-exit-code", exitBusy, "exit status when the lock is busy (0-255)")
-	f.BoolVarP(&o.Quiet, "quiet", "q", false, "print nothing when the lock is busy")
+	o.lockFlags.add(c, 30*time.Minute, "how long the lock stays held unless extended or released (at least 1s)")
 	return c
 }
 
 func (o *acquireOptions) run(ctx context.Context) error {
-	if err := lock.ValidateKey(o.Key); err != nil {
-		return err
-	}
-	if o.TTL < time.Second {
-		return lock.Invalidf("--ttl must be at least 1s, got %s", o.TTL)
-	}
-	if o.BusyExitCode < 0 || o.BusyExitCode > 255 {
-		return lock.Invalidf("--busy-exit-code must be 0-255, got %d", o.BusyExitCode)
-	}
-	wait, err := parseWait(o.Wait)
+	wait, err := o.lockFlags.check()
 	if err != nil {
 		return err
-	}
-	if ctx == nil {
-		ctx = context.Background()
 	}
 	b, err := o.g.open(ctx)
 	if err != nil {
@@ -78,7 +55,7 @@ func (o *acquireOptions) run(ctx context.Context) error {
 		return err
 	}
 	l, err := acquire.Acquire(ctx, b, req, acquire.Options{Wait: wait})
-	if busy := busyError(err, wait, o.BusyExitCode, o.Quiet); busy != nil {
+	if busy := o.busy(err, wait); busy != nil {
 		return busy
 	}
 	if err != nil {

@@ -10,13 +10,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/distlock/distlock/internal/lock"
 )
-
-// exitDeclined: the person at the terminal did not answer yes.
-const exitDeclined = 1
 
 type breakOptions struct {
 	g     *globalOptions
@@ -46,11 +42,11 @@ Exit status: 0 broken, 1 not confirmed, 3 not held, 64 usage,
   distlock break job:daily --token 1745312345678901 --yes`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageError(errors.New("break takes exactly one KEY"))
+				return errors.New("break takes exactly one KEY")
 			}
 			return nil
 		},
-		ValidArgsFunction: g.completeKeys(1),
+		ValidArgsFunction: completeKeys(g, 1),
 		RunE:              func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), args[0]) },
 	}
 	c.Flags().Uint64Var(&o.Token, "token", 0, "break only if the current fencing token is N")
@@ -62,16 +58,12 @@ func (o *breakOptions) run(ctx context.Context, key string) error {
 	if err := lock.ValidateKey(key); err != nil {
 		return err
 	}
-	interactive := o.g.stdin != nil && term.IsTerminal(int(o.g.stdin.Fd()))
-	if !o.Yes && !interactive {
+	if !o.Yes && !isTerminal(o.g.stdin) {
 		return usageError(fmt.Errorf("refusing to break %s without --yes: stdin is not a terminal", key))
-	}
-	if ctx == nil {
-		ctx = context.Background()
 	}
 	b, err := o.g.open(ctx)
 	if err != nil {
-		return o.g.engineError(err)
+		return err
 	}
 	defer b.Close()
 	if !o.Yes {
@@ -88,7 +80,7 @@ func (o *breakOptions) run(ctx context.Context, key string) error {
 			return otherToken(key, h.Token, o.Token)
 		}
 		if !confirm(o.g.stdin, o.g.stderr, key, h, time.Now()) {
-			return &statusError{code: exitDeclined, msg: key + " was not broken: the answer was not yes"}
+			return declined(key)
 		}
 		// Break only the holder that was shown, not one that came since.
 		o.Token = h.Token
@@ -118,17 +110,6 @@ func (o *breakOptions) run(ctx context.Context, key string) error {
 // file engine, one broken already whose process has not let go yet.
 func knownHolder(h lock.Holder) bool {
 	return h.Token != 0 || h.Owner != "" || h.Meta.Host != ""
-}
-
-func notHeld(key string) error {
-	return &statusError{code: exitFree, msg: key + " is not held; nothing to break"}
-}
-
-func otherToken(key string, now, want uint64) error {
-	if now == 0 {
-		return &statusError{code: exitBusy, msg: fmt.Sprintf("%s was already broken and its holder has not let go yet; left alone", key)}
-	}
-	return &statusError{code: exitBusy, msg: fmt.Sprintf("%s is now held under token %d, not %d; left alone", key, now, want)}
 }
 
 // confirm shows the holder on out and asks whether to break it; only

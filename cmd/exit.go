@@ -3,24 +3,29 @@ package cmd
 import (
 	"errors"
 	"fmt"
-	"io"
 	"strings"
+	"time"
 
 	"github.com/distlock/distlock/internal/child"
 	"github.com/distlock/distlock/internal/lock"
 	"github.com/distlock/distlock/internal/runner"
 )
 
-// Exit codes, as documented in the README ("Exit codes").
+// Exit codes, as the README's "Exit codes" table and each command's help
+// document them. This file is the only place that turns errors into codes.
 const (
 	exitOK          = 0
+	exitDeclined    = 1 // break: the person at the terminal did not answer yes
 	exitFree        = 3 // status/break: the key is not held
 	exitUsage       = 64
 	exitUnavailable = 69
 	exitInternal    = 70
-	exitBusy        = 75
+	exitBusy        = 75 // the default of --busy-exit-code
 	exitLost        = 76
 	exitMaxHold     = 124 // as timeout(1)
+	exitCannotExec  = 126 // as shells: the command exists but cannot be executed
+	exitNotFound    = 127 // as shells: the command does not exist
+	exitSignal      = 128 // + N: killed (or interrupted) by signal N
 )
 
 // statusError ends a command with a code and, when msg is set, one line.
@@ -31,57 +36,121 @@ type statusError struct {
 
 func (e *statusError) Error() string { return e.msg }
 
-// withCode ends the command with code and no message (e.g. the child's status).
+// withCode ends the command with code and no message.
 func withCode(code int) error { return &statusError{code: code} }
 
-// usageError marks a flag or argument mistake (exit 64).
+// usageError marks a flag or argument mistake (exit 64). An error that
+// already carries its code is left as it is. Only the first line is kept:
+// cobra adds "Did you mean this?" lines to an unknown command.
 func usageError(err error) error {
-	return &statusError{code: exitUsage, msg: err.Error() + " (see --help)"}
+	var se *statusError
+	if errors.As(err, &se) {
+		return err
+	}
+	return &statusError{code: exitUsage, msg: firstLine(err.Error()) + " (see --help)"}
 }
 
-// exitCode is the one place where errors become exit codes and the one line
-// on stderr that says what went wrong.
-func exitCode(err error, stderr io.Writer) int {
-	if err == nil {
-		return exitOK
+// commandExit passes the command's own exit status on as distlock's.
+type commandExit struct{ status int }
+
+func (e *commandExit) Error() string {
+	return fmt.Sprintf("the command exited with status %d", e.status)
+}
+
+// commandStatus is run's result for a command that ended with status
+// (0 is not an error).
+func commandStatus(status int) error {
+	if status == 0 {
+		return nil
 	}
-	code := exitInternal
-	msg := err.Error()
+	return &commandExit{status: status}
+}
+
+// busyError turns a busy result into --busy-exit-code and one line naming
+// the holder (none with --quiet); nil when err is not a busy error.
+func busyError(err error, wait time.Duration, code int, quiet bool) error {
+	var busy *lock.BusyError
+	if !errors.As(err, &busy) {
+		return nil
+	}
+	if quiet {
+		return withCode(code)
+	}
+	hint := " (use --wait to wait for it)"
+	if wait != 0 {
+		hint = fmt.Sprintf(" (gave up after --wait %s)", wait)
+	}
+	return &statusError{code: code, msg: busy.Error() + hint}
+}
+
+// declined: break asked and the answer was not yes.
+func declined(key string) error {
+	return &statusError{code: exitDeclined, msg: key + " was not broken: the answer was not yes"}
+}
+
+// notHeld: break found nothing to break.
+func notHeld(key string) error {
+	return &statusError{code: exitFree, msg: key + " is not held; nothing to break"}
+}
+
+// otherToken: break --token N found the key held under another token.
+func otherToken(key string, now, want uint64) error {
+	if now == 0 {
+		return &statusError{code: exitBusy, msg: fmt.Sprintf("%s was already broken and its holder has not let go yet; left alone", key)}
+	}
+	return &statusError{code: exitBusy, msg: fmt.Sprintf("%s is now held under token %d, not %d; left alone", key, now, want)}
+}
+
+// staleHandle: extend or release was given a handle that no longer holds
+// its lock.
+func staleHandle(h lock.Handle) error {
+	return &statusError{code: exitLost, msg: fmt.Sprintf("the lock on %s (token %d) is no longer held by this handle: it expired, was broken or was taken over", h.Key, h.Token)}
+}
+
+// codeFor is the exit code for err and the one line (without the
+// "distlock: " prefix) that says what went wrong; msg is empty when
+// nothing is to be said. nil is success.
+func codeFor(err error) (code int, msg string) {
+	if err == nil {
+		return exitOK, ""
+	}
+	msg = firstLine(err.Error())
 	var (
 		se   *statusError
-		busy *lock.BusyError
+		ce   *commandExit
+		st   *child.StartError
 		lost *runner.LostError
 		maxh *runner.MaxHoldError
 		intr *runner.InterruptedError
-		st   *child.StartError
+		busy *lock.BusyError
 	)
 	switch {
 	case errors.As(err, &se):
-		code = se.code
+		return se.code, msg
+	case errors.As(err, &ce):
+		if ce.status == child.UnknownStatus {
+			return exitInternal, ""
+		}
+		return ce.status, ""
 	case errors.As(err, &st):
-		code = st.Code
+		if st.NotFound {
+			return exitNotFound, msg
+		}
+		return exitCannotExec, msg
 	case errors.As(err, &lost):
-		code = exitLost
+		return exitLost, msg
 	case errors.As(err, &maxh):
-		code = exitMaxHold
+		return exitMaxHold, msg
 	case errors.As(err, &intr):
-		code = 128 + int(intr.Signal)
+		return exitSignal + int(intr.Signal), msg
 	case errors.As(err, &busy):
-		code = exitBusy
+		return exitBusy, msg
 	case errors.Is(err, lock.ErrInvalid):
-		code = exitUsage
+		return exitUsage, msg
 	case errors.Is(err, lock.ErrUnavailable):
-		code = exitUnavailable
-	case strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") || strings.Contains(msg, "accepts ") && strings.Contains(msg, " arg(s)"):
-		code = exitUsage
-		msg += " (see --help)"
-	default:
-		msg = "internal error: " + msg
+		return exitUnavailable, msg
 	}
-	if msg != "" {
-		fmt.Fprintln(stderr, "distlock: "+firstLine(msg))
-	}
-	return code
+	return exitInternal, "internal error: " + msg
 }
 
 func firstLine(s string) string {

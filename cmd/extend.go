@@ -28,7 +28,7 @@ from now. Prints the handle lines again. Exit status: 0 extended, 76 the
 handle no longer holds its lock.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
-				return usageError(errors.New("extend takes no arguments"))
+				return errors.New("extend takes no arguments")
 			}
 			return nil
 		},
@@ -50,9 +50,6 @@ func (o *extendOptions) run(ctx context.Context) error {
 	}
 	if ttl < time.Second {
 		return lock.Invalidf("--ttl must be at least 1s, got %s", ttl)
-	}
-	if ctx == nil {
-		ctx = context.Background()
 	}
 	b, l, err := o.g.resume(ctx, h)
 	if err != nil {

@@ -1,8 +1,6 @@
 package cmd
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,31 +23,6 @@ func (o *handleOptions) handle() (lock.Handle, error) {
 		return lock.Handle{}, lock.Invalidf("no handle: pass --handle or set DISTLOCK_HANDLE to what distlock acquire printed")
 	}
 	return lock.ParseHandle(s)
-}
-
-// resume opens the engine and takes up the lease named by the handle. A
-// handle that no longer holds its lock is a lost lock: exit 76.
-func (g *globalOptions) resume(ctx context.Context, h lock.Handle) (lock.Backend, lock.Lease, error) {
-	b, err := g.open(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	rctx, cancel := context.WithTimeout(ctx, g.ConnectTimeout)
-	defer cancel()
-	l, err := b.Resume(rctx, h)
-	if errors.Is(err, lock.ErrNotHeld) {
-		b.Close()
-		return nil, nil, staleHandle(h)
-	}
-	if err != nil {
-		b.Close()
-		return nil, nil, err
-	}
-	return b, l, nil
-}
-
-func staleHandle(h lock.Handle) error {
-	return &statusError{code: exitLost, msg: fmt.Sprintf("the lock on %s (token %d) is no longer held by this handle: it expired, was broken or was taken over", h.Key, h.Token)}
 }
 
 // printHandle writes the lines for `>> "$GITHUB_ENV"` or eval: no quoting

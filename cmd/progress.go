@@ -5,11 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
-
-	"golang.org/x/term"
 
 	"github.com/distlock/distlock/internal/lock"
 )
@@ -61,15 +58,9 @@ func newWaitProgress(g *globalOptions, log *slog.Logger, key string, quiet bool)
 		width:   func() int { return 0 },
 		stopCh:  make(chan struct{}),
 	}
-	if f, ok := g.stderr.(*os.File); ok && g.LogFormat == "text" && term.IsTerminal(int(f.Fd())) {
+	if f, ok := terminal(g.stderr); ok && g.LogFormat == "text" {
 		p.live, p.every = true, liveRefresh
-		p.width = func() int {
-			w, _, err := term.GetSize(int(f.Fd()))
-			if err != nil {
-				return 0
-			}
-			return w
-		}
+		p.width = func() int { return terminalWidth(f) }
 	}
 	return p
 }

@@ -25,7 +25,7 @@ it still holds it. Exit status: 0 released, 76 the handle no longer holds
 its lock (it expired, was broken or was taken over).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
-				return usageError(errors.New("release takes no arguments"))
+				return errors.New("release takes no arguments")
 			}
 			return nil
 		},
@@ -39,9 +39,6 @@ func (o *releaseOptions) run(ctx context.Context) error {
 	h, err := o.handle()
 	if err != nil {
 		return err
-	}
-	if ctx == nil {
-		ctx = context.Background()
 	}
 	b, l, err := o.g.resume(ctx, h)
 	if err != nil {

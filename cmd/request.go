@@ -3,7 +3,6 @@ package cmd
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -23,23 +22,6 @@ func newRequest(key string, ttl time.Duration, limit int, command, note string) 
 		Key: key, TTL: ttl, Owner: owner, Limit: limit,
 		Meta: lock.Meta{Host: hostname(), PID: os.Getpid(), User: username(), Command: command, Note: note},
 	}, nil
-}
-
-// busyError turns a busy result into the documented exit code and one line
-// naming the holder; nil when err is not a busy error.
-func busyError(err error, wait time.Duration, code int, quiet bool) error {
-	var busy *lock.BusyError
-	if !errors.As(err, &busy) {
-		return nil
-	}
-	if quiet {
-		return withCode(code)
-	}
-	hint := " (use --wait to wait for it)"
-	if wait != 0 {
-		hint = fmt.Sprintf(" (gave up after --wait %s)", wait)
-	}
-	return &statusError{code: code, msg: busy.Error() + hint}
 }
 
 func newOwner() (string, error) {

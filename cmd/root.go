@@ -4,31 +4,15 @@
 package cmd
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/distlock/distlock/internal/child"
 )
-
-// globalOptions are the flags every command shares.
-type globalOptions struct {
-	Backend        string
-	Prefix         string
-	ConnectTimeout time.Duration
-	PasswordFile   string
-	EtcdCACert     string
-	EtcdCert       string
-	EtcdKey        string
-	Verbose        bool
-	LogFormat      string
-	NoColor        bool
-
-	stdout, stderr io.Writer
-	stdin          *os.File
-}
 
 // NewRootCommand builds the whole command tree. It holds no global state, so
 // tests and the docs generator can build as many trees as they need.
@@ -48,19 +32,7 @@ fails the command is stopped before the lease could pass to anyone else.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
-
-	pf := root.PersistentFlags()
-	pf.StringVar(&g.Backend, "backend", "", "engine URL: file://DIR, redis://, rediss://, etcd://, etcds:// (env DISTLOCK_BACKEND; default file)")
-	pf.StringVar(&g.Prefix, "prefix", "distlock", "namespace for keys on the engine")
-	pf.DurationVar(&g.ConnectTimeout, "connect-timeout", 5*time.Second, "give up reaching the engine after this long (exit 69)")
-	pf.StringVar(&g.PasswordFile, "password-file", "", "read the engine password from this file (or set DISTLOCK_PASSWORD)")
-	pf.StringVar(&g.EtcdCACert, "etcd-cacert", "", "etcds://: CA certificate file to verify the servers")
-	pf.StringVar(&g.EtcdCert, "etcd-cert", "", "etcds://: client certificate file")
-	pf.StringVar(&g.EtcdKey, "etcd-key", "", "etcds://: client key file")
-	pf.BoolVarP(&g.Verbose, "verbose", "v", false, "log acquire, renew, loss, child exit and release to stderr")
-	pf.StringVar(&g.LogFormat, "log-format", "text", "log format on stderr: text or json")
-	pf.BoolVar(&g.NoColor, "no-color", false, "never colour the output (also: NO_COLOR=1; colour is only used on a terminal)")
+	g.addFlags(root)
 
 	root.AddCommand(
 		newRunCommand(g),
@@ -73,14 +45,55 @@ fails the command is stopped before the lease could pass to anyone else.`,
 		newReleaseCommand(g),
 	)
 	setVersionFlag(root)
+
+	// Every mistake in the command line is a usage error (exit 64): flags
+	// here, arguments through each command's Args, cobra's own commands
+	// (help, completion) included, and an unknown command in execute.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	argsAreUsage(root)
 	return root
 }
 
-// Execute runs distlock with the process's arguments and returns its exit code.
-func Execute() int {
+// argsAreUsage makes the argument check of c and every command under it
+// return usage errors.
+func argsAreUsage(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return usageError(err)
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		argsAreUsage(sub)
+	}
+}
+
+// execute runs the command line. cobra reports an unknown command as an
+// error of root itself (root's Args stays nil so that cobra looks for
+// subcommands). Root runs nothing: apart from its flags, already usage
+// errors, and a failed write of --version's line, that is the only error
+// it can return.
+func execute(ctx context.Context, root *cobra.Command) error {
+	c, err := root.ExecuteContextC(ctx)
+	if err != nil && c == root {
+		return usageError(err)
+	}
+	return err
+}
+
+// Execute runs distlock with the process's arguments and returns its exit
+// code, having said on stderr what went wrong.
+func Execute(ctx context.Context) int {
 	if len(os.Args) > 1 && os.Args[1] == child.WatchArg {
 		return child.WatchMain(os.Args[2:])
 	}
-	root := NewRootCommand(os.Stdin, os.Stdout, os.Stderr)
-	return exitCode(root.Execute(), os.Stderr)
+	code, msg := codeFor(execute(ctx, NewRootCommand(os.Stdin, os.Stdout, os.Stderr)))
+	if msg != "" {
+		fmt.Fprintln(os.Stderr, "distlock: "+msg)
+	}
+	return code
 }

@@ -3,29 +3,22 @@ package cmd
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/distlock/distlock/internal/acquire"
 	"github.com/distlock/distlock/internal/lock"
 	"github.com/distlock/distlock/internal/renew"
 	"github.com/distlock/distlock/internal/runner"
 )
 
 type runOptions struct {
-	g            *globalOptions
-	Key          string
-	TTL          time.Duration
-	Wait         string
-	KillGrace    time.Duration
-	BusyExitCode int
-	Note         string
-	Quiet        bool
-	Limit        int
-	MinHold      time.Duration
-	MaxHold      time.Duration
+	g *globalOptions
+	lockFlags
+	KillGrace time.Duration
+	Limit     int
+	MinHold   time.Duration
+	MaxHold   time.Duration
 }
 
 func newRunCommand(g *globalOptions) *cobra.Command {
@@ -48,21 +41,16 @@ command ran past --max-hold.`,
   distlock --backend redis://redis:6379 run --key job:daily --busy-exit-code 0 --quiet -- ./job.sh`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usageError(errors.New("no command given: put it after --, as in: distlock run --key KEY -- COMMAND"))
+				return errors.New("no command given: put it after --, as in: distlock run --key KEY -- COMMAND")
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), args) },
 	}
 	c.Flags().SetInterspersed(false)
+	o.lockFlags.add(c, 30*time.Second, "lease time-to-live (at least 1s); renewed every ttl/3")
 	f := c.Flags()
-	f.StringVar(&o.Key, "key", "", "name of the lock (required; 1-512 bytes of printable text)")
-	f.DurationVar(&o.TTL, "ttl", 30*time.Second, "lease time-to-live (at least 1s); renewed every ttl/3")
-	f.StringVar(&o.Wait, "wait", "0", "how long to wait for a busy lock: 0 tries once, a duration, or forever")
 	f.DurationVar(&o.KillGrace, "kill-grace", 0, "time between SIGTERM and SIGKILL when the command must stop (default min(10s, ttl/3); less than ttl/2)")
-	f.IntVar(&o.BusyExitCode, "busy-exit-code", exitBusy, "exit status when the lock is busy (0-255; cron users set 0)")
-	f.StringVar(&o.Note, "note", "", "a note shown by status and list, e.g. a ticket or release name")
-	f.BoolVarP(&o.Quiet, "quiet", "q", false, "print nothing when the lock is busy")
 	f.DurationVar(&o.MinHold, "min-hold", 0, "keep the lock until this long after acquiring it, even if the command ends sooner (cron replicas firing seconds apart run the job once)")
 	f.DurationVar(&o.MaxHold, "max-hold", 0, "stop the command (TERM, kill-grace, KILL) this long after acquiring; exit 124")
 	f.IntVar(&o.Limit, "limit", 1, "semaphore: up to N holders at once, each in a slot (DISTLOCK_SLOT); all holders must agree on N")
@@ -70,11 +58,8 @@ command ran past --max-hold.`,
 }
 
 func (o *runOptions) validate() (wait time.Duration, err error) {
-	if err := lock.ValidateKey(o.Key); err != nil {
+	if wait, err = o.lockFlags.check(); err != nil {
 		return 0, err
-	}
-	if o.TTL < time.Second {
-		return 0, lock.Invalidf("--ttl must be at least 1s, got %s", o.TTL)
 	}
 	if o.KillGrace == 0 {
 		o.KillGrace = renew.DefaultKillGrace(o.TTL)
@@ -92,31 +77,13 @@ func (o *runOptions) validate() (wait time.Duration, err error) {
 		// Slot leases cannot be held without a process yet.
 		return 0, lock.Invalidf("--min-hold cannot be combined with --limit yet")
 	}
-	if o.BusyExitCode < 0 || o.BusyExitCode > 255 {
-		return 0, lock.Invalidf("--busy-exit-code must be 0-255, got %d", o.BusyExitCode)
-	}
-	return parseWait(o.Wait)
-}
-
-// parseWait reads --wait: 0, a Go duration, or "forever".
-func parseWait(s string) (time.Duration, error) {
-	if strings.EqualFold(s, "forever") {
-		return acquire.Forever, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, lock.Invalidf("--wait must be a duration such as 30s or 10m, or forever; got %q", s)
-	}
-	return d, nil
+	return wait, nil
 }
 
 func (o *runOptions) run(ctx context.Context, args []string) error {
 	wait, err := o.validate()
 	if err != nil {
 		return err
-	}
-	if ctx == nil {
-		ctx = context.Background()
 	}
 	b, err := o.g.open(ctx)
 	if err != nil {
@@ -142,18 +109,15 @@ func (o *runOptions) run(ctx context.Context, args []string) error {
 		ReleaseTimeout: o.g.ConnectTimeout,
 		Args:           args,
 		Stdin:          o.g.stdin, Stdout: o.g.stdout, Stderr: o.g.stderr,
-		Log:    log,
+		Log:        log,
 		OnBusy:     wp.busy,
 		OnAcquired: wp.stop,
 	})
-	if busy := busyError(err, wait, o.BusyExitCode, o.Quiet); busy != nil {
+	if busy := o.busy(err, wait); busy != nil {
 		return busy
 	}
-	switch {
-	case err != nil:
+	if err != nil {
 		return err
-	case code != 0:
-		return withCode(code)
 	}
-	return nil
+	return commandStatus(code)
 }

@@ -40,11 +40,11 @@ is free, 64 usage, 69 engine unreachable.`,
   distlock status deploy && echo "a deploy is running"`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usageError(errors.New("status needs at least one KEY"))
+				return errors.New("status needs at least one KEY")
 			}
 			return nil
 		},
-		ValidArgsFunction: g.completeKeys(-1),
+		ValidArgsFunction: completeKeys(g, -1),
 		RunE:              func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), args) },
 	}
 	c.Flags().StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
@@ -113,12 +113,9 @@ func (o *statusOptions) run(ctx context.Context, keys []string) error {
 			return err
 		}
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	b, err := o.g.open(ctx)
 	if err != nil {
-		return o.g.engineError(err)
+		return err
 	}
 	defer b.Close()
 	sts := make([]keyStatus, 0, len(keys))

@@ -24,11 +24,11 @@ type Spec struct {
 	Stderr io.Writer
 }
 
-// StartError is a command that could not be started; Code is 127 (not
-// found) or 126 (not executable), as shells report them.
+// StartError is a command that could not be started: it does not exist
+// (NotFound), or it exists but cannot be executed.
 type StartError struct {
-	Code int
-	Msg  string
+	NotFound bool
+	Msg      string
 }
 
 func (e *StartError) Error() string { return e.Msg }
@@ -92,9 +92,13 @@ func (p *Process) groupAlive() bool {
 	return syscall.Kill(-p.pgid, 0) == nil
 }
 
+// UnknownStatus is the exit status reported when the command's end could
+// not be observed (waiting for it failed).
+const UnknownStatus = -1
+
 func exitStatus(err error, st *os.ProcessState) int {
 	if st == nil {
-		return 70
+		return UnknownStatus
 	}
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return 128 + int(ws.Signal())
@@ -105,11 +109,11 @@ func exitStatus(err error, st *os.ProcessState) int {
 func startError(name string, err error) error {
 	switch {
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, os.ErrNotExist):
-		return &StartError{Code: 127, Msg: fmt.Sprintf("command not found: %s", name)}
+		return &StartError{NotFound: true, Msg: fmt.Sprintf("command not found: %s", name)}
 	case errors.Is(err, os.ErrPermission), errors.Is(err, syscall.ENOEXEC), errors.Is(err, syscall.EISDIR):
-		return &StartError{Code: 126, Msg: fmt.Sprintf("command cannot be executed: %s (%v)", name, errors.Unwrap(err))}
+		return &StartError{Msg: fmt.Sprintf("command cannot be executed: %s (%v)", name, errors.Unwrap(err))}
 	default:
-		return &StartError{Code: 126, Msg: fmt.Sprintf("cannot start %s: %v", name, err)}
+		return &StartError{Msg: fmt.Sprintf("cannot start %s: %v", name, err)}
 	}
 }
 

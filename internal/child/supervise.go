@@ -15,7 +15,7 @@ type Stop struct {
 
 // Outcome is how the command ended.
 type Outcome struct {
-	Code    int   // the command's exit status (128+N when killed by signal N)
+	Code    int   // the command's exit status (128+N when killed by signal N; UnknownStatus)
 	Stopped *Stop // non-nil when it was stopped through the stop channel
 }
 

@@ -1,49 +1,12 @@
 package cmd
 
 import (
-	"os"
 	"strconv"
 	"time"
 	"unicode"
 
-	"github.com/fatih/color"
-	"golang.org/x/term"
-
 	"github.com/distlock/distlock/internal/lock"
 )
-
-// palette colours the states status and list show. It is off unless
-// stdout is a terminal, NO_COLOR is unset (or empty, per no-color.org),
-// TERM is not "dumb" and --no-color was not given.
-type palette struct {
-	held, free, expiring, header *color.Color
-}
-
-func (g *globalOptions) palette() palette {
-	on := g.colorEnabled()
-	p := palette{
-		held:     color.New(color.FgGreen),
-		free:     color.New(color.FgYellow),
-		expiring: color.New(color.FgRed, color.Bold),
-		header:   color.New(color.Bold),
-	}
-	for _, c := range []*color.Color{p.held, p.free, p.expiring, p.header} {
-		if on {
-			c.EnableColor()
-		} else {
-			c.DisableColor()
-		}
-	}
-	return p
-}
-
-func (g *globalOptions) colorEnabled() bool {
-	if g.NoColor || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
-		return false
-	}
-	f, ok := g.stdout.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
 
 // expiring reports a lease whose renewals are overdue: its holder renews
 // every ttl/3, so a healthy lease never has much less than two thirds of

@@ -1,0 +1,63 @@
+package cmd
+
+import (
+	"context"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// completeKeys completes KEY arguments from the locks held now. It is
+// bounded by --connect-timeout, and never prints an error into the user's
+// shell: whatever goes wrong, it offers no keys (and no file names).
+// maxArgs < 0 means any number of keys (already given keys are skipped).
+func completeKeys(g *globalOptions, maxArgs int) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		const none = cobra.ShellCompDirectiveNoFileComp
+		if maxArgs >= 0 && len(args) >= maxArgs {
+			return nil, none
+		}
+		if g.validate() != nil {
+			return nil, none
+		}
+		ctx, cancel := context.WithTimeout(cmd.Context(), g.ConnectTimeout)
+		defer cancel()
+		type result struct {
+			hs []lock.Holder
+			ok bool
+		}
+		done := make(chan result, 1)
+		go func() { // a stuck engine call must not outlast the timeout
+			b, err := g.open(ctx)
+			if err != nil {
+				done <- result{}
+				return
+			}
+			defer b.Close()
+			hs, err := g.list(ctx, b, toComplete)
+			done <- result{hs, err == nil}
+		}()
+		var r result
+		select {
+		case r = <-done:
+		case <-ctx.Done():
+		}
+		if !r.ok {
+			return nil, none
+		}
+		given := map[string]bool{}
+		for _, a := range args {
+			given[a] = true
+		}
+		now := time.Now()
+		var out []cobra.Completion
+		for _, h := range r.hs {
+			if !given[h.Key] {
+				out = append(out, cobra.CompletionWithDesc(h.Key, printable(lock.DescribeHolder(h, now))))
+			}
+		}
+		return out, none
+	}
+}

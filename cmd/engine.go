@@ -1,0 +1,80 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/distlock/distlock/internal/backend"
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// open connects to the engine, bounded by --connect-timeout.
+func (g *globalOptions) open(ctx context.Context) (lock.Backend, error) {
+	if err := g.validate(); err != nil {
+		return nil, err
+	}
+	pw, err := backend.LoadPassword(g.PasswordFile)
+	if err != nil {
+		return nil, err
+	}
+	// The engines bound their own dial by --connect-timeout and then say
+	// why they failed; the context is the backstop, a little later.
+	ctx, cancel := context.WithTimeout(ctx, g.ConnectTimeout+500*time.Millisecond)
+	defer cancel()
+	b, err := backend.Open(ctx, g.backendURL(), backend.Options{
+		Prefix: g.Prefix, ConnectTimeout: g.ConnectTimeout, Password: pw,
+		EtcdCACert: g.EtcdCACert, EtcdCert: g.EtcdCert, EtcdKey: g.EtcdKey,
+	})
+	if err != nil {
+		// An engine whose own dial timeout lost the race with ours.
+		return nil, g.engineError(err)
+	}
+	return b, nil
+}
+
+// engineError turns an engine that did not answer in time into exit 69
+// with a line saying what to do; other errors pass unchanged.
+func (g *globalOptions) engineError(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, lock.ErrUnavailable) {
+		return &lock.UnavailableError{
+			Msg: fmt.Sprintf("the engine at %s did not answer within --connect-timeout %s: check that it is up and reachable, or raise --connect-timeout", g.describeBackend(), g.ConnectTimeout),
+			Err: err,
+		}
+	}
+	return err
+}
+
+// list asks the engine for the held locks under prefix, bounded by
+// --connect-timeout.
+func (g *globalOptions) list(ctx context.Context, b lock.Backend, prefix string) ([]lock.Holder, error) {
+	lctx, cancel := context.WithTimeout(ctx, g.ConnectTimeout)
+	defer cancel()
+	hs, err := b.List(lctx, prefix)
+	if err != nil {
+		return nil, g.engineError(err)
+	}
+	return hs, nil
+}
+
+// resume opens the engine and takes up the lease named by the handle. A
+// handle that no longer holds its lock is a lost lock: exit 76.
+func (g *globalOptions) resume(ctx context.Context, h lock.Handle) (lock.Backend, lock.Lease, error) {
+	b, err := g.open(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, g.ConnectTimeout)
+	defer cancel()
+	l, err := b.Resume(rctx, h)
+	if errors.Is(err, lock.ErrNotHeld) {
+		b.Close()
+		return nil, nil, staleHandle(h)
+	}
+	if err != nil {
+		b.Close()
+		return nil, nil, err
+	}
+	return b, l, nil
+}

@@ -1,0 +1,98 @@
+package cmd
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/distlock/distlock/internal/backend"
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// globalOptions are the flags every command shares, and the process's
+// standard streams. This file holds what is read from them; engine.go
+// holds the engine access they configure.
+type globalOptions struct {
+	Backend        string
+	Prefix         string
+	ConnectTimeout time.Duration
+	PasswordFile   string
+	EtcdCACert     string
+	EtcdCert       string
+	EtcdKey        string
+	Verbose        bool
+	LogFormat      string
+	NoColor        bool
+
+	stdout, stderr io.Writer
+	stdin          *os.File
+}
+
+// addFlags defines the global flags on root, for every command.
+func (g *globalOptions) addFlags(root *cobra.Command) {
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.Backend, "backend", "", "engine URL: file://DIR, redis://, rediss://, etcd://, etcds:// (env DISTLOCK_BACKEND; default file)")
+	pf.StringVar(&g.Prefix, "prefix", "distlock", "namespace for keys on the engine")
+	pf.DurationVar(&g.ConnectTimeout, "connect-timeout", 5*time.Second, "give up reaching the engine after this long (exit 69)")
+	pf.StringVar(&g.PasswordFile, "password-file", "", "read the engine password from this file (or set DISTLOCK_PASSWORD)")
+	pf.StringVar(&g.EtcdCACert, "etcd-cacert", "", "etcds://: CA certificate file to verify the servers")
+	pf.StringVar(&g.EtcdCert, "etcd-cert", "", "etcds://: client certificate file")
+	pf.StringVar(&g.EtcdKey, "etcd-key", "", "etcds://: client key file")
+	pf.BoolVarP(&g.Verbose, "verbose", "v", false, "log acquire, renew, loss, child exit and release to stderr")
+	pf.StringVar(&g.LogFormat, "log-format", "text", "log format on stderr: text or json")
+	pf.BoolVar(&g.NoColor, "no-color", false, "never colour the output (also: NO_COLOR=1; colour is only used on a terminal)")
+}
+
+// validate checks the global flags (exit 64 on mistakes).
+func (g *globalOptions) validate() error {
+	if g.Prefix == "" {
+		return lock.Invalidf("--prefix must not be empty")
+	}
+	if g.ConnectTimeout <= 0 {
+		return lock.Invalidf("--connect-timeout must be positive, got %s", g.ConnectTimeout)
+	}
+	if g.LogFormat != "text" && g.LogFormat != "json" {
+		return lock.Invalidf("--log-format must be text or json, got %q", g.LogFormat)
+	}
+	return nil
+}
+
+// backendURL is --backend, else DISTLOCK_BACKEND, else "" (the file engine).
+func (g *globalOptions) backendURL() string {
+	if g.Backend != "" {
+		return g.Backend
+	}
+	return os.Getenv("DISTLOCK_BACKEND")
+}
+
+// describeBackend is the redacted URL shown to users and children.
+func (g *globalOptions) describeBackend() string { return backend.Describe(g.backendURL()) }
+
+// logger logs to stderr: warnings always, the lease's life with -v.
+func (g *globalOptions) logger() *slog.Logger {
+	level := slog.LevelWarn
+	if g.Verbose {
+		level = slog.LevelDebug
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if g.LogFormat == "json" {
+		// Durations as "1.2ms", not nanosecond integers nobody can read.
+		opts.ReplaceAttr = func(_ []string, a slog.Attr) slog.Attr {
+			if a.Value.Kind() == slog.KindDuration {
+				a.Value = slog.StringValue(a.Value.Duration().String())
+			}
+			return a
+		}
+		return slog.New(slog.NewJSONHandler(g.stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(g.stderr, opts))
+}
+
+// palette is the colours for stdout: on only on a terminal, and neither
+// with --no-color, NO_COLOR nor TERM=dumb.
+func (g *globalOptions) palette() palette {
+	return newPalette(colorOn(g.NoColor, g.stdout))
+}
