@@ -30,7 +30,9 @@ func newRunCommand(g *globalOptions) *cobra.Command {
 every ttl/3; if renewal keeps failing, the command's process group gets
 SIGTERM kill-grace before the lease could expire and SIGKILL just before.
 The command sees DISTLOCK_KEY, DISTLOCK_TOKEN (a fencing token that rises
-with every acquisition), DISTLOCK_OWNER, DISTLOCK_TTL and DISTLOCK_BACKEND.
+with every acquisition), DISTLOCK_OWNER (this holder's secret: keep it out
+of logs), DISTLOCK_TTL and DISTLOCK_BACKEND (password redacted). It does
+not inherit DISTLOCK_PASSWORD: distlock's password is for distlock alone.
 
 Exit status: the command's own (128+N if killed by signal N; 127 not found,
 126 not executable); 64 usage; 69 engine unreachable; 70 internal error;

@@ -28,10 +28,12 @@ distlock, user, command, note, fencing token, when it was acquired, how long
 it has been held and when the lease expires, and what the engine guarantees.
 
 With -o json a single KEY gives one object, several KEYs an array of them:
-  key, held, token, owner, host, pid, user, command, note,
+  key, held, token, holder_id, host, pid, user, command, note,
   acquired_at (RFC 3339, null when free), ttl_ms,
   expires_in_ms (null when free or unknown), backend (password redacted),
   guarantee.
+holder_id is a public id derived one-way from the holder's secret owner id
+(DISTLOCK_OWNER), which is never shown.
 
 Exit status (like systemctl is-active): 0 every KEY is held, 3 at least one
 is free, 64 usage, 69 engine unreachable.`,
@@ -58,7 +60,7 @@ type statusJSON struct {
 	Key         string     `json:"key"`
 	Held        bool       `json:"held"`
 	Token       uint64     `json:"token"`
-	Owner       string     `json:"owner"`
+	HolderID    string     `json:"holder_id"` // never the owner id: that is the holder's secret
 	Host        string     `json:"host"`
 	PID         int        `json:"pid"`
 	User        string     `json:"user"`
@@ -76,7 +78,7 @@ func toStatusJSON(key string, h lock.Holder, held bool, backendDesc, guarantee s
 	if !held {
 		return s
 	}
-	s.Token, s.Owner = h.Token, h.Owner
+	s.Token, s.HolderID = h.Token, h.ID()
 	s.Host, s.PID, s.User, s.Command, s.Note = h.Meta.Host, h.Meta.PID, h.Meta.User, h.Meta.Command, h.Meta.Note
 	if !h.AcquiredAt.IsZero() {
 		at := h.AcquiredAt.UTC().Truncate(time.Millisecond)
@@ -166,6 +168,7 @@ func writeJSON(w io.Writer, v []statusJSON, single bool) error {
 // printStatusText prints one key: a summary line, then the holder's details.
 //
 //	job:daily: held by host-b pid 4123 (token 17) for 2m13s, expires in 28s
+//	  holder id: 942bc218274f
 //	  user:      deploy
 //	  command:   ./job.sh
 //	  note:      release 1.4
@@ -195,6 +198,7 @@ func printHolderDetails(w io.Writer, h lock.Holder) {
 			fmt.Fprintf(w, "  %-10s %s\n", name+":", printable(value))
 		}
 	}
+	field("holder id", h.ID())
 	field("user", h.Meta.User)
 	field("command", h.Meta.Command)
 	field("note", h.Meta.Note)

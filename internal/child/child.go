@@ -19,6 +19,7 @@ import (
 type Spec struct {
 	Args   []string
 	Env    []string // KEY=VALUE pairs added to the inherited environment; they win
+	Unset  []string // names removed from the inherited environment (distlock's own secrets)
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
@@ -49,7 +50,7 @@ func Start(spec Spec) (*Process, error) {
 		return nil, errors.New("no command given")
 	}
 	c := exec.Command(spec.Args[0], spec.Args[1:]...)
-	c.Env = MergeEnv(os.Environ(), spec.Env)
+	c.Env = MergeEnv(WithoutEnv(os.Environ(), spec.Unset...), spec.Env)
 	c.Stdin, c.Stdout, c.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
 	c.SysProcAttr = sysProcAttr()
 	prepareReaping()

@@ -93,7 +93,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	if cfg.OnAcquired != nil {
 		cfg.OnAcquired()
 	}
-	log.Info("acquired", "key", lease.Key(), "token", lease.Token(), "latency", time.Since(start).Round(time.Microsecond))
+	log.Info("acquired", "key", lease.Key(), "token", lease.Token(), "holder_id", lock.HolderID(lease.Owner()), "latency", time.Since(start).Round(time.Microsecond))
 	kept := false // the lock stays held after we exit (--min-hold)
 	defer func() {
 		if !kept {
@@ -109,7 +109,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	}
 
 	p, err := child.Start(child.Spec{
-		Args: cfg.Args, Env: childEnv(cfg, lease),
+		Args: cfg.Args, Env: childEnv(cfg, lease), Unset: secretEnv,
 		Stdin: cfg.Stdin, Stdout: cfg.Stdout, Stderr: cfg.Stderr,
 	})
 	if err != nil {
@@ -219,6 +219,11 @@ func release(cfg Config, lease lock.Lease) {
 		cfg.Log.Warn("release failed; the lease will expire by itself", "key", lease.Key(), "ttl", cfg.Request.TTL, "error", err)
 	}
 }
+
+// secretEnv are variables of distlock's environment meant for distlock
+// alone: the command does not inherit them. (A password from the URL or
+// --password-file never reaches it either: DISTLOCK_BACKEND is redacted.)
+var secretEnv = []string{"DISTLOCK_PASSWORD"}
 
 func childEnv(cfg Config, lease lock.Lease) []string {
 	env := []string{
