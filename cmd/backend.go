@@ -55,6 +55,9 @@ func (g *globalOptions) open(ctx context.Context) (lock.Backend, error) {
 		// An engine whose own dial timeout lost the race with ours.
 		err = &lock.UnavailableError{Msg: fmt.Sprintf("%s did not answer within --connect-timeout %s: check that it is up and reachable", g.describeBackend(), g.ConnectTimeout), Err: err}
 	}
+	if l, ok := b.(interface{ SetLogger(*slog.Logger) }); ok && err == nil {
+		l.SetLogger(g.logger()) // the file engine's leases warn on stderr
+	}
 	return b, err
 }
 
