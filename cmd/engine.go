@@ -26,6 +26,7 @@ func (g *globalOptions) open(ctx context.Context) (lock.Backend, error) {
 	b, err := backend.Open(ctx, g.backendURL(), backend.Options{
 		Prefix: g.Prefix, ConnectTimeout: g.ConnectTimeout, Password: pw,
 		EtcdCACert: g.EtcdCACert, EtcdCert: g.EtcdCert, EtcdKey: g.EtcdKey,
+		Log: g.logger(),
 	})
 	if err != nil {
 		// An engine whose own dial timeout lost the race with ours.

@@ -4,6 +4,7 @@ package backend
 import (
 	"cmp"
 	"context"
+	"log/slog"
 	"net/url"
 	"os"
 	"strings"
@@ -22,6 +23,9 @@ type Options struct {
 	Password       string // from DISTLOCK_PASSWORD or --password-file; the URL's wins
 	// TLS files for etcds:// (--etcd-cacert, --etcd-cert, --etcd-key); the URL's win.
 	EtcdCACert, EtcdCert, EtcdKey string
+	// Log receives an engine's own warnings (the file engine's renewals
+	// that cannot write their record); nil discards them.
+	Log *slog.Logger
 }
 
 // Open connects to the engine named by rawURL ("" = the file engine in its
@@ -42,7 +46,12 @@ func Open(ctx context.Context, rawURL string, opts Options) (lock.Backend, error
 			return nil, lock.Invalidf("backend URL %q is malformed: %v", Redact(rawURL), cleanURLError(err))
 		}
 		dir := u.Host + u.Path
-		return file.Open(dir, opts.Prefix)
+		b, err := file.Open(dir, opts.Prefix)
+		if err != nil {
+			return nil, err
+		}
+		b.SetLogger(opts.Log)
+		return b, nil
 	case "redis", "rediss":
 		cfg, err := redis.ParseURL(rawURL)
 		if err != nil {

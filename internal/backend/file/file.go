@@ -1,13 +1,15 @@
 // Package file is the zero-setup engine: flock(2) on a per-key file in a
 // local directory. The kernel drops the lock when the holder dies, so a
 // lease cannot outlive its process; the TTL only drives renewal (which
-// checks that the sidecar still names us) and what status shows.
+// checks that the sidecar still names us) and what status shows. Every
+// read-check-write of a sidecar holds the key's record lock (record.go).
 package file
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -21,6 +23,7 @@ type Backend struct {
 	dir    string
 	prefix string
 	host   string
+	log    *slog.Logger // warnings of the leases it grants
 }
 
 // Open uses dir ("" = DefaultDir()), creating it with mode 0700.
@@ -32,7 +35,15 @@ func Open(dir, prefix string) (*Backend, error) {
 		return nil, &lock.UnavailableError{Msg: fmt.Sprintf("cannot create lock directory %s: %v", dir, errors.Unwrap(err)), Err: err}
 	}
 	host, _ := os.Hostname()
-	return &Backend{dir: dir, prefix: prefix, host: host}, nil
+	return &Backend{dir: dir, prefix: prefix, host: host, log: slog.Default()}, nil
+}
+
+// SetLogger sets where the leases granted from now on log their warnings
+// (a renewal that cannot write its record). The default is slog.Default().
+func (b *Backend) SetLogger(log *slog.Logger) {
+	if log != nil {
+		b.log = log
+	}
 }
 
 // Dir is the directory holding the locks.
@@ -41,6 +52,13 @@ func (b *Backend) Dir() string { return b.dir }
 func (b *Backend) paths(key string) (lockPath, metaPath, tokenPath string) {
 	base := filepath.Join(b.dir, baseName(b.prefix, key))
 	return base + ".lock", base + ".json", base + ".token"
+}
+
+// recordLock is the key's record lock (record.go), shared by the mutex
+// sidecar and every slot sidecar of the key. '#' keeps it apart from any
+// key's own files (baseName escapes '#').
+func (b *Backend) recordLock(key string) string {
+	return filepath.Join(b.dir, baseName(b.prefix, key)) + "#rec.lock"
 }
 
 // Guarantee implements lock.Backend.
@@ -86,7 +104,7 @@ func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, er
 		f.Close()
 		return nil, &lock.BusyError{Holder: m.holder(time.Now())}
 	}
-	l, err := b.initLease(f, req, metaPath, tokenPath, granted)
+	l, err := b.initLease(ctx, f, req, metaPath, tokenPath, granted)
 	if err != nil {
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
@@ -95,9 +113,9 @@ func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, er
 	return l, nil
 }
 
-func (b *Backend) initLease(f *os.File, req lock.Request, metaPath, tokenPath string, granted time.Time) (*Lease, error) {
+func (b *Backend) initLease(ctx context.Context, f *os.File, req lock.Request, metaPath, tokenPath string, granted time.Time) (*Lease, error) {
 	now := time.Now()
-	tok, err := nextToken(tokenPath, now)
+	tok, err := nextToken(tokenPath, now) // fsync'd: before the record lock, not under it
 	if err != nil {
 		return nil, fmt.Errorf("fencing counter for %s: %w", req.Key, err)
 	}
@@ -106,10 +124,15 @@ func (b *Backend) initLease(f *os.File, req lock.Request, metaPath, tokenPath st
 		Host: req.Meta.Host, PID: req.Meta.PID, User: req.Meta.User, Command: req.Meta.Command, Note: req.Meta.Note,
 		AcquiredAt: now, RenewedAt: now, TTLms: req.TTL.Milliseconds(),
 	}
-	if err := writeMeta(metaPath, m); err != nil {
+	l := b.newLease(f, m, metaPath, granted)
+	if err := l.record().write(ctx, func() error { return writeMeta(metaPath, m) }); err != nil {
 		return nil, fmt.Errorf("holder metadata for %s: %w", req.Key, err)
 	}
-	return &Lease{f: f, meta: m, metaPath: metaPath, granted: granted}, nil
+	return l, nil
+}
+
+func (b *Backend) newLease(f *os.File, m meta, metaPath string, granted time.Time) *Lease {
+	return &Lease{f: f, meta: m, metaPath: metaPath, granted: granted, recLock: b.recordLock(m.Key), log: b.log}
 }
 
 // heldBy describes the holder of a key whose flock we could not take.
@@ -126,6 +149,12 @@ func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, e
 	if h, held, err := b.inspectSlots(ctx, key); held || err != nil {
 		return h, held, err // a semaphore (semaphore.go)
 	}
+	return b.inspectMutex(key)
+}
+
+// inspectMutex is Inspect for a mutex: held while a process holds the
+// flock, or while the sidecar records an unexpired hold.
+func (b *Backend) inspectMutex(key string) (lock.Holder, bool, error) {
 	lockPath, metaPath, _ := b.paths(key)
 	held, err := isLocked(lockPath)
 	if err != nil {
@@ -145,22 +174,43 @@ func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, e
 // holder and signals the holding distlock (SIGWINCH, harmless to anything
 // else) so that its renewer checks at once, finds the lease gone, stops its
 // child and lets go of the flock.
+//
+// Inspection and removal are one step under the key's record lock, which
+// every writer of the sidecar holds too (record.go): the sidecar removed is
+// the one inspected (with token != 0, the holder with that token; without,
+// the holder returned), never the next holder's, and a renewal of the
+// broken holder that read the sidecar before cannot write it back after.
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
 	if h, handled, err := b.breakSlots(ctx, key, token); handled {
 		return h, err // a semaphore (semaphore.go)
 	}
-	h, ok, err := b.Inspect(ctx, key)
-	if err != nil {
+	h, held, err := b.inspectMutex(key)
+	if err != nil || !held {
+		// Free: nothing to break (and no record lock to make for a key
+		// that may never have been used).
+		if err == nil {
+			err = lock.ErrNotHeld
+		}
 		return h, err
 	}
-	if !ok {
-		return h, lock.ErrNotHeld
-	}
-	if token != 0 && h.Token != token {
-		return h, &lock.BusyError{Holder: h}
-	}
 	_, metaPath, _ := b.paths(key)
-	if err := os.Remove(metaPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+	err = withRecordLock(ctx, b.recordLock(key), func() error {
+		now, held, err := b.inspectMutex(key) // again, now that no record can change
+		h = now
+		switch {
+		case err != nil:
+			return err
+		case !held:
+			return lock.ErrNotHeld
+		case token != 0 && h.Token != token:
+			return &lock.BusyError{Holder: h}
+		}
+		if err := os.Remove(metaPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
 		return h, err
 	}
 	if h.Hold == "" && h.Meta.PID > 0 && h.Meta.Host == b.host {

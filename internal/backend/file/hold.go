@@ -19,17 +19,15 @@ func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
 	if l.f == nil {
 		return lock.ErrNotHeld
 	}
-	ours, err := l.stillOurs()
-	if err == nil && ours {
+	ours, err := l.record().release(ctx, func() error {
 		m := l.meta
 		m.Hold, m.RenewedAt, m.TTLms = mode, time.Now(), max(d.Milliseconds(), 1)
-		if err = writeMeta(l.metaPath, m); err == nil {
+		err := writeMeta(l.metaPath, m)
+		if err == nil {
 			l.meta = m
 		}
-	}
-	syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
-	l.f.Close()
-	l.f = nil
+		return err
+	}, l.letGo)
 	if err != nil {
 		return err
 	}
@@ -82,5 +80,5 @@ func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 		}
 		return nil, lock.ErrNotHeld
 	}
-	return &Lease{f: f, meta: m, metaPath: metaPath, granted: granted}, nil
+	return b.newLease(f, m, metaPath, granted), nil
 }

@@ -138,6 +138,7 @@ func TestOwnSidecar(t *testing.T) {
 		base + ".json.tmp42":    false,
 		base + "x.json":         false,
 		base + "#sem.lock":      false,
+		base + "#rec.lock":      false,
 		"distlock#other.json":   false,
 		base + ".token":         false,
 		base + "#slot0.json.tm": false,

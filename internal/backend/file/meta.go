@@ -3,6 +3,7 @@ package file
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -27,6 +28,11 @@ type meta struct {
 	// Hold is set when no process holds the flock any more and the lock is
 	// kept until RenewedAt+TTL (lock.HoldMinHold, lock.HoldHandle).
 	Hold string `json:"hold,omitempty"`
+
+	// touched is the record's modification time, as read. A renewal that
+	// cannot rewrite the record (a full lock directory) touches it instead
+	// (record.go), so the later of the two is the last renewal seen.
+	touched time.Time
 }
 
 // heldWithoutProcess reports whether m is a hold (min-hold, handle) that
@@ -37,6 +43,10 @@ func (m meta) heldWithoutProcess(now time.Time) bool {
 
 func (m meta) holder(now time.Time) lock.Holder {
 	ttl := time.Duration(m.TTLms) * time.Millisecond
+	renewed := m.RenewedAt
+	if m.Hold == "" && m.touched.After(renewed) {
+		renewed = m.touched // a hold is never renewed: it ends at RenewedAt+TTL
+	}
 	return lock.Holder{
 		Key:        m.Key,
 		Owner:      m.Owner,
@@ -44,14 +54,14 @@ func (m meta) holder(now time.Time) lock.Holder {
 		Meta:       lock.Meta{Host: m.Host, PID: m.PID, User: m.User, Command: m.Command, Note: m.Note},
 		AcquiredAt: m.AcquiredAt,
 		TTL:        ttl,
-		ExpiresIn:  max(0, m.RenewedAt.Add(ttl).Sub(now)),
+		ExpiresIn:  max(0, renewed.Add(ttl).Sub(now)),
 		Hold:       m.Hold,
 	}
 }
 
 func readMeta(path string) (meta, bool, error) {
 	var m meta
-	b, err := os.ReadFile(path)
+	b, touched, err := readRecord(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return m, false, nil
 	}
@@ -59,9 +69,25 @@ func readMeta(path string) (meta, bool, error) {
 		return m, false, err
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return m, false, nil // a torn or foreign file: treat as no holder metadata
+		return meta{}, false, nil // a torn or foreign file: treat as no holder metadata
 	}
+	m.touched = touched
 	return m, true, nil
+}
+
+// readRecord reads a record and its modification time.
+func readRecord(path string) ([]byte, time.Time, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	b, err := io.ReadAll(f)
+	return b, st.ModTime(), err
 }
 
 func writeMeta(path string, m meta) error {

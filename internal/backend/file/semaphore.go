@@ -35,13 +35,18 @@ package file
 //
 // A holder that dies loses its flocks with its process: its slot is free at
 // once. A break removes the slot's sidecar and pokes the holder (SIGWINCH),
-// whose renewer then finds the lease gone, exactly as for the mutex.
+// whose renewer then finds the lease gone, exactly as for the mutex. Slot
+// sidecars are written and removed under the key's record lock
+// "<base>#rec.lock" (record.go), taken inside the short flock, never around
+// it: a break is a compare-and-delete of the sidecar it inspected, and a
+// renewal that read the sidecar before the break cannot write it back.
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -91,7 +96,7 @@ func unlockClose(f *os.File) {
 // readSlotMeta reads a slot sidecar; ok is false when it is missing or
 // unreadable (a torn or foreign file counts as no holder metadata).
 func readSlotMeta(path string) (m slotMeta, ok bool, err error) {
-	data, err := os.ReadFile(path)
+	data, touched, err := readRecord(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return m, false, nil
 	}
@@ -101,6 +106,7 @@ func readSlotMeta(path string) (m slotMeta, ok bool, err error) {
 	if json.Unmarshal(data, &m) != nil {
 		return slotMeta{}, false, nil
 	}
+	m.touched = touched
 	return m, true, nil
 }
 
@@ -239,10 +245,11 @@ func (b *Backend) trySemaphore(ctx context.Context, req lock.Request) (lock.Leas
 		},
 		Limit: n, Slot: mine.slot,
 	}
-	if err := writeSlotMeta(p.slotMeta(mine.slot), m); err != nil {
+	l := &SlotLease{f: mine.f, mode: mode, meta: m, metaPath: p.slotMeta(mine.slot), granted: granted, recLock: b.recordLock(req.Key), log: b.log}
+	if err := l.record().write(ctx, func() error { return writeSlotMeta(l.metaPath, m) }); err != nil {
 		return fail(fmt.Errorf("holder metadata for %s: %w", req.Key, err))
 	}
-	return &SlotLease{f: mine.f, mode: mode, meta: m, metaPath: p.slotMeta(mine.slot), granted: granted}, nil
+	return l, nil
 }
 
 // freeSlot is a slot whose flock a scan took.
@@ -374,15 +381,57 @@ func (b *Backend) breakSlots(ctx context.Context, key string, token uint64) (h l
 			return o, true, &lock.BusyError{Holder: o}
 		}
 	}
+	// No new holder can take a slot while we hold the short flock, but the
+	// victims still renew and release: each removal is a compare-and-delete
+	// under the record lock.
+	var broken []slotHolder
 	for _, s := range victims {
-		if err := os.Remove(p.slotMeta(s.slot)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if !s.ok {
+			broken = append(broken, s) // no sidecar: broken already
+			continue
+		}
+		removed := false
+		err := withRecordLock(ctx, b.recordLock(key), func() error {
+			r := ownRecord{owner: s.m.Owner, token: s.m.Token, path: p.slotMeta(s.slot)}
+			ours, err := r.names()
+			if err != nil || !ours {
+				return err // it let go of its slot meanwhile
+			}
+			if err := os.Remove(r.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			removed = true
+			return nil
+		})
+		if err != nil {
 			return s.holder(key, now), true, err
 		}
-		if s.ok && s.m.PID > 0 && s.m.Host == b.host {
+		if !removed {
+			continue
+		}
+		broken = append(broken, s)
+		if s.m.PID > 0 && s.m.Host == b.host {
 			pokeHolder(s.m.PID)
 		}
 	}
-	return oldest(victims).holder(key, now), true, nil
+	if len(broken) == 0 {
+		// Every victim let go by itself before we came to it.
+		if token == 0 {
+			return lock.Holder{}, true, lock.ErrNotHeld
+		}
+		var others []slotHolder
+		for _, s := range held {
+			if !s.ok || s.m.Token != token {
+				others = append(others, s)
+			}
+		}
+		if len(others) == 0 {
+			return lock.Holder{}, true, lock.ErrNotHeld
+		}
+		o := oldest(others).holder(key, now)
+		return o, true, &lock.BusyError{Holder: o}
+	}
+	return oldest(broken).holder(key, now), true, nil
 }
 
 // SlotLease is a held slot of a semaphore: the slot's flock, the shared
@@ -394,6 +443,9 @@ type SlotLease struct {
 	meta     slotMeta
 	metaPath string
 	granted  time.Time
+	recLock  string // the key's record lock (record.go)
+	log      *slog.Logger
+	warned   recordWarner
 }
 
 var (
@@ -423,48 +475,54 @@ func (l *SlotLease) Handle() lock.Handle {
 // Slot implements lock.Slotted.
 func (l *SlotLease) Slot() int { return l.meta.Slot }
 
-func (l *SlotLease) stillOurs() (bool, error) {
-	m, ok, err := readSlotMeta(l.metaPath)
-	if err != nil {
-		return false, err
-	}
-	return ok && m.Owner == l.meta.Owner && m.Token == l.meta.Token, nil
+func (l *SlotLease) record() ownRecord {
+	return ownRecord{key: l.meta.Key, owner: l.meta.Owner, token: l.meta.Token, path: l.metaPath, lockPath: l.recLock}
 }
 
-// Renew implements lock.Lease: as for the mutex, the flock cannot expire;
-// renewing checks that the slot was not broken and records the renewal.
+// Renew implements lock.Lease: as for the mutex (Lease.Renew), the flock
+// cannot expire; renewing checks under the record lock that the slot was
+// not broken and records the renewal, and a record that cannot be written
+// does not cost the slot.
 func (l *SlotLease) Renew(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return lock.ErrNotHeld
 	}
-	ours, err := l.stillOurs()
+	m := l.meta
+	m.RenewedAt = time.Now()
+	unwritten, err := l.record().renew(ctx, func() error { return writeSlotMeta(l.metaPath, m) })
 	if err != nil {
 		return err
 	}
-	if !ours {
-		return lock.ErrNotHeld
+	l.warned.note(l.log, m.Key, unwritten)
+	if unwritten == nil {
+		l.meta.RenewedAt = m.RenewedAt // this field only: Key() and Token() read the others unlocked
 	}
-	l.meta.RenewedAt = time.Now()
-	return writeSlotMeta(l.metaPath, l.meta)
+	return nil
 }
 
 // Release implements lock.Lease: the flocks are always let go;
-// lock.ErrNotHeld says the slot had been broken meanwhile.
+// lock.ErrNotHeld says the slot had been broken meanwhile. As for the
+// mutex, a sidecar that cannot be removed is left behind with a warning.
 func (l *SlotLease) Release(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return lock.ErrNotHeld
 	}
-	ours, err := l.stillOurs()
-	if ours {
-		err = os.Remove(l.metaPath)
+	var rmErr error
+	ours, err := l.record().release(ctx, func() error {
+		rmErr = os.Remove(l.metaPath)
+		return nil
+	}, func() {
+		unlockClose(l.f)
+		unlockClose(l.mode)
+		l.f, l.mode = nil, nil
+	})
+	if rmErr != nil {
+		l.log.Warn("released the slot, but cannot remove its record (it names no holder now)", "key", l.meta.Key, "error", rmErr)
 	}
-	unlockClose(l.f)
-	unlockClose(l.mode)
-	l.f, l.mode = nil, nil
 	if err != nil {
 		return err
 	}
