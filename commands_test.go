@@ -19,6 +19,7 @@ import (
 
 	"github.com/distlock/distlock/internal/backend"
 	"github.com/distlock/distlock/internal/lock"
+	"github.com/distlock/distlock/internal/testenv/wait"
 )
 
 // scriptCommands are the harness's own scenario commands. Every wait has a
@@ -42,15 +43,9 @@ var scriptCommands = map[string]func(ts *testscript.TestScript, neg bool, args [
 // defaultWait bounds every wait in the harness.
 const defaultWait = 20 * time.Second
 
-// waitUntil polls cond every 10ms until it holds or the deadline passes.
+// waitUntil polls cond until it holds or the deadline passes (wait.Until).
 func waitUntil(ts *testscript.TestScript, what string, timeout time.Duration, cond func() bool) {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			ts.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	wait.Until(ts, timeout, what, cond)
 }
 
 // timeoutArg takes an optional leading "-t DURATION".

@@ -8,9 +8,17 @@ import (
 	"time"
 )
 
+// Fataler is what Until needs of a test: a *testing.T, or a testscript
+// script (*testscript.TestScript) for the scenarios' harness commands.
+type Fataler interface {
+	Fatalf(format string, args ...any)
+}
+
 // Until polls cond every 5ms until it holds, failing t after timeout.
-func Until(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
+func Until(t Fataler, timeout time.Duration, what string, cond func() bool) {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
