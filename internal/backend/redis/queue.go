@@ -21,12 +21,10 @@ package redis
 // max(1s, ttl/3) and the place lasts twice that, so a dead waiter is
 // pruned within about 2*max(1s, ttl/3).
 //
-// A try-once (TryAcquire, --wait 0) first runs queue_admit.lua: while live
-// waiters are queued it is busy, so it cannot take the lock from the first
-// in line in the moment between a release and that waiter's next step. That
-// costs a try-once one extra round trip. The check and acquire.lua are two
-// steps, but a waiter that joins in between merely queues behind a try-once
-// that arrived first.
+// A try-once (--wait 0, and every waiter's first try) runs try_once.lua:
+// while live waiters are queued it is busy, so it cannot take the lock from
+// the first in line in the moment between a release and that waiter's next
+// step; the check and the acquisition are one script, one round trip.
 
 import (
 	"context"
@@ -49,12 +47,9 @@ var (
 	queueAcquireSrc string
 	//go:embed queue_leave.lua
 	queueLeaveSrc string
-	//go:embed queue_admit.lua
-	queueAdmitSrc string
 
 	queueAcquireScript = goredis.NewScript(grantLibSrc + queueLibSrc + queueAcquireSrc)
 	queueLeaveScript   = goredis.NewScript(queueLibSrc + queueLeaveSrc)
-	queueAdmitScript   = goredis.NewScript(queueLibSrc + queueAdmitSrc)
 )
 
 func (b *Backend) queueKey(key string) string   { return b.lockKey(key) + ":queue" }
@@ -77,29 +72,6 @@ func (b *Backend) QueueLen(ctx context.Context, key string) (int64, error) {
 func heartbeat(ttl time.Duration) (every, lasts time.Duration) {
 	every = max(time.Second, ttl/3)
 	return every, 2 * every
-}
-
-// admit is TryAcquire's check for a mutex: nil when no live waiter is
-// queued (acquire.lua then decides), a *lock.BusyError when some are, a
-// *lock.LimitMismatchError when the key is held as a semaphore.
-func (b *Backend) admit(ctx context.Context, req lock.Request) error {
-	res, err := queueAdmitScript.Run(ctx, b.c,
-		[]string{b.lockKey(req.Key), b.queueKey(req.Key), b.aliveKey(req.Key), b.waitingKey(req.Key)},
-		b.wakePrefix(req.Key),
-	).Slice()
-	if err != nil {
-		return b.unavailable(err)
-	}
-	switch {
-	case len(res) == 1 && res[0] == int64(1):
-		return nil
-	case len(res) == 2 && res[0] == int64(-1):
-		have, _ := strconv.Atoi(fmt.Sprint(res[1]))
-		return &lock.LimitMismatchError{Key: req.Key, Want: max(1, req.Limit), Have: have}
-	case len(res) == 4 && res[0] == int64(0):
-		return &lock.BusyError{Holder: queuedHolder(req.Key, res[1], res[2], res[3])}
-	}
-	return fmt.Errorf("unexpected reply from the queue admit script: %v", res)
 }
 
 // queuedHolder describes who has the lock, or, when it is free but a

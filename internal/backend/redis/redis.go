@@ -94,16 +94,14 @@ func (b *Backend) Contend(req lock.Request) lock.Contender {
 	return &queueContender{b: b, req: req}
 }
 
-// tryOnce is a mutex's try-once: admitted only when no live waiter is
-// queued ahead.
+// tryOnce is a mutex's try-once, one round trip (try_once.lua): it takes
+// the lock only when it is free and no live waiter is queued ahead.
 func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, error) {
-	if err := b.admit(ctx, req); err != nil {
-		return nil, err // queued waiters go first; a semaphore is refused (queue.go)
-	}
 	granted := time.Now()
-	res, err := acquireScript.Run(ctx, b.c,
-		[]string{b.lockKey(req.Key), b.tokenKey(req.Key)},
+	res, err := tryOnceScript.Run(ctx, b.c,
+		[]string{b.lockKey(req.Key), b.tokenKey(req.Key), b.queueKey(req.Key), b.aliveKey(req.Key), b.waitingKey(req.Key)},
 		req.Owner, req.TTL.Milliseconds(), req.Meta.Host, req.Meta.PID, req.Meta.User, req.Meta.Command, req.Meta.Note,
+		b.wakePrefix(req.Key),
 	).Slice()
 	if err != nil {
 		return nil, b.unavailable(err)
@@ -115,10 +113,16 @@ func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, er
 		}
 		return &Lease{b: b, key: req.Key, owner: req.Owner, token: tok, ttl: req.TTL, granted: granted}, nil
 	}
-	if len(res) == 3 {
+	switch {
+	case len(res) == 3 && res[0] == int64(0):
 		return nil, &lock.BusyError{Holder: parseHolder(req.Key, res[1], res[2])}
+	case len(res) == 4 && res[0] == int64(0):
+		return nil, &lock.BusyError{Holder: queuedHolder(req.Key, res[1], res[2], res[3])}
+	case len(res) == 2 && res[0] == int64(-1):
+		have, _ := strconv.Atoi(fmt.Sprint(res[1]))
+		return nil, &lock.LimitMismatchError{Key: req.Key, Want: max(1, req.Limit), Have: have}
 	}
-	return nil, fmt.Errorf("unexpected reply from the acquire script: %v", res)
+	return nil, fmt.Errorf("unexpected reply from the try-once script: %v", res)
 }
 
 // Inspect implements lock.Backend.

@@ -9,8 +9,8 @@ import (
 var (
 	//go:embed grant_lib.lua
 	grantLibSrc string
-	//go:embed acquire.lua
-	acquireSrc string
+	//go:embed try_once.lua
+	tryOnceSrc string
 	//go:embed renew.lua
 	renewSrc string
 	//go:embed release.lua
@@ -22,7 +22,7 @@ var (
 	//go:embed hold.lua
 	holdSrc string
 
-	acquireScript = goredis.NewScript(grantLibSrc + acquireSrc)
+	tryOnceScript = goredis.NewScript(grantLibSrc + queueLibSrc + tryOnceSrc)
 	renewScript   = goredis.NewScript(renewSrc)
 	releaseScript = goredis.NewScript(releaseSrc)
 	inspectScript = goredis.NewScript(inspectSrc)

@@ -4,7 +4,7 @@
 -- mutex would use) is the semaphore's marker: owner "semaphore:<limit>",
 -- limit <limit>, and a copy of the oldest slot holder's fields (lowest
 -- token), living exactly as long as the longest-lived slot. So a mutex
--- acquirer (acquire.lua) finds the key busy, `status` and `list` describe
+-- acquirer (try_once.lua) finds the key busy, `status` and `list` describe
 -- the oldest holder, and every semaphore acquirer sees the limit in use.
 -- The owner "semaphore:<limit>" is nobody's owner id, so no mutex lease
 -- (renew.lua, release.lua, hold.lua, Resume) ever matches it.
