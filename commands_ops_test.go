@@ -5,8 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -17,6 +23,7 @@ import (
 func init() {
 	scriptCommands["rediscmd"] = cmdRedisCmd
 	scriptCommands["doctorjson"] = cmdDoctorJSON
+	scriptCommands["promcheck"] = cmdPromCheck
 }
 
 // rediscmd ARGS...: send one command to the Redis server itself
@@ -89,4 +96,43 @@ func cmdDoctorJSON(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("no %s check in %s", want, args[0])
 		}
 	}
+}
+
+// promcheck FILE: FILE must parse with Prometheus's own text-format parser
+// (expfmt, with the strict name rules node_exporter's textfile collector
+// applies); its samples are written to stdout, one per line and sorted, as
+// name{label="value",...} value, for the script to match.
+func cmdPromCheck(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: promcheck FILE")
+	}
+	f, err := os.Open(ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer f.Close()
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := p.TextToMetricFamilies(f)
+	if err != nil {
+		ts.Fatalf("%s is not Prometheus text format: %v", args[0], err)
+	}
+	var lines []string
+	for name, fam := range fams {
+		for _, m := range fam.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			var v float64
+			switch fam.GetType() {
+			case dto.MetricType_COUNTER:
+				v = m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				v = m.GetGauge().GetValue()
+			default:
+				ts.Fatalf("%s: %s is a %s; distlock writes gauges and counters", args[0], name, fam.GetType())
+			}
+			lines = append(lines, fmt.Sprintf("%s{%s} %s", name, strings.Join(labels, ","), model.SampleValue(v)))
+		}
+	}
+	slices.Sort(lines)
+	fmt.Fprintln(ts.Stdout(), strings.Join(lines, "\n"))
 }
