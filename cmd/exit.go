@@ -16,6 +16,7 @@ import (
 const (
 	exitOK          = 0
 	exitDeclined    = 1 // break: the person at the terminal did not answer yes
+	exitProblem     = 1 // doctor: a check found a problem
 	exitFree        = 3 // status/break: the key is not held
 	exitUsage       = 64
 	exitUnavailable = 69
@@ -91,6 +92,18 @@ func declined(key string) error {
 // notHeld: break found nothing to break.
 func notHeld(key string) error {
 	return &statusError{code: exitFree, msg: key + " is not held; nothing to break"}
+}
+
+// doctorProblems: doctor found problems in the checks named; nil when
+// there are none (warnings alone are success).
+func doctorProblems(names []string) error {
+	switch len(names) {
+	case 0:
+		return nil
+	case 1:
+		return &statusError{code: exitProblem, msg: "doctor found a problem: " + names[0] + " (see its fix above)"}
+	}
+	return &statusError{code: exitProblem, msg: fmt.Sprintf("doctor found %d problems: %s (see their fixes above)", len(names), strings.Join(names, ", "))}
 }
 
 // otherToken: break --token N found the key held under another token.

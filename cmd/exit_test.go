@@ -26,6 +26,9 @@ func TestCodeFor(t *testing.T) {
 		{"success", nil, 0, ""},
 		{"command succeeded", commandStatus(0), 0, ""},
 		{"break declined", declined("k"), 1, "k was not broken: the answer was not yes"},
+		{"doctor: nothing is a problem", doctorProblems(nil), 0, ""},
+		{"doctor: one problem", doctorProblems([]string{"maxmemory-policy"}), 1, "doctor found a problem: maxmemory-policy (see its fix above)"},
+		{"doctor: two problems", doctorProblems([]string{"maxmemory-policy", "acl"}), 1, "doctor found 2 problems: maxmemory-policy, acl (see their fixes above)"},
 		{"command's own status", commandStatus(3), 3, ""},
 		{"command killed by signal 9", commandStatus(137), 137, ""},
 		{"status: a key is free", withCode(exitFree), 3, ""},
@@ -85,6 +88,8 @@ func TestCommandLineMistakesExit64(t *testing.T) {
 		{[]string{"acquire", "x"}, "acquire takes no arguments"},
 		{[]string{"extend", "x"}, "extend takes no arguments"},
 		{[]string{"release", "x"}, "release takes no arguments"},
+		{[]string{"doctor", "x"}, "doctor takes no arguments"},
+		{[]string{"doctor", "--ttl", "soon"}, `invalid argument "soon" for "--ttl"`},
 		{[]string{"version", "x"}, `unknown command "x" for "distlock version"`},
 		{[]string{"completion", "bash", "x"}, `"distlock completion bash"`},
 	} {

@@ -43,6 +43,7 @@ fails the command is stopped before the lease could pass to anyone else.`,
 		newAcquireCommand(g),
 		newExtendCommand(g),
 		newReleaseCommand(g),
+		newDoctorCommand(g),
 	)
 	setVersionFlag(root)
 

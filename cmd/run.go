@@ -19,6 +19,7 @@ type runOptions struct {
 	Limit     int
 	MinHold   time.Duration
 	MaxHold   time.Duration
+	Metrics   string
 }
 
 func newRunCommand(g *globalOptions) *cobra.Command {
@@ -56,6 +57,7 @@ command ran past --max-hold.`,
 	f.DurationVar(&o.MinHold, "min-hold", 0, "keep the lock until this long after acquiring it, even if the command ends sooner (cron replicas firing seconds apart run the job once)")
 	f.DurationVar(&o.MaxHold, "max-hold", 0, "stop the command (TERM, kill-grace, KILL) this long after acquiring; exit 124")
 	f.IntVar(&o.Limit, "limit", 1, "semaphore: up to N holders at once, each in a slot (DISTLOCK_SLOT); all holders must agree on N")
+	f.StringVar(&o.Metrics, "metrics-file", "", "after the run, record it in this Prometheus textfile (node_exporter's textfile collector; env DISTLOCK_METRICS_FILE)")
 	return c
 }
 
@@ -87,6 +89,19 @@ func (o *runOptions) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	rec := startRecord(metricsFile(o.Metrics), o.Key)
+	err = o.lockAndRun(ctx, args, wait, rec)
+	final := err
+	if busy := o.busy(err, wait); busy != nil {
+		final = busy
+	}
+	rec.write(err, final, o.g.logger())
+	return final
+}
+
+// lockAndRun takes the lock and runs the command: nil, the command's
+// status (commandExit) or why it did not run to its end.
+func (o *runOptions) lockAndRun(ctx context.Context, args []string, wait time.Duration, rec *runRecord) error {
 	b, err := o.g.open(ctx)
 	if err != nil {
 		return err
@@ -113,11 +128,8 @@ func (o *runOptions) run(ctx context.Context, args []string) error {
 		Stdin:          o.g.stdin, Stdout: o.g.stdout, Stderr: o.g.stderr,
 		Log:        log,
 		OnBusy:     wp.busy,
-		OnAcquired: wp.stop,
+		OnAcquired: func() { rec.markAcquired(); wp.stop() },
 	})
-	if busy := o.busy(err, wait); busy != nil {
-		return busy
-	}
 	if err != nil {
 		return err
 	}

@@ -52,7 +52,7 @@ func TestAcquireBusyRelease(t *testing.T) {
 			t.Errorf("lease: token %d key %q owner %q", la.Token(), la.Key(), la.Owner())
 		}
 		if g := la.Granted(); g.Before(before) || g.After(time.Now()) {
-			t.Errorf("Granted %v not within the TryAcquire call", g)
+			t.Errorf("Granted %v not within the try-once", g)
 		}
 
 		h, ok, err := b.Inspect(ctx, "job:daily")
@@ -76,7 +76,7 @@ func TestAcquireBusyRelease(t *testing.T) {
 		_, err = lock.TryOnce(ctx, b, request("job:daily", "bob", 3*time.Second))
 		var busy *lock.BusyError
 		if !errors.As(err, &busy) || !errors.Is(err, lock.ErrHeld) {
-			t.Fatalf("second TryAcquire = %v, want *lock.BusyError", err)
+			t.Fatalf("second try-once = %v, want *lock.BusyError", err)
 		}
 		if busy.Holder.Token != la.Token() || busy.Holder.Meta.Host != "host-alice" || busy.Holder.ExpiresIn <= 0 {
 			t.Errorf("busy holder = %+v", busy.Holder)
@@ -106,7 +106,7 @@ func TestAcquireBusyRelease(t *testing.T) {
 
 		lb, err := lock.TryOnce(ctx, b, request("job:daily", "bob", 3*time.Second))
 		if err != nil {
-			t.Fatalf("TryAcquire after release: %v", err)
+			t.Fatalf("try-once after release: %v", err)
 		}
 		if lb.Token() <= la.Token() {
 			t.Errorf("token %d not above the previous %d", lb.Token(), la.Token())
@@ -526,14 +526,14 @@ func TestKeysWithSlashesAndList(t *testing.T) {
 		for _, k := range keys {
 			l, err := lock.TryOnce(ctx, b, request(k, "o-"+k, 3*time.Second))
 			if err != nil {
-				t.Fatalf("TryAcquire(%q): %v", k, err)
+				t.Fatalf("try-once(%q): %v", k, err)
 			}
 			defer l.Release(ctx)
 			tokens[k] = l.Token()
 		}
 		// A second contender on "a" must not show up as a holder anywhere.
 		if _, err := lock.TryOnce(ctx, b, request("a", "x", 3*time.Second)); !errors.Is(err, lock.ErrHeld) {
-			t.Fatalf("TryAcquire(a) = %v, want busy", err)
+			t.Fatalf("try-once(a) = %v, want busy", err)
 		}
 		hs, err := b.List(ctx, "")
 		if err != nil {

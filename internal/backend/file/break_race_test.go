@@ -42,7 +42,7 @@ func raceRequest(owner string, limit int) lock.Request {
 	return lock.Request{Key: "race", TTL: 2 * time.Second, Owner: owner, Limit: limit}
 }
 
-// acquireSoon retries TryAcquire while a racing break's brief probe of the
+// acquireSoon retries a try-once while a racing break's brief probe of the
 // lock file makes it look busy.
 func acquireSoon(t *testing.T, b *Backend, req lock.Request) lock.Lease {
 	t.Helper()

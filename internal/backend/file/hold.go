@@ -12,7 +12,7 @@ import (
 
 // Hold implements lock.Lease. A flock dies with its process, so a hold
 // is recorded in the sidecar instead (mode and RenewedAt+d), and the flock
-// is let go: TryAcquire and Inspect honour an unexpired hold.
+// is let go: a try-once and Inspect honour an unexpired hold.
 func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -43,7 +43,7 @@ func (l *Lease) Handle() lock.Handle {
 }
 
 // resumeTries bounds how long Resume waits out another process's brief
-// flock (a TryAcquire or status probing the key).
+// flock (a a try-once or status probing the key).
 const resumeTries = 50
 
 // Resume implements lock.Backend: the sidecar must name h's owner and

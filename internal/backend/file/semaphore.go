@@ -181,7 +181,7 @@ func oldest(hs []slotHolder) slotHolder {
 	return best
 }
 
-// trySemaphore is TryAcquire for req.Limit > 1: take the lowest free slot.
+// trySemaphore is the try-once for req.Limit > 1: take the lowest free slot.
 func (b *Backend) trySemaphore(ctx context.Context, req lock.Request) (lock.Lease, error) {
 	n := req.Limit
 	p := b.semPaths(req.Key)

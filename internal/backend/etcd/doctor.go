@@ -1,0 +1,311 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// Doctor implements lock.Doctor: the cluster's health and size, the
+// shortest lease the server grants against --ttl, authentication, TLS, and
+// how fast the leader's lease clock runs against ours.
+func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Check {
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = b.dialTO
+	}
+	rctx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, timeout) }
+	return []lock.Check{
+		b.clusterCheck(rctx),
+		b.leaseTTLCheck(rctx, req.TTL),
+		b.authCheck(rctx),
+		tlsVerdict(b.cli.Endpoints()),
+		b.clockCheck(ctx, timeout),
+	}
+}
+
+type reqCtx func() (context.Context, context.CancelFunc)
+
+// clusterView is what clusterCheck learned from the cluster.
+type clusterView struct {
+	voters, learners int
+	endpoints        int      // endpoints in --backend
+	version          string   // of the first endpoint that answered
+	leader           bool     // an endpoint knows a leader
+	errors           []string // endpoint errors and alarms
+}
+
+func (b *Backend) clusterCheck(rctx reqCtx) lock.Check {
+	ctx, cancel := rctx()
+	defer cancel()
+	ml, err := b.cli.MemberList(ctx)
+	if err != nil {
+		return lock.Check{Name: "cluster", Status: lock.CheckWarning,
+			Detail: fmt.Sprintf("cannot list the members: %s", firstLine(err.Error())),
+			Fix:    "give distlock's user permission to list members, or check the cluster with etcdctl endpoint health --cluster"}
+	}
+	v := clusterView{endpoints: len(b.cli.Endpoints())}
+	for _, m := range ml.Members {
+		if m.IsLearner {
+			v.learners++
+		} else {
+			v.voters++
+		}
+	}
+	for _, ep := range b.cli.Endpoints() {
+		st, err := b.cli.Status(ctx, ep)
+		if err != nil {
+			v.errors = append(v.errors, fmt.Sprintf("%s did not answer: %s", redactEndpoint(ep), firstLine(err.Error())))
+			continue
+		}
+		if v.version == "" {
+			v.version = st.Version
+		}
+		v.leader = v.leader || st.Leader != 0
+		for _, e := range st.Errors {
+			v.errors = append(v.errors, redactEndpoint(ep)+": "+e)
+		}
+	}
+	if al, err := b.cli.AlarmList(ctx); err == nil {
+		for _, a := range al.Alarms {
+			v.errors = append(v.errors, fmt.Sprintf("alarm %s on member %x", a.Alarm, a.MemberID))
+		}
+	}
+	return clusterVerdict(v)
+}
+
+// clusterVerdict judges the cluster's health and size.
+func clusterVerdict(v clusterView) lock.Check {
+	const name = "cluster"
+	detail := fmt.Sprintf("%d voting member(s)", v.voters)
+	if v.learners > 0 {
+		detail += fmt.Sprintf(" and %d learner(s)", v.learners)
+	}
+	if v.version != "" {
+		detail += ", etcd " + v.version
+	}
+	switch {
+	case len(v.errors) > 0:
+		return lock.Check{Name: name, Status: lock.CheckProblem, Detail: detail + ": " + strings.Join(v.errors, "; "),
+			Fix: "fix the cluster before trusting locks on it (etcdctl endpoint status --cluster, etcdctl alarm list): a NOSPACE alarm refuses every new lock"}
+	case !v.leader:
+		return lock.Check{Name: name, Status: lock.CheckProblem, Detail: detail + ": no endpoint knows a leader",
+			Fix: "the cluster has no quorum: bring enough members back (etcdctl endpoint status --cluster)"}
+	case v.voters == 1:
+		return lock.Check{Name: name, Status: lock.CheckWarning, Detail: detail + ": no fault tolerance, if it stops every distlock run waits or exits 69",
+			Fix: "run 3 (or 5) members: 3 survive the loss of one"}
+	case v.voters == 2:
+		return lock.Check{Name: name, Status: lock.CheckWarning, Detail: detail + ": a quorum of 2 needs both, so either stopping stops the cluster",
+			Fix: "run 3 (or 5) members: 3 survive the loss of one"}
+	case v.endpoints < v.voters && v.endpoints == 1:
+		return lock.Check{Name: name, Status: lock.CheckWarning, Detail: detail + fmt.Sprintf(", tolerating %d failure(s); but --backend names one endpoint: if it stops, distlock cannot reach the others", (v.voters-1)/2),
+			Fix: "list every member in the URL (etcd://h1:2379,h2:2379,h3:2379), unless that endpoint is a load balancer"}
+	}
+	return lock.Check{Name: name, Status: lock.CheckOK, Detail: detail + fmt.Sprintf(", healthy, with a leader; tolerates %d failure(s)", (v.voters-1)/2)}
+}
+
+// leaseTTLCheck asks for a 1-second lease: the server raises it to its
+// minimum (1.5 election timeouts, in whole seconds) and says so.
+func (b *Backend) leaseTTLCheck(rctx reqCtx, ttl time.Duration) lock.Check {
+	ctx, cancel := rctx()
+	defer cancel()
+	g, err := b.cli.Grant(ctx, 1)
+	if err != nil {
+		return lock.Check{Name: "lease-ttl", Status: lock.CheckWarning,
+			Detail: fmt.Sprintf("cannot grant a lease: %s", firstLine(err.Error())),
+			Fix:    "give distlock's user permission to grant leases: every lock is one"}
+	}
+	b.cli.Revoke(ctx, g.ID)
+	return leaseTTLVerdict(time.Duration(g.TTL)*time.Second, ttl)
+}
+
+// leaseTTLVerdict judges the server's shortest lease against --ttl.
+func leaseTTLVerdict(minTTL, ttl time.Duration) lock.Check {
+	const name = "lease-ttl"
+	granted := time.Duration(leaseSeconds(ttl)) * time.Second
+	if minTTL > granted {
+		return lock.Check{Name: name, Status: lock.CheckWarning,
+			Detail: fmt.Sprintf("the server raises every lease to at least %s (1.5 election timeouts), more than --ttl %s: distlock still stops its command by its own TTL, but a crashed holder's lock stays taken for %s", minTTL, ttl, minTTL),
+			Fix:    fmt.Sprintf("use --ttl %s or more, or lower the cluster's --election-timeout", minTTL)}
+	}
+	return lock.Check{Name: name, Status: lock.CheckOK,
+		Detail: fmt.Sprintf("the server's shortest lease is %s; --ttl %s is granted as a %s lease (etcd counts whole seconds, rounded up)", minTTL, ttl, granted)}
+}
+
+// authCheck asks AuthStatus (etcd 3.5 and later). Older servers lack it,
+// but the answer follows from having connected: with authentication on, an
+// anonymous client's read (New makes one) is refused, and a user's
+// credentials are refused when it is off.
+func (b *Backend) authCheck(rctx reqCtx) lock.Check {
+	ctx, cancel := rctx()
+	defer cancel()
+	st, err := b.cli.AuthStatus(ctx)
+	if err != nil {
+		return authVerdict(b.user != "", b.user, b.prefix)
+	}
+	return authVerdict(st.Enabled, b.user, b.prefix)
+}
+
+func authVerdict(enabled bool, user, prefix string) lock.Check {
+	const name = "auth"
+	if !enabled {
+		return lock.Check{Name: name, Status: lock.CheckWarning,
+			Detail: "authentication is off: anyone who can reach etcd can take, break or delete distlock's locks",
+			Fix:    fmt.Sprintf("etcdctl auth enable, and give distlock a user whose role has readwrite on %s/ (etcdctl role grant-permission ROLE --prefix readwrite %s/)", prefix, prefix)}
+	}
+	return lock.Check{Name: name, Status: lock.CheckOK, Detail: fmt.Sprintf("authentication is on; distlock connects as user %q", user)}
+}
+
+// tlsVerdict judges the endpoints' schemes: plaintext is fine to this
+// machine only.
+func tlsVerdict(endpoints []string) lock.Check {
+	const name = "tls"
+	var plain []string
+	remote := false
+	for _, ep := range endpoints {
+		u, err := url.Parse(ep)
+		if err != nil || u.Scheme == "https" {
+			continue
+		}
+		plain = append(plain, u.Host)
+		remote = remote || !loopback(u.Hostname())
+	}
+	switch {
+	case len(plain) == 0:
+		return lock.Check{Name: name, Status: lock.CheckOK, Detail: "TLS to every endpoint"}
+	case !remote:
+		return lock.Check{Name: name, Status: lock.CheckOK, Detail: "plaintext, to this machine only (loopback)"}
+	}
+	return lock.Check{Name: name, Status: lock.CheckWarning,
+		Detail: fmt.Sprintf("plaintext to %s: the lock traffic, and the password when there is one, cross the network unencrypted", strings.Join(plain, ", ")),
+		Fix:    "serve etcd over TLS and use etcds:// with the cluster's CA (--etcd-cacert)"}
+}
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// redactEndpoint keeps an endpoint's host:port only.
+func redactEndpoint(ep string) string {
+	if u, err := url.Parse(ep); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return ep
+}
+
+// Clock measurement: the leader reports a lease's time left in whole
+// seconds, truncated, counted by its own (monotonic) clock. The moment the
+// report ticks from v to v-1 is bracketed by the last read that said v and
+// the first that said less; two ticks seconds apart give the leader's
+// clock rate against ours, to within the width of the brackets over the
+// time between them.
+const (
+	clockLease = 10 // seconds; long enough to outlast the measurement
+	clockStep  = 2  // seconds of the leader's clock between ticks
+	clockSpan  = 6  // at most, between the first tick and the last
+)
+
+// tick is one observed change of a lease's reported time left: from v to
+// less, somewhere between lo and hi (local time).
+type tick struct {
+	v      int64
+	lo, hi time.Time
+}
+
+func (b *Backend) clockCheck(ctx context.Context, timeout time.Duration) lock.Check {
+	cannot := func(err error) lock.Check {
+		return lock.Check{Name: "clock", Status: lock.CheckWarning,
+			Detail: fmt.Sprintf("cannot measure the leader's lease clock: %s", firstLine(err.Error())),
+			Fix:    "make sure the clocks of the etcd servers and of this machine are synchronised (NTP)"}
+	}
+	gctx, cancel := context.WithTimeout(ctx, timeout)
+	sent := time.Now()
+	g, err := b.cli.Grant(gctx, clockLease)
+	cancel()
+	if err != nil {
+		return cannot(err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		b.cli.Revoke(rctx, g.ID)
+	}()
+	// The first tick comes about a second after the grant. Later ticks
+	// are taken clockStep apart until the rate is known to within a
+	// quarter of the allowance, or clockSpan has passed.
+	first, err := b.nextTick(ctx, g.ID, sent.Add(900*time.Millisecond), timeout)
+	if err != nil {
+		return cannot(err)
+	}
+	mid := first.lo.Add(first.hi.Sub(first.lo) / 2)
+	var fast, unc float64
+	last := first
+	for step := 1; first.v-last.v < clockSpan; step++ {
+		last, err = b.nextTick(ctx, g.ID, mid.Add(time.Duration(step)*clockStep*time.Second-100*time.Millisecond), timeout)
+		if err != nil {
+			return cannot(err)
+		}
+		if fast, unc = clockRate(first, last); unc <= lock.ClockDrift/4 {
+			break
+		}
+	}
+	return lock.ClockRateCheck(fast, unc, fmt.Sprintf("a lease's countdown over %ds", first.v-last.v))
+}
+
+// clockRate is how much faster the leader's clock ran than ours between
+// two ticks, and the uncertainty of that.
+func clockRate(a, b tick) (fast, uncertainty float64) {
+	server := float64(a.v-b.v) * float64(time.Second)
+	longest := float64(b.hi.Sub(a.lo))
+	shortest := float64(b.lo.Sub(a.hi))
+	hiFast := server/max(shortest, 1) - 1
+	loFast := server/longest - 1
+	return (hiFast + loFast) / 2, (hiFast - loFast) / 2
+}
+
+// nextTick waits until at, then reads the lease's time left back to back
+// until it drops by one second from one read to the next.
+func (b *Backend) nextTick(ctx context.Context, id clientv3.LeaseID, at time.Time, timeout time.Duration) (tick, error) {
+	select {
+	case <-time.After(time.Until(at)):
+	case <-ctx.Done():
+		return tick{}, ctx.Err()
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	var last tick // last.v, and last.lo: when the read that said it was sent
+	have := false
+	for time.Now().Before(deadline) {
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		sent := time.Now()
+		r, err := b.cli.TimeToLive(rctx, id)
+		got := time.Now()
+		cancel()
+		if err != nil {
+			return tick{}, err
+		}
+		if r.TTL < 0 {
+			return tick{}, fmt.Errorf("the measuring lease expired early")
+		}
+		if have && r.TTL == last.v-1 {
+			return tick{v: last.v, lo: last.lo, hi: got}, nil
+		}
+		last, have = tick{v: r.TTL, lo: sent}, true
+	}
+	return tick{}, fmt.Errorf("the lease's time left did not count down within 2s")
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}

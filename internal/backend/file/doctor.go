@@ -1,0 +1,191 @@
+package file
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// Doctor implements lock.Doctor: the directory is on a local filesystem,
+// writable, and flock(2) excludes a second open file description; the
+// file engine has no clock of its own to compare.
+func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Check {
+	checks := []lock.Check{b.mountCheck("/proc/self/mountinfo")}
+	checks = append(checks, b.fileChecks()...)
+	return append(checks, lock.Check{
+		Name: "clock", Status: lock.CheckOK,
+		Detail: "the file engine times leases with this machine's own clock: there is no other clock to compare",
+	})
+}
+
+// networkFS are filesystem types whose flock(2) is not the local kernel's:
+// NFS emulates it with byte-range locks through a lock manager, CIFS and
+// the cluster filesystems with their own protocols, and none of them
+// frees a lock the moment its holder dies the way a local flock is.
+var networkFS = map[string]bool{
+	"nfs": true, "nfs4": true, "cifs": true, "smb3": true, "smbfs": true,
+	"ncpfs": true, "afs": true, "9p": true, "ceph": true, "glusterfs": true,
+	"lustre": true, "gpfs": true, "ocfs2": true, "gfs2": true, "davfs": true,
+	"fuse.sshfs": true, "fuse.glusterfs": true, "fuse.cephfs": true,
+	"fuse.s3fs": true, "fuse.rclone": true, "fuse.gcsfuse": true,
+}
+
+// mountCheck finds the filesystem that holds the lock directory in the
+// mount table at path (/proc/self/mountinfo) and judges its type.
+func (b *Backend) mountCheck(path string) lock.Check {
+	const name = "filesystem"
+	dir, err := filepath.EvalSymlinks(b.dir)
+	if err == nil {
+		dir, err = filepath.Abs(dir)
+	}
+	if err != nil {
+		return lock.Check{Name: name, Status: lock.CheckProblem,
+			Detail: fmt.Sprintf("cannot resolve the lock directory %s: %v", b.dir, errors.Unwrap(err)),
+			Fix:    "give --backend file://DIR a directory that exists and that this user can reach"}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return lock.Check{Name: name, Status: lock.CheckWarning,
+			Detail: fmt.Sprintf("cannot read the mount table (%s) to find the filesystem of %s", path, dir),
+			Fix:    "make sure the lock directory is on a local disk (not NFS, CIFS or FUSE): flock(2) there is the local kernel's"}
+	}
+	defer f.Close()
+	m, ok, err := mountOf(f, dir)
+	if err != nil || !ok {
+		return lock.Check{Name: name, Status: lock.CheckWarning,
+			Detail: fmt.Sprintf("cannot find the filesystem of %s in %s", dir, path),
+			Fix:    "make sure the lock directory is on a local disk (not NFS, CIFS or FUSE)"}
+	}
+	detail := fmt.Sprintf("%s is on %s (%s, mounted at %s)", dir, m.fsType, m.source, m.point)
+	switch {
+	case networkFS[m.fsType]:
+		return lock.Check{Name: name, Status: lock.CheckProblem, Detail: detail + ": a network filesystem",
+			Fix: "use a directory on a local disk (file://DIR): the file engine locks one machine, and flock(2) on " + m.fsType +
+				" is emulated by a lock protocol that does not free a dead holder's lock at once; to lock across machines use redis:// or etcd://"}
+	case strings.HasPrefix(m.fsType, "fuse"):
+		return lock.Check{Name: name, Status: lock.CheckWarning, Detail: detail + ": a FUSE filesystem, whose flock(2) is whatever its daemon makes of it",
+			Fix: "use a directory on a local disk (file://DIR), such as the default under $XDG_RUNTIME_DIR or /tmp"}
+	}
+	return lock.Check{Name: name, Status: lock.CheckOK, Detail: detail + ": local"}
+}
+
+// mount is one line of /proc/self/mountinfo.
+type mount struct {
+	point, fsType, source string
+}
+
+// mountOf reads a mountinfo table and returns the mount that holds dir (an
+// absolute path without symlinks): the longest mount point that contains
+// it, the last one listed when several are mounted on the same point (a
+// later mount hides an earlier one).
+func mountOf(r io.Reader, dir string) (mount, bool, error) {
+	var best mount
+	found := false
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		// id parent major:minor root point options [optional...] - type source superoptions
+		fields := strings.Fields(sc.Text())
+		sep := -1
+		for i, f := range fields {
+			if f == "-" && i >= 6 {
+				sep = i
+				break
+			}
+		}
+		if sep < 0 || len(fields) < sep+3 {
+			continue
+		}
+		m := mount{point: unescapeMount(fields[4]), fsType: fields[sep+1], source: unescapeMount(fields[sep+2])}
+		if !within(dir, m.point) {
+			continue
+		}
+		if !found || len(m.point) >= len(best.point) {
+			best, found = m, true
+		}
+	}
+	return best, found, sc.Err()
+}
+
+// within reports whether dir is point or under it.
+func within(dir, point string) bool {
+	if point == "/" || dir == point {
+		return true
+	}
+	return strings.HasPrefix(dir, point+"/")
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space, ...).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1]) && isOctal(s[i+2]) && isOctal(s[i+3]) {
+			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
+			i += 3
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func isOctal(c byte) bool { return c >= '0' && c <= '7' }
+
+// fileChecks creates a scratch file in the directory (writable), then
+// opens it a second time and checks that an exclusive flock(2) through one
+// open file description refuses another, and allows it once let go: the
+// same exclusion two distlock processes rely on.
+func (b *Backend) fileChecks() []lock.Check {
+	f, err := os.CreateTemp(b.dir, fmt.Sprintf(".doctor-%d-*.tmp", os.Getpid()))
+	if err != nil {
+		return []lock.Check{{Name: "writable", Status: lock.CheckProblem,
+			Detail: fmt.Sprintf("cannot create a file in %s: %v", b.dir, errors.Unwrap(err)),
+			Fix:    "make the directory writable by the user that runs distlock: every lock is a file created there"}}
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	checks := []lock.Check{{Name: "writable", Status: lock.CheckOK, Detail: fmt.Sprintf("created and removed a file in %s", b.dir)}}
+	return append(checks, flockCheck(f))
+}
+
+func flockCheck(f *os.File) lock.Check {
+	const name = "flock"
+	problem := func(detail string) lock.Check {
+		return lock.Check{Name: name, Status: lock.CheckProblem, Detail: detail,
+			Fix: "use a directory on a local disk (file://DIR): distlock's file engine needs flock(2) to exclude other processes"}
+	}
+	second, err := os.Open(f.Name())
+	if err != nil {
+		return problem(fmt.Sprintf("cannot open %s a second time: %v", f.Name(), errors.Unwrap(err)))
+	}
+	defer second.Close()
+	if err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return problem(fmt.Sprintf("flock(LOCK_EX) on %s failed: %v", f.Name(), err))
+	}
+	err = flock(second, syscall.LOCK_EX|syscall.LOCK_NB)
+	if err == nil {
+		return problem(fmt.Sprintf("flock(LOCK_EX) on %s was granted to a second open file while the first held it: this filesystem does not exclude", f.Name()))
+	}
+	if !errors.Is(err, syscall.EWOULDBLOCK) {
+		return problem(fmt.Sprintf("a second flock(LOCK_EX) on %s failed with %v, not \"would block\"", f.Name(), err))
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_UN); err != nil {
+		return problem(fmt.Sprintf("flock(LOCK_UN) on %s failed: %v", f.Name(), err))
+	}
+	if err := flock(second, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return problem(fmt.Sprintf("flock(LOCK_EX) on %s stayed refused after the first holder let go: %v", f.Name(), err))
+	}
+	return lock.Check{Name: name, Status: lock.CheckOK,
+		Detail: "an exclusive flock(2) on one open file refused a second one, and allowed it once let go"}
+}

@@ -1,0 +1,332 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// Doctor implements lock.Doctor: how this Redis is deployed, whether it
+// may evict lock keys, what a restart or a failover does to the locks,
+// whether our user may run what distlock runs, and its clock.
+func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Check {
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	rctx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, timeout) }
+	return []lock.Check{
+		b.deploymentCheck(rctx),
+		b.evictionCheck(rctx),
+		b.persistenceCheck(rctx),
+		b.replicationCheck(rctx),
+		b.aclCheck(rctx, req.Key),
+		b.clockCheck(rctx, req.TTL),
+	}
+}
+
+type reqCtx func() (context.Context, context.CancelFunc)
+
+// info reads one INFO section as field → value.
+func (b *Backend) info(rctx reqCtx, section string) (map[string]string, error) {
+	ctx, cancel := rctx()
+	defer cancel()
+	s, err := b.c.Info(ctx, section).Result()
+	if err != nil {
+		return nil, err
+	}
+	return parseInfo(s), nil
+}
+
+// parseInfo reads INFO's "field:value" lines; '#' lines are section titles.
+func parseInfo(s string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// config reads CONFIG GET for each name.
+func (b *Backend) config(rctx reqCtx, names ...string) (map[string]string, error) {
+	ctx, cancel := rctx()
+	defer cancel()
+	out := map[string]string{}
+	for _, n := range names {
+		m, err := b.c.ConfigGet(ctx, n).Result()
+		if err != nil {
+			return nil, err
+		}
+		v, ok := m[n]
+		if !ok {
+			return nil, fmt.Errorf("CONFIG GET %s: no such setting", n)
+		}
+		out[n] = v
+	}
+	return out, nil
+}
+
+// cannotRead is the warning for a setting this connection may not read
+// (CONFIG and INFO are often refused by managed services and ACLs).
+func cannotRead(name, what string, err error, fix string) lock.Check {
+	return lock.Check{Name: name, Status: lock.CheckWarning,
+		Detail: fmt.Sprintf("cannot read %s: %s", what, firstLine(err.Error())),
+		Fix:    fix}
+}
+
+func (b *Backend) deploymentCheck(rctx reqCtx) lock.Check {
+	const name = "deployment"
+	srv, err := b.info(rctx, "server")
+	if err != nil {
+		return cannotRead(name, "INFO server", err, "make sure --backend names a standalone Redis primary, not a Sentinel or a Cluster node")
+	}
+	cluster, err := b.info(rctx, "cluster")
+	if err != nil {
+		cluster = map[string]string{}
+	}
+	return deploymentVerdict(srv, cluster, b.addr)
+}
+
+// deploymentVerdict judges INFO server and INFO cluster.
+func deploymentVerdict(srv, cluster map[string]string, addr string) lock.Check {
+	const name = "deployment"
+	version := srv["redis_version"]
+	switch {
+	case srv["redis_mode"] == "sentinel":
+		return lock.Check{Name: name, Status: lock.CheckProblem,
+			Detail: fmt.Sprintf("%s is a Redis Sentinel %s, reached through a plain redis:// URL: Sentinel watches Redis servers, it holds no locks", addr, version),
+			Fix:    "point --backend at the current primary (SENTINEL get-master-addr-by-name NAME names it); a plain URL does not follow a failover"}
+	case srv["redis_mode"] == "cluster" || cluster["cluster_enabled"] == "1":
+		return lock.Check{Name: name, Status: lock.CheckProblem,
+			Detail: fmt.Sprintf("%s is a node of a Redis Cluster (%s), reached through a plain redis:// URL: distlock talks to this node only, and a key whose slot another node serves fails with MOVED", addr, version),
+			Fix:    "keep distlock's locks on a standalone Redis (with replicas if you like), or on etcd"}
+	}
+	mode := srv["redis_mode"]
+	if mode == "" {
+		mode = "standalone"
+	}
+	return lock.Check{Name: name, Status: lock.CheckOK, Detail: fmt.Sprintf("%s Redis %s", mode, version)}
+}
+
+func (b *Backend) evictionCheck(rctx reqCtx) lock.Check {
+	cfg, err := b.config(rctx, "maxmemory-policy", "maxmemory")
+	if err != nil {
+		return cannotRead("maxmemory-policy", "maxmemory-policy (CONFIG GET)", err,
+			"check it in the server's configuration or your provider's settings: it must be noeviction, or every lock can be evicted when memory is full")
+	}
+	return evictionVerdict(cfg["maxmemory-policy"], cfg["maxmemory"])
+}
+
+// evictionVerdict judges maxmemory-policy and maxmemory. Every lock hash
+// has a TTL (it is the lease), so the volatile-* policies evict exactly
+// those; allkeys-* evicts them and the token counters too.
+func evictionVerdict(policy, maxmemory string) lock.Check {
+	const name = "maxmemory-policy"
+	fix := "CONFIG SET maxmemory-policy noeviction, and keep it in redis.conf (or your provider's parameter group): a full Redis then refuses new locks (exit 69) instead of dropping held ones"
+	var why string
+	switch {
+	case policy == "noeviction":
+		return lock.Check{Name: name, Status: lock.CheckOK,
+			Detail: "noeviction: when memory is full Redis refuses writes (distlock exits 69) and never drops a held lock"}
+	case strings.HasPrefix(policy, "allkeys-"):
+		why = "evicts any key when memory is full: a held lock's hash can vanish and another process take the lock while its holder still runs (the fencing-token counters can vanish too)"
+	case strings.HasPrefix(policy, "volatile-"):
+		why = "evicts keys that have a TTL when memory is full, and every distlock lock hash has one (the lease): a held lock can vanish and another process take it while its holder still runs"
+	default:
+		return lock.Check{Name: name, Status: lock.CheckWarning,
+			Detail: fmt.Sprintf("%s: a policy distlock does not know", policy), Fix: fix}
+	}
+	if maxmemory == "0" {
+		return lock.Check{Name: name, Status: lock.CheckWarning,
+			Detail: fmt.Sprintf("%s %s, but maxmemory is 0 (no limit), so nothing is evicted today", policy, why),
+			Fix:    fix + "; do it before anyone sets maxmemory"}
+	}
+	return lock.Check{Name: name, Status: lock.CheckProblem,
+		Detail: fmt.Sprintf("%s (maxmemory %s) %s", policy, maxmemory, why), Fix: fix}
+}
+
+func (b *Backend) persistenceCheck(rctx reqCtx) lock.Check {
+	cfg, err := b.config(rctx, "appendonly", "appendfsync", "save")
+	if err != nil {
+		return cannotRead("persistence", "appendonly and save (CONFIG GET)", err,
+			"find out what a restart of this Redis keeps (see the README's \"Doctor\" section for what it means for locks)")
+	}
+	return persistenceVerdict(cfg["appendonly"], cfg["appendfsync"], cfg["save"])
+}
+
+// persistenceVerdict says what a restart does to the locks. Tokens are
+// at least the server's TIME in µs, so they keep rising whatever is lost.
+func persistenceVerdict(appendonly, appendfsync, save string) lock.Check {
+	const name = "persistence"
+	const tokens = "fencing tokens keep rising across a restart (each is at least the server's TIME in µs)"
+	if appendonly == "yes" {
+		detail := fmt.Sprintf("append-only file on (appendfsync %s): a restart restores the held locks with their expiry times; %s", appendfsync, tokens)
+		if appendfsync != "always" {
+			detail += "; a crash can lose the last second or so of writes, so a lock taken or renewed just before it can be lost"
+		}
+		return lock.Check{Name: name, Status: lock.CheckOK, Detail: detail}
+	}
+	what := "no persistence (appendonly no, save \"\"): a restart empties Redis"
+	if strings.TrimSpace(save) != "" {
+		what = fmt.Sprintf("snapshots only (save %q): a restart restores the last snapshot, without the locks taken since", save)
+	}
+	return lock.Check{Name: name, Status: lock.CheckWarning,
+		Detail: what + ": a held lock is lost, its holder finds out at its next renewal (within ttl/3) and stops its command, but another process can take the lock in that gap; " + tokens,
+		Fix:    "keep Redis down for longer than --ttl when restarting it (every holder then stops first), or turn on appendonly yes with appendfsync always; a store that checks DISTLOCK_TOKEN rejects the old holder's writes"}
+}
+
+func (b *Backend) replicationCheck(rctx reqCtx) lock.Check {
+	repl, err := b.info(rctx, "replication")
+	if err != nil {
+		return cannotRead("replication", "INFO replication", err, "find out whether this Redis has replicas: a failover to an async replica can grant a lock twice")
+	}
+	minReplicas := ""
+	if cfg, err := b.config(rctx, "min-replicas-to-write"); err == nil {
+		minReplicas = cfg["min-replicas-to-write"]
+	}
+	return replicationVerdict(repl, minReplicas)
+}
+
+// replicationVerdict judges INFO replication and min-replicas-to-write
+// ("" when unreadable).
+func replicationVerdict(repl map[string]string, minReplicas string) lock.Check {
+	const name = "replication"
+	switch repl["role"] {
+	case "master":
+	case "slave":
+		return lock.Check{Name: name, Status: lock.CheckProblem,
+			Detail: fmt.Sprintf("this is a replica of %s:%s: it refuses distlock's writes (READONLY), or, if it takes them, its locks are not the primary's", repl["master_host"], repl["master_port"]),
+			Fix:    "point --backend at the primary"}
+	default:
+		return lock.Check{Name: name, Status: lock.CheckWarning,
+			Detail: fmt.Sprintf("INFO replication reports role %q", repl["role"]),
+			Fix:    "find out whether this Redis has replicas: a failover to an async replica can grant a lock twice"}
+	}
+	n, _ := strconv.Atoi(repl["connected_slaves"])
+	if n == 0 {
+		return lock.Check{Name: name, Status: lock.CheckOK,
+			Detail: "a primary with no replicas: a lock is exclusive while this server lives"}
+	}
+	detail := fmt.Sprintf("a primary with %d replica(s), replicated asynchronously", n)
+	if m, _ := strconv.Atoi(minReplicas); m > 0 {
+		return lock.Check{Name: name, Status: lock.CheckOK,
+			Detail: detail + fmt.Sprintf("; min-replicas-to-write %d refuses writes when too few replicas are in sync, which narrows (does not close) the window in which a failover loses a fresh lock", m)}
+	}
+	if minReplicas == "" {
+		minReplicas = "unknown"
+	}
+	return lock.Check{Name: name, Status: lock.CheckWarning,
+		Detail: detail + fmt.Sprintf(" and min-replicas-to-write %s: if this primary fails and a replica is promoted, locks granted just before may be missing there and be granted twice", minReplicas),
+		Fix:    "set min-replicas-to-write 1 and min-replicas-max-lag 10 to narrow the window; for locks that survive a failover, use etcd"}
+}
+
+// aclCommands are what distlock sends on a key's keys and channels: the
+// client's own commands and the ones its scripts call (a script runs with
+// the caller's permissions).
+func (b *Backend) aclCommands(key string) [][]string {
+	lk, tk := b.lockKey(key), b.tokenKey(key)
+	q, alive, waiting, slot := b.queueKey(key), b.aliveKey(key), b.waitingKey(key), b.slotKey(key, 0)
+	ch, wake := b.channel(key), b.wakePrefix(key)+"0"
+	return [][]string{
+		{"PING"},
+		{"EVALSHA", strings.Repeat("0", 40), "2", lk, tk},
+		{"EVAL", "return 1", "2", lk, tk},
+		{"SUBSCRIBE", ch},
+		{"SUBSCRIBE", wake},
+		{"UNSUBSCRIBE", ch},
+		{"PUBLISH", ch, "1"},
+		{"PUBLISH", wake, "1"},
+		{"SCAN", "0", "MATCH", b.prefix + ":{*}", "COUNT", "100"},
+		{"TIME"},
+		{"HGETALL", lk},
+		{"HGET", lk, "owner"},
+		{"HMGET", waiting, "x"},
+		{"HSET", lk, "owner", "x"},
+		{"HSET", waiting, "x", "y"},
+		{"HDEL", waiting, "x"},
+		{"HSET", slot, "owner", "x"},
+		{"PEXPIRE", lk, "1000"},
+		{"PTTL", lk},
+		{"DEL", lk},
+		{"GET", tk},
+		{"SET", tk, "1"},
+		{"ZADD", q, "1", "x"},
+		{"ZADD", alive, "1", "x"},
+		{"ZRANGE", q, "0", "-1"},
+		{"ZRANGEBYSCORE", alive, "0", "1"},
+		{"ZREM", q, "x"},
+		{"ZSCORE", alive, "x"},
+		{"ZCARD", q},
+	}
+}
+
+func (b *Backend) aclCheck(rctx reqCtx, key string) lock.Check {
+	const name = "acl"
+	ctx, cancel := rctx()
+	defer cancel()
+	user, err := b.c.Do(ctx, "ACL", "WHOAMI").Text()
+	if err != nil {
+		return lock.Check{Name: name, Status: lock.CheckWarning,
+			Detail: fmt.Sprintf("cannot ask who this connection is (ACL WHOAMI: %s): permissions not checked beyond the lock taken and released above", firstLine(err.Error())),
+			Fix:    "make sure the user may run EVALSHA, EVAL, PUBLISH, SUBSCRIBE and SCAN on the " + b.prefix + ":* keys and channels"}
+	}
+	var denied []string
+	cmds := b.aclCommands(key)
+	for _, c := range cmds {
+		args := []any{"ACL", "DRYRUN", user}
+		for _, a := range c {
+			args = append(args, a)
+		}
+		res, err := b.c.Do(ctx, args...).Text()
+		if err != nil {
+			return lock.Check{Name: name, Status: lock.CheckWarning,
+				Detail: fmt.Sprintf("cannot check user %s's permissions (ACL DRYRUN: %s; it needs Redis 7 and the permission to run it): not checked beyond the lock taken and released above", user, firstLine(err.Error())),
+				Fix:    "make sure the user may run EVALSHA, EVAL, PUBLISH, SUBSCRIBE and SCAN on the " + b.prefix + ":* keys and channels"}
+		}
+		if res != "OK" {
+			denied = append(denied, fmt.Sprintf("%s (%s)", c[0], res))
+		}
+	}
+	if len(denied) > 0 {
+		return lock.Check{Name: name, Status: lock.CheckProblem,
+			Detail: fmt.Sprintf("user %s may not run what distlock runs: %s", user, strings.Join(denied, "; ")),
+			Fix: fmt.Sprintf("ACL SETUSER %s +ping +time +evalsha +eval +subscribe +unsubscribe +publish +scan +hgetall +hget +hmget +hset +hdel +pexpire +pttl +del +get +set +zadd +zrange +zrangebyscore +zrem +zscore +zcard ~%s:* &%s:*",
+				user, b.prefix, b.prefix)}
+	}
+	return lock.Check{Name: name, Status: lock.CheckOK,
+		Detail: fmt.Sprintf("user %s may run all %d commands distlock sends, on %s's keys and channels (ACL DRYRUN)", user, len(cmds), b.lockKey(key))}
+}
+
+// clockCheck reads the server's TIME a few times and keeps the reading
+// with the shortest round trip: the server read its clock within that
+// round trip, so the offset is known to within half of it.
+func (b *Backend) clockCheck(rctx reqCtx, ttl time.Duration) lock.Check {
+	best := time.Duration(-1)
+	var offset time.Duration
+	for range 5 {
+		ctx, cancel := rctx()
+		sent := time.Now()
+		server, err := b.c.Time(ctx).Result()
+		rtt := time.Since(sent)
+		cancel()
+		if err != nil {
+			return cannotRead("clock", "the server's clock (TIME)", err, "make sure both clocks are synchronised (NTP)")
+		}
+		if best < 0 || rtt < best {
+			best = rtt
+			// Wall clocks only: the server's time has no monotonic reading.
+			offset = server.Sub(sent.Add(rtt / 2).Round(0))
+		}
+	}
+	return lock.ClockOffsetCheck(offset, best/2, ttl, fmt.Sprintf("TIME, best of 5 round trips: %s", best.Round(time.Microsecond)))
+}
