@@ -235,8 +235,7 @@ func isAuthError(err error) bool {
 	return errors.Is(err, rpctypes.ErrAuthFailed) ||
 		errors.Is(err, rpctypes.ErrInvalidAuthToken) ||
 		errors.Is(err, rpctypes.ErrInvalidAuthMgmt) ||
-		errors.Is(err, rpctypes.ErrUserNotFound) ||
-		errors.Is(err, rpctypes.ErrUserEmpty)
+		errors.Is(err, rpctypes.ErrUserNotFound)
 }
 
 // probeEndpoints dials every endpoint (with a TLS handshake when tlsCfg is
@@ -468,7 +467,7 @@ func (b *Backend) opError(op string, err error) error {
 			Refused: true,
 		}
 	}
-	if isAuthError(err) {
+	if isAuthError(err) || errors.Is(err, rpctypes.ErrUserEmpty) {
 		return &lock.UnavailableError{
 			Msg:     fmt.Sprintf("etcd at %s: %s: authentication failed for user %q (%s)", b.endpoints, op, b.user, rpctypes.ErrorDesc(err)),
 			Err:     err,
