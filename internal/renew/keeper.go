@@ -61,7 +61,8 @@ func (k *Keeper) Poke() {
 }
 
 // Stop ends renewing and waits for the loop to finish. A request in flight
-// is abandoned (its context is cancelled).
+// is cancelled, and Stop waits for it to return, so that once Stop returns
+// nothing reads the lease any more (the caller may change it: Hold).
 func (k *Keeper) Stop() {
 	select {
 	case <-k.stop:
@@ -89,8 +90,11 @@ func (k *Keeper) loop() {
 		lastOK   = k.lease.Granted()
 	)
 	defer func() {
+		// Cancel a request in flight and wait for it to return: after
+		// Stop nothing may touch the lease.
 		if inflight != nil {
 			inflight()
+			<-results
 		}
 	}()
 	renewTimer := time.NewTimer(time.Until(next))

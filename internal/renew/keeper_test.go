@@ -68,3 +68,51 @@ func TestKeeperRenewsHealthyLease(t *testing.T) {
 		t.Errorf("release after a kept lease: %v", err)
 	}
 }
+
+// Stop returns only once the renewal in flight has returned: after Stop
+// nothing reads the lease, so the caller may change it (Hold).
+func TestKeeperStopWaitsForTheRenewalInFlight(t *testing.T) {
+	l := &gatedLease{Lease: fileLease(t, 3*time.Second), entered: make(chan struct{}, 1), exited: make(chan struct{})}
+	k := Start(l, Timing{TTL: 3 * time.Second, KillGrace: time.Second}, nil)
+	k.Poke()
+	select {
+	case <-l.entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no renewal sent after Poke")
+	}
+	k.Stop()
+	select {
+	case <-l.exited:
+	default:
+		t.Fatal("Stop returned while a renewal was still running")
+	}
+}
+
+// gatedLease's Renew blocks until its context ends, like a request to a
+// server that does not answer.
+type gatedLease struct {
+	lock.Lease
+	entered chan struct{}
+	exited  chan struct{}
+}
+
+func (l *gatedLease) Renew(ctx context.Context) error {
+	l.entered <- struct{}{}
+	<-ctx.Done()
+	time.Sleep(50 * time.Millisecond) // returning takes a moment, as a real client's does
+	close(l.exited)
+	return ctx.Err()
+}
+
+func fileLease(t *testing.T, ttl time.Duration) lock.Lease {
+	t.Helper()
+	b, err := file.Open(t.TempDir(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := b.TryAcquire(context.Background(), lock.Request{Key: "k", TTL: ttl, Owner: "me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
