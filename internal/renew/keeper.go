@@ -136,10 +136,11 @@ func (k *Keeper) loop() {
 				renewTimer.Reset(time.Until(r.sent.Add(t.Interval())))
 				k.log.Debug("renewed", "key", k.lease.Key(), "latency", time.Since(r.sent).Round(time.Microsecond), "margin", time.Until(validUntil).Round(time.Millisecond))
 			case errors.Is(r.err, lock.ErrNotHeld):
-				now := time.Now()
+				// Another holder may be running already: stop the
+				// command now, not at the end of kill-grace.
 				k.report(Loss{
 					Err:    errors.New("the engine says the lease is no longer ours (broken, expired or taken over)"),
-					KillAt: minTime(now.Add(t.KillGrace), t.KillAt(validUntil)),
+					KillAt: t.LostKillAt(time.Now(), validUntil),
 				})
 				return
 			default:

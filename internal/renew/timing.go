@@ -2,8 +2,8 @@ package renew
 
 import "time"
 
-// Timing is the lease arithmetic of DESIGN §1, kept pure so it can be
-// tested on its own.
+// Timing is the lease arithmetic (see docs/GUARANTEES.md), kept pure so it
+// can be tested on its own.
 type Timing struct {
 	TTL       time.Duration
 	KillGrace time.Duration
@@ -26,7 +26,7 @@ func (t Timing) ValidUntil(s time.Time) time.Time {
 func (t Timing) TermAt(validUntil time.Time) time.Time { return validUntil.Add(-t.KillGrace) }
 
 // KillAt is when the child's group gets SIGKILL: max(δ, TTL/100) before
-// validUntil. DESIGN §1 says δ alone; on a loaded 2-core machine we measured
+// validUntil. δ alone was the first design; on a loaded 2-core machine we measured
 // the gap between the kill timer's due time and the child being reaped at
 // up to ~10ms, which ate half of a 2s lease's whole margin, so the lead
 // grows with the TTL (20ms at 2s, 300ms at 30s).
@@ -53,3 +53,21 @@ func (t Timing) Backoff(n int) time.Duration {
 
 // DefaultKillGrace is min(10s, ttl/3).
 func DefaultKillGrace(ttl time.Duration) time.Duration { return min(10*time.Second, ttl/3) }
+
+// LostGrace is the most a command gets between SIGTERM and SIGKILL once the
+// engine has answered that the lease is no longer ours: another holder may
+// be running already, so the command must not run on for --kill-grace.
+// It leaves a command that handles SIGTERM promptly the moment to exit by
+// itself (and say so); --kill-grace, if shorter, wins.
+const LostGrace = 100 * time.Millisecond
+
+// LostKillAt is when the group gets SIGKILL after the engine answered, at
+// now, that the lease is no longer ours: LostGrace (or kill-grace, if
+// shorter) from now, and never after the lease's own KillAt.
+func (t Timing) LostKillAt(now, validUntil time.Time) time.Time {
+	at := now.Add(min(t.KillGrace, LostGrace))
+	if k := t.KillAt(validUntil); k.Before(at) {
+		return k
+	}
+	return at
+}

@@ -49,3 +49,22 @@ func TestDefaultKillGrace(t *testing.T) {
 		t.Errorf("DefaultKillGrace(3s) = %v", got)
 	}
 }
+
+// Once the engine said the lease is gone the SIGKILL follows LostGrace
+// after the SIGTERM (or kill-grace, if shorter), never after the lease's
+// own KillAt.
+func TestLostKillAt(t *testing.T) {
+	now := time.Unix(1000, 0)
+	far := now.Add(time.Minute)
+	if got := (Timing{TTL: 30 * time.Second, KillGrace: 10 * time.Second}).LostKillAt(now, far); got.Sub(now) != LostGrace {
+		t.Errorf("kill-grace 10s: SIGKILL %s after SIGTERM, want %s", got.Sub(now), LostGrace)
+	}
+	if got := (Timing{TTL: 30 * time.Second, KillGrace: 30 * time.Millisecond}).LostKillAt(now, far); got.Sub(now) != 30*time.Millisecond {
+		t.Errorf("kill-grace 30ms: SIGKILL %s after SIGTERM, want 30ms", got.Sub(now))
+	}
+	tm := Timing{TTL: 2 * time.Second, KillGrace: 500 * time.Millisecond}
+	vu := now.Add(50 * time.Millisecond) // KillAt is 20ms before it
+	if got := tm.LostKillAt(now, vu); !got.Equal(tm.KillAt(vu)) {
+		t.Errorf("near the end of the lease: SIGKILL %s after SIGTERM, want the lease's KillAt (%s)", got.Sub(now), tm.KillAt(vu).Sub(now))
+	}
+}
