@@ -71,3 +71,31 @@ func (t Timing) LostKillAt(now, validUntil time.Time) time.Time {
 	}
 	return at
 }
+
+const (
+	// SuspendTolerance: a growth of the machine's suspended time up to
+	// this is taken for the jitter of reading two clocks, not a suspend.
+	SuspendTolerance = 10 * time.Millisecond
+	// SuspendAllowance is added to a measured suspend: a kernel whose
+	// clock source stops while suspended counts the time with the
+	// real-time clock, to the second.
+	SuspendAllowance = time.Second
+)
+
+// AfterSuspend is validUntil (a monotonic time) once the machine has been
+// suspended for d since validUntil was reckoned: the monotonic clock
+// missed d, the engine's TTL did not, so the lease ends d (plus
+// SuspendAllowance) sooner than the monotonic clock would say. A d within
+// SuspendTolerance changes nothing.
+func (t Timing) AfterSuspend(validUntil time.Time, d time.Duration) time.Time {
+	if d <= SuspendTolerance {
+		return validUntil
+	}
+	return validUntil.Add(-d - SuspendAllowance)
+}
+
+// SuspendCheck is how often the keeper looks for a suspend, so that after a
+// resume it acts within this much: TTL/30, between 20ms and 250ms.
+func (t Timing) SuspendCheck() time.Duration {
+	return min(max(t.TTL/30, 20*time.Millisecond), 250*time.Millisecond)
+}
