@@ -189,25 +189,7 @@ func (k *Keeper) loop(suspendedAtStart time.Duration) {
 		case r := <-results:
 			inflight()
 			inflight = nil
-			if checkSuspend() {
-				return
-			}
-			switch {
-			case r.err == nil:
-				// Validity counts from the send, less any suspend since.
-				vu, vs := t.ValidUntil(r.sent), r.suspended
-				slept = 0
-				if now := k.clock.Suspended(); now-vs > SuspendTolerance {
-					vu, vs, slept = t.AfterSuspend(vu, now-vs), now, now-vs
-				}
-				failures, lastErr, lastOK = 0, nil, r.sent
-				if vu.After(validUntil) {
-					validUntil, validSuspended = vu, vs
-				}
-				termTimer.Reset(time.Until(t.TermAt(validUntil)))
-				renewTimer.Reset(time.Until(r.sent.Add(t.Interval())))
-				k.log.Debug("renewed", "key", k.lease.Key(), "latency", time.Since(r.sent).Round(time.Microsecond), "margin", time.Until(validUntil).Round(time.Millisecond))
-			case errors.Is(r.err, lock.ErrNotHeld):
+			if errors.Is(r.err, lock.ErrNotHeld) {
 				// Another holder may be running already: stop the
 				// command now, not at the end of kill-grace.
 				k.report(Loss{
@@ -215,12 +197,30 @@ func (k *Keeper) loop(suspendedAtStart time.Duration) {
 					KillAt: t.LostKillAt(time.Now(), validUntil),
 				})
 				return
-			default:
+			}
+			if checkSuspend() {
+				return
+			}
+			if r.err != nil {
 				failures++
 				lastErr = r.err
 				k.log.Warn("renew failed", "key", k.lease.Key(), "attempt", failures, "error", r.err, "margin", time.Until(validUntil).Round(time.Millisecond))
 				renewTimer.Reset(t.Backoff(failures))
+				continue
 			}
+			// Validity counts from the send, less any suspend since.
+			vu, vs := t.ValidUntil(r.sent), r.suspended
+			slept = 0
+			if now := k.clock.Suspended(); now-vs > SuspendTolerance {
+				vu, vs, slept = t.AfterSuspend(vu, now-vs), now, now-vs
+			}
+			failures, lastErr, lastOK = 0, nil, r.sent
+			if vu.After(validUntil) {
+				validUntil, validSuspended = vu, vs
+			}
+			termTimer.Reset(time.Until(t.TermAt(validUntil)))
+			renewTimer.Reset(time.Until(r.sent.Add(t.Interval())))
+			k.log.Debug("renewed", "key", k.lease.Key(), "latency", time.Since(r.sent).Round(time.Microsecond), "margin", time.Until(validUntil).Round(time.Millisecond))
 		case <-termTimer.C:
 			if checkSuspend() {
 				return

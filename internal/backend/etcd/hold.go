@@ -67,13 +67,14 @@ func (l *Lease) settle(ctx context.Context, g clientv3.LeaseID, d time.Duration,
 	if err != nil {
 		return l.b.opError(fmt.Sprintf("hold %s (no answer, and the lock could not be read back: it is held either for %s more or until it was due to expire)", l.e.key, d), txnErr)
 	}
-	var rec record
-	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != l.e.rev ||
-		json.Unmarshal(resp.Kvs[0].Value, &rec) != nil || rec.Owner != l.e.rec.Owner {
+	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != l.e.rev {
+		// What the transaction compares can never match again.
 		l.b.revoke(ctx, g)
 		return fmt.Errorf("%s: %w", l.e.key, lock.ErrNotHeld)
 	}
-	if clientv3.LeaseID(resp.Kvs[0].Lease) == g {
+	kv := resp.Kvs[0]
+	var rec record
+	if clientv3.LeaseID(kv.Lease) == g && json.Unmarshal(kv.Value, &rec) == nil && rec.Owner == l.e.rec.Owner {
 		return nil
 	}
 	// Still on the old lease (or moved by another Hold of the same
