@@ -28,7 +28,7 @@ func newBreakCommand(g *globalOptions) *cobra.Command {
 		Long: `Remove the lock on KEY whoever holds it. Waiters are woken and the next one
 takes the lock. The broken holder finds out at its next renewal (within
 ttl/3; at once on the file engine on the same machine) and stops its command
-(SIGTERM, SIGKILL after --kill-grace; it exits 76).
+(SIGTERM, SIGKILL 100ms later; it exits 76).
 
 With --token N only the holder with fencing token N is broken (a
 compare-and-delete), so a runbook can never break the next holder by mistake.

@@ -2,7 +2,10 @@
 // validUntil from the moment each successful request was sent, and reports
 // a Loss early enough for the child to be stopped before anyone else could
 // take the lock. No engine call can stall it: requests run on their own
-// goroutine and the deadlines run on timers.
+// goroutine and the deadlines run on timers. The timers run on the
+// monotonic clock, which stops while the machine is suspended; the keeper
+// checks a clock that does not (see Clock) and counts a suspend against
+// the lease.
 package renew
 
 import (
@@ -26,6 +29,7 @@ type Loss struct {
 type Keeper struct {
 	lease  lock.Lease
 	timing Timing
+	clock  Clock
 	log    *slog.Logger
 
 	lost chan Loss
@@ -37,15 +41,21 @@ type Keeper struct {
 // Start begins renewing lease; its first validity is counted from
 // lease.Granted(). log may be nil.
 func Start(lease lock.Lease, timing Timing, log *slog.Logger) *Keeper {
+	return start(lease, timing, log, SystemClock)
+}
+
+func start(lease lock.Lease, timing Timing, log *slog.Logger, clock Clock) *Keeper {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	k := &Keeper{
-		lease: lease, timing: timing, log: log,
+		lease: lease, timing: timing, clock: clock, log: log,
 		lost: make(chan Loss, 1), poke: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
-	go k.loop()
+	// The suspended time at the start anchors the first validity (counted
+	// from lease.Granted(), a moment ago).
+	go k.loop(clock.Suspended())
 	return k
 }
 
@@ -61,7 +71,8 @@ func (k *Keeper) Poke() {
 }
 
 // Stop ends renewing and waits for the loop to finish. A request in flight
-// is abandoned (its context is cancelled).
+// is cancelled, and Stop waits for it to return, so that once Stop returns
+// nothing reads the lease any more (the caller may change it: Hold).
 func (k *Keeper) Stop() {
 	select {
 	case <-k.stop:
@@ -72,14 +83,18 @@ func (k *Keeper) Stop() {
 }
 
 type result struct {
-	sent time.Time
-	err  error
+	sent      time.Time     // monotonic, just before the request was sent
+	suspended time.Duration // the clock's Suspended at sent
+	err       error
 }
 
-func (k *Keeper) loop() {
+func (k *Keeper) loop(suspendedAtStart time.Duration) {
 	defer close(k.done)
 	t := k.timing
+	// validUntil is on the monotonic clock, corrected for every suspend up
+	// to validSuspended (a reading of k.clock).
 	validUntil := t.ValidUntil(k.lease.Granted())
+	validSuspended := suspendedAtStart
 	next := k.lease.Granted().Add(t.Interval())
 	results := make(chan result, 1)
 	var (
@@ -87,32 +102,81 @@ func (k *Keeper) loop() {
 		failures int
 		lastErr  error
 		lastOK   = k.lease.Granted()
+		slept    time.Duration // suspended since the last good renewal was sent
 	)
 	defer func() {
+		// Cancel a request in flight and wait for it to return: after
+		// Stop nothing may touch the lease.
 		if inflight != nil {
 			inflight()
+			<-results
 		}
 	}()
 	renewTimer := time.NewTimer(time.Until(next))
 	termTimer := time.NewTimer(time.Until(t.TermAt(validUntil)))
+	suspendTicker := time.NewTicker(t.SuspendCheck())
 	defer renewTimer.Stop()
 	defer termTimer.Stop()
+	defer suspendTicker.Stop()
 
 	send := func() {
-		sent := time.Now()
+		sent, suspended := time.Now(), k.clock.Suspended()
 		ctx, cancel := context.WithDeadline(context.Background(), minTime(validUntil, sent.Add(t.AttemptTimeout())))
 		inflight = cancel
 		go func() {
 			err := k.lease.Renew(ctx)
-			results <- result{sent: sent, err: err}
+			results <- result{sent: sent, suspended: suspended, err: err}
 		}()
 	}
 	alerts := k.lease.Alerts()
+	// lose reports the loss for want of a renewal in time (or because of a
+	// suspend), with the SIGKILL due at the lease's KillAt.
+	lose := func() {
+		why := "renewal did not succeed in time"
+		switch {
+		case slept > 0:
+			why = fmt.Sprintf("the machine was suspended for %s since the last renewal: the lease may have expired meanwhile", slept.Round(time.Millisecond))
+		case lastErr != nil:
+			why = fmt.Sprintf("could not renew for %s (last error: %v)", time.Since(lastOK).Round(time.Millisecond), lastErr)
+		}
+		k.report(Loss{Err: errors.New(why), KillAt: t.KillAt(validUntil)})
+	}
+	// checkSuspend corrects validUntil for a suspend since it was
+	// reckoned. If the lease may have run out meanwhile (its TermAt has
+	// passed), it reports the loss at once and says so: a renewal that
+	// happens to be answered first must not hide it. Otherwise a renewal
+	// goes out now, to learn the truth sooner.
+	checkSuspend := func() (lost bool) {
+		now := k.clock.Suspended()
+		d := now - validSuspended
+		if d <= SuspendTolerance {
+			return false
+		}
+		validUntil, validSuspended = t.AfterSuspend(validUntil, d), now
+		slept += d
+		k.log.Warn("the machine was suspended: the lease ran on meanwhile", "key", k.lease.Key(), "suspended", d.Round(time.Millisecond), "margin", time.Until(validUntil).Round(time.Millisecond))
+		if !time.Now().Before(t.TermAt(validUntil)) {
+			lose()
+			return true
+		}
+		termTimer.Reset(time.Until(t.TermAt(validUntil)))
+		if inflight == nil {
+			send()
+		}
+		return false
+	}
 	for {
 		select {
 		case <-k.stop:
 			return
+		case <-suspendTicker.C:
+			if checkSuspend() {
+				return
+			}
 		case <-k.poke:
+			if checkSuspend() {
+				return
+			}
 			if inflight == nil {
 				send()
 			}
@@ -123,40 +187,56 @@ func (k *Keeper) loop() {
 				send()
 			}
 		case <-renewTimer.C:
+			if checkSuspend() {
+				return
+			}
 			if inflight == nil {
 				send()
 			}
 		case r := <-results:
 			inflight()
 			inflight = nil
-			switch {
-			case r.err == nil:
-				failures, lastErr, lastOK = 0, nil, r.sent
-				if vu := t.ValidUntil(r.sent); vu.After(validUntil) {
-					validUntil = vu
-				}
-				termTimer.Reset(time.Until(t.TermAt(validUntil)))
-				renewTimer.Reset(time.Until(r.sent.Add(t.Interval())))
-				k.log.Debug("renewed", "key", k.lease.Key(), "latency", time.Since(r.sent).Round(time.Microsecond), "margin", time.Until(validUntil).Round(time.Millisecond))
-			case errors.Is(r.err, lock.ErrNotHeld):
-				now := time.Now()
+			if errors.Is(r.err, lock.ErrNotHeld) {
+				// Another holder may be running already: stop the
+				// command now, not at the end of kill-grace.
 				k.report(Loss{
 					Err:    errors.New("the engine says the lease is no longer ours (broken, expired or taken over)"),
-					KillAt: minTime(now.Add(t.KillGrace), t.KillAt(validUntil)),
+					KillAt: t.LostKillAt(time.Now(), validUntil),
 				})
 				return
-			default:
+			}
+			if checkSuspend() {
+				return
+			}
+			if r.err != nil {
 				failures++
 				lastErr = r.err
 				k.log.Warn("renew failed", "key", k.lease.Key(), "attempt", failures, "error", r.err, "margin", time.Until(validUntil).Round(time.Millisecond))
 				renewTimer.Reset(t.Backoff(failures))
+				continue
 			}
+			// Validity counts from the send, less any suspend since.
+			vu, vs := t.ValidUntil(r.sent), r.suspended
+			slept = 0
+			if now := k.clock.Suspended(); now-vs > SuspendTolerance {
+				vu, vs, slept = t.AfterSuspend(vu, now-vs), now, now-vs
+			}
+			failures, lastErr, lastOK = 0, nil, r.sent
+			if vu.After(validUntil) {
+				validUntil, validSuspended = vu, vs
+			}
+			termTimer.Reset(time.Until(t.TermAt(validUntil)))
+			renewTimer.Reset(time.Until(r.sent.Add(t.Interval())))
+			k.log.Debug("renewed", "key", k.lease.Key(), "latency", time.Since(r.sent).Round(time.Microsecond), "margin", time.Until(validUntil).Round(time.Millisecond))
 		case <-termTimer.C:
-			why := "renewal did not succeed in time"
-			if lastErr != nil {
-				why = fmt.Sprintf("could not renew for %s (last error: %v)", time.Since(lastOK).Round(time.Millisecond), lastErr)
+			if checkSuspend() {
+				return
 			}
-			k.report(Loss{Err: errors.New(why), KillAt: t.KillAt(validUntil)})
+			if time.Now().Before(t.TermAt(validUntil)) {
+				termTimer.Reset(time.Until(t.TermAt(validUntil)))
+				continue
+			}
+			lose()
 			return
 		}
 	}

@@ -2,8 +2,8 @@ package renew
 
 import "time"
 
-// Timing is the lease arithmetic of docs/ARCHITECTURE.md ("Timing"), kept pure so it can be
-// tested on its own.
+// Timing is the lease arithmetic of docs/ARCHITECTURE.md ("Timing"), kept pure so it
+// can be tested on its own.
 type Timing struct {
 	TTL       time.Duration
 	KillGrace time.Duration
@@ -53,3 +53,49 @@ func (t Timing) Backoff(n int) time.Duration {
 
 // DefaultKillGrace is min(10s, ttl/3).
 func DefaultKillGrace(ttl time.Duration) time.Duration { return min(10*time.Second, ttl/3) }
+
+// LostGrace is the most a command gets between SIGTERM and SIGKILL once the
+// engine has answered that the lease is no longer ours: another holder may
+// be running already, so the command must not run on for --kill-grace.
+// It leaves a command that handles SIGTERM promptly the moment to exit by
+// itself (and say so); --kill-grace, if shorter, wins.
+const LostGrace = 100 * time.Millisecond
+
+// LostKillAt is when the group gets SIGKILL after the engine answered, at
+// now, that the lease is no longer ours: LostGrace (or kill-grace, if
+// shorter) from now, and never after the lease's own KillAt.
+func (t Timing) LostKillAt(now, validUntil time.Time) time.Time {
+	at := now.Add(min(t.KillGrace, LostGrace))
+	if k := t.KillAt(validUntil); k.Before(at) {
+		return k
+	}
+	return at
+}
+
+const (
+	// SuspendTolerance: a growth of the machine's suspended time up to
+	// this is taken for the jitter of reading two clocks, not a suspend.
+	SuspendTolerance = 10 * time.Millisecond
+	// SuspendAllowance is added to a measured suspend: a kernel whose
+	// clock source stops while suspended counts the time with the
+	// real-time clock, to the second.
+	SuspendAllowance = time.Second
+)
+
+// AfterSuspend is validUntil (a monotonic time) once the machine has been
+// suspended for d since validUntil was reckoned: the monotonic clock
+// missed d, the engine's TTL did not, so the lease ends d (plus
+// SuspendAllowance) sooner than the monotonic clock would say. A d within
+// SuspendTolerance changes nothing.
+func (t Timing) AfterSuspend(validUntil time.Time, d time.Duration) time.Time {
+	if d <= SuspendTolerance {
+		return validUntil
+	}
+	return validUntil.Add(-d - SuspendAllowance)
+}
+
+// SuspendCheck is how often the keeper looks for a suspend, so that after a
+// resume it acts within this much: TTL/30, between 20ms and 250ms.
+func (t Timing) SuspendCheck() time.Duration {
+	return min(max(t.TTL/30, 20*time.Millisecond), 250*time.Millisecond)
+}

@@ -143,10 +143,10 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		// gRPC's default reconnect backoff (1s, then x1.6) left renewals
 		// idle for up to a second after a server came back, which cost
 		// short leases that had survived on the server. Retry sooner.
-		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+		DialOptions: append([]grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
 			MinConnectTimeout: cfg.DialTimeout,
-		})},
+		})}, cfg.dialOptions...),
 	})
 	if err != nil {
 		return nil, b.connectError(cfg, tlsCfg, err)

@@ -16,9 +16,17 @@ import (
 // transaction that checks it is still ours; the key keeps its create
 // revision (the fencing token) and its place at the head of the queue.
 // The old lease is then revoked.
+//
+// A transaction whose reply is lost may still have been applied: the key
+// may now live on the new lease, and revoking that lease would delete the
+// lock. So after an error Hold reads the key back and acts on what is
+// there (see settle); it revokes a lease only once it knows no key of ours
+// is attached to it, and leaves both alone when it cannot tell.
 func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
 	g, err := l.b.cli.Grant(ctx, leaseSeconds(d))
 	if err != nil {
+		// A grant whose reply was lost leaves a lease with no keys that
+		// expires by itself after d.
 		return l.b.opError("grant a lease to hold "+l.e.key, err)
 	}
 	rec := l.e.rec
@@ -27,11 +35,15 @@ func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
 		If(clientv3.Compare(clientv3.CreateRevision(l.e.etcdKey), "=", l.e.rev)).
 		Then(clientv3.OpPut(l.e.etcdKey, rec.encode(), clientv3.WithLease(g.ID))).
 		Commit()
-	if err != nil || !resp.Succeeded {
-		l.b.revoke(ctx, g.ID)
-		if err != nil {
-			return l.b.opError("hold "+l.e.key, err)
+	switch {
+	case err != nil:
+		if err := l.settle(ctx, g.ID, d, err); err != nil {
+			return err
 		}
+	case !resp.Succeeded:
+		// The key is gone or is not ours; it can never be ours again (a
+		// create revision is never reused), so nothing can attach it to g.
+		l.b.revoke(ctx, g.ID)
 		return fmt.Errorf("%s: %w", l.e.key, lock.ErrNotHeld)
 	}
 	old := l.e.id
@@ -39,6 +51,36 @@ func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
 	// The key no longer lives on the old lease; revoking it deletes nothing.
 	l.b.revoke(ctx, old)
 	return nil
+}
+
+// settle decides a Hold whose transaction (moving our key to lease g)
+// failed with txnErr, reply lost or never sent, by reading the key back on
+// a fresh bounded context. nil: the move was applied, the key is ours on g.
+// lock.ErrNotHeld: the key is gone or not ours (g is revoked: nothing of
+// ours can be on it). Any other error: the move was not seen applied, or
+// the key could not be read; then no lease is revoked, since the key lives
+// on one of them, and it is held until the old lease or g expires.
+func (l *Lease) settle(ctx context.Context, g clientv3.LeaseID, d time.Duration, txnErr error) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(l.b.dialTO, cleanupTimeout))
+	defer cancel()
+	resp, err := l.b.cli.Get(rctx, l.e.etcdKey)
+	if err != nil {
+		return l.b.opError(fmt.Sprintf("hold %s (no answer, and the lock could not be read back: it is held either for %s more or until it was due to expire)", l.e.key, d), txnErr)
+	}
+	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != l.e.rev {
+		// What the transaction compares can never match again.
+		l.b.revoke(ctx, g)
+		return fmt.Errorf("%s: %w", l.e.key, lock.ErrNotHeld)
+	}
+	kv := resp.Kvs[0]
+	var rec record
+	if clientv3.LeaseID(kv.Lease) == g && json.Unmarshal(kv.Value, &rec) == nil && rec.Owner == l.e.rec.Owner {
+		return nil
+	}
+	// Still on the old lease (or moved by another Hold of the same
+	// handle): ours, but not held for d. g stays: a transaction still on
+	// its way could yet move the key there.
+	return l.b.opError(fmt.Sprintf("hold %s (not applied: the lock is still held until it was due to expire)", l.e.key), txnErr)
 }
 
 // revoke drops a lease on a fresh short context; a failure only leaves a

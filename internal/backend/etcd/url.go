@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/distlock/distlock/internal/lock"
 )
 
@@ -32,6 +34,10 @@ type Config struct {
 	// DialTimeout bounds New's connection check and the clean-up requests
 	// made on the way out of a failed wait (5s when zero).
 	DialTimeout time.Duration
+
+	// dialOptions are added to the gRPC client's (tests time faults by a
+	// request with an interceptor).
+	dialOptions []grpc.DialOption
 }
 
 // String describes the configuration as a URL, without the password, so

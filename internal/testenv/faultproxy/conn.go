@@ -76,7 +76,7 @@ func (p *Proxy) serve(c *conn) {
 	defer p.wg.Done()
 	defer p.forget(c)
 
-	if !p.waitOpen(c) {
+	if !p.waitOpen(c, toServer) {
 		return
 	}
 	d := net.Dialer{Timeout: dialTimeout}
@@ -93,9 +93,9 @@ func (p *Proxy) serve(c *conn) {
 	upDone := make(chan struct{})
 	go func() {
 		defer close(upDone)
-		p.pipe(c, s, c.client)
+		p.pipe(c, s, c.client, toServer)
 	}()
-	p.pipe(c, c.client, s)
+	p.pipe(c, c.client, s, toClient)
 	<-upDone
 
 	// Both directions ended (or the connection was aborted): release both.
@@ -103,24 +103,30 @@ func (p *Proxy) serve(c *conn) {
 	_ = s.Close()
 }
 
-// pipe copies src to dst. Every event it forwards — bytes, a half-close, a
-// reset — first waits until the proxy is not paused, so a paused proxy lets
-// nothing through in either direction.
-func (p *Proxy) pipe(c *conn, dst, src net.Conn) {
+// pipe copies src to dst in direction d. Every event it forwards — bytes,
+// a half-close, a reset — first waits until the proxy does not hold d, so a
+// paused proxy lets nothing through in that direction.
+func (p *Proxy) pipe(c *conn, dst, src net.Conn, d direction) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, rerr := src.Read(buf)
 		if n > 0 {
-			if !p.waitOpen(c) {
-				return
+			p.held[d].Add(int64(n))
+			open := p.waitOpen(c, d)
+			if open {
+				_, err := dst.Write(buf[:n])
+				open = err == nil
+				if !open {
+					c.abort()
+				}
 			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				c.abort()
+			p.held[d].Add(-int64(n))
+			if !open {
 				return
 			}
 		}
 		if rerr != nil {
-			if !p.waitOpen(c) {
+			if !p.waitOpen(c, d) {
 				return
 			}
 			if errors.Is(rerr, io.EOF) {

@@ -1,7 +1,9 @@
 // Package faultproxy is a TCP proxy on 127.0.0.1 that tests put between a
 // client and a real server to inject network faults: Pause holds every byte
-// (a black hole that keeps connections open), Drop tears connections down
-// and refuses new ones. Faults are real socket behaviour, never mocks.
+// (a black hole that keeps connections open), PauseReplies holds only what
+// the server sends (requests arrive and are acted on, their answers do
+// not), Drop tears connections down and refuses new ones. Faults are real
+// socket behaviour, never mocks.
 package faultproxy
 
 import (
@@ -9,7 +11,16 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
+)
+
+// direction is the way bytes travel through the proxy.
+type direction int
+
+const (
+	toServer direction = iota // client → server: requests
+	toClient                  // server → client: replies
 )
 
 // Proxy forwards TCP connections from Addr to a target. Its zero value is
@@ -23,12 +34,15 @@ type Proxy struct {
 	wg     sync.WaitGroup // the accept loop and every connection goroutine
 
 	mu      sync.Mutex
-	paused  bool
-	resume  chan struct{} // closed by Resume; valid while paused
+	paused  bool          // both directions held
+	replies bool          // server → client held (PauseReplies)
+	resume  chan struct{} // closed by Resume; non-nil while anything is held
 	dropped bool
 	refused int // connections closed on accept since the last Drop
 	closed  bool
 	conns   map[*conn]struct{}
+
+	held [2]atomic.Int64 // bytes read and not yet written on, per direction
 }
 
 // New listens on 127.0.0.1:0 and forwards every accepted connection to
@@ -65,20 +79,45 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 func (p *Proxy) Pause() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.paused {
-		p.paused = true
+	p.paused = true
+	if p.resume == nil {
 		p.resume = make(chan struct{})
 	}
 }
 
-// Resume releases held traffic and forwards again.
+// PauseReplies holds what servers send (bytes, half-closes, resets) on
+// existing and new connections until Resume, while what clients send is
+// forwarded: a request reaches the server and takes effect, but its reply
+// is lost to the client for as long as the pause lasts. New connections are
+// dialled. Pause holds both directions whatever PauseReplies says.
+func (p *Proxy) PauseReplies() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.replies = true
+	if p.resume == nil {
+		p.resume = make(chan struct{})
+	}
+}
+
+// Resume releases held traffic (of Pause and PauseReplies) and forwards
+// again.
 func (p *Proxy) Resume() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.paused {
-		p.paused = false
+	p.paused, p.replies = false, false
+	if p.resume != nil {
 		close(p.resume)
+		p.resume = nil
 	}
+}
+
+// Held reports how many bytes the proxy has read from clients (requests)
+// and from servers (replies) and not yet passed on: while a pause holds a
+// direction, its count says that something was sent and is being held.
+// Bytes a paused proxy has not read yet (a new connection that is not
+// dialled, or what is queued behind the held bytes) are not counted.
+func (p *Proxy) Held() (requests, replies int64) {
+	return p.held[toServer].Load(), p.held[toClient].Load()
 }
 
 // Drop abruptly closes (RST) both sides of every current connection and,
@@ -175,12 +214,13 @@ func (p *Proxy) acceptLoop() {
 	}
 }
 
-// waitOpen blocks while the proxy is paused. It reports false if c was
-// aborted meanwhile (Drop or Close), in which case nothing may be forwarded.
-func (p *Proxy) waitOpen(c *conn) bool {
+// waitOpen blocks while the proxy holds direction d. It reports false if c
+// was aborted meanwhile (Drop or Close), in which case nothing may be
+// forwarded.
+func (p *Proxy) waitOpen(c *conn, d direction) bool {
 	for {
 		p.mu.Lock()
-		paused, resume := p.paused, p.resume
+		paused, resume := p.paused || (d == toClient && p.replies), p.resume
 		p.mu.Unlock()
 		if !paused {
 			select {

@@ -297,6 +297,114 @@ func TestPauseHoldsHalfClose(t *testing.T) {
 	}
 }
 
+// waitHeld waits until the proxy holds exactly the given byte counts.
+func waitHeld(t *testing.T, p *Proxy, toServer, toClient int64) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for {
+		s, c := p.Held()
+		if s == toServer && c == toClient {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Held() = %d, %d; want %d, %d", s, c, toServer, toClient)
+		}
+		time.Sleep(time.Millisecond) // poll interval, not an assertion
+	}
+}
+
+// PauseReplies lets requests through and holds the answers: the server
+// reads what the client sent and answers, the client hears nothing (no
+// byte, no half-close) until Resume, and then gets it all.
+func TestPauseRepliesForwardsRequestsHoldsReplies(t *testing.T) {
+	srv := startServer(t, false)
+	p := newProxy(t, srv.addr())
+	c := dial(t, p.Addr())
+	write(t, c, "x")
+	s := srv.nextConn(t)
+	readExactly(t, s, "x")
+
+	p.PauseReplies()
+	p.PauseReplies() // idempotent
+	write(t, c, "request")
+	readExactly(t, s, "request")
+	write(t, s, "reply")
+	waitHeld(t, p, 0, int64(len("reply")))
+	if err := s.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	expectSilence(t, c)
+
+	// A new connection is dialled and its request arrives; its reply is
+	// held too.
+	c2 := dial(t, p.Addr())
+	write(t, c2, "second")
+	s2 := srv.nextConn(t)
+	readExactly(t, s2, "second")
+	write(t, s2, "r2")
+	expectSilence(t, c2)
+
+	p.Resume()
+	readExactly(t, c, "reply")
+	if err := c.SetReadDeadline(time.Now().Add(patience)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Fatalf("after resume: read %d, %v; want the held EOF", n, err)
+	}
+	readExactly(t, c2, "r2")
+	waitHeld(t, p, 0, 0)
+}
+
+// Pause holds both directions even while PauseReplies is on, and Held
+// counts the request a paused proxy holds; one Resume ends both.
+func TestPauseOverPauseRepliesAndHeld(t *testing.T) {
+	srv := startServer(t, false)
+	p := newProxy(t, srv.addr())
+	c := dial(t, p.Addr())
+	write(t, c, "x")
+	s := srv.nextConn(t)
+	readExactly(t, s, "x")
+
+	p.PauseReplies()
+	p.Pause()
+	write(t, c, "held-request")
+	waitHeld(t, p, int64(len("held-request")), 0)
+	expectSilence(t, s)
+
+	p.Resume()
+	readExactly(t, s, "held-request")
+	write(t, s, "answer")
+	readExactly(t, c, "answer")
+	waitHeld(t, p, 0, 0)
+}
+
+// Drop during PauseReplies breaks the connection at once: a held reply is
+// lost, not delivered.
+func TestDropDuringPauseReplies(t *testing.T) {
+	srv := startServer(t, false)
+	p := newProxy(t, srv.addr())
+	c := dial(t, p.Addr())
+	write(t, c, "x")
+	s := srv.nextConn(t)
+	readExactly(t, s, "x")
+
+	p.PauseReplies()
+	write(t, s, "lost")
+	waitHeld(t, p, 0, int64(len("lost")))
+	p.Drop()
+	expectBroken(t, c)
+	waitHeld(t, p, 0, 0)
+	p.Heal()
+	p.Resume()
+	c2 := dial(t, p.Addr())
+	write(t, c2, "again")
+	s2 := srv.nextConn(t)
+	readExactly(t, s2, "again")
+	write(t, s2, "ok")
+	readExactly(t, c2, "ok")
+}
+
 func TestDropAndHeal(t *testing.T) {
 	echo := startServer(t, true)
 	p := newProxy(t, echo.addr())
