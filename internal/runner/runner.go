@@ -85,6 +85,12 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
+	// SIGWINCH asks us to check the lease now (documented for operators;
+	// the file engine's break sends it to the holder). Its default action
+	// is to ignore it, so a reused pid is never hurt by one.
+	pokes := make(chan os.Signal, 1)
+	signal.Notify(pokes, syscall.SIGWINCH)
+	defer signal.Stop(pokes)
 	start := time.Now()
 	lease, err := acquireInterruptible(ctx, cfg, sigs)
 	if err != nil {
@@ -141,6 +147,8 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 				maxHold = nil
 				log.Warn("max-hold reached", "key", lease.Key(), "max_hold", cfg.MaxHold)
 				stops <- child.Stop{Reason: &MaxHoldError{Key: lease.Key(), MaxHold: cfg.MaxHold}, KillAt: time.Now().Add(cfg.KillGrace)}
+			case <-pokes:
+				keeper.Poke()
 			case <-watchDone:
 				return
 			}

@@ -28,8 +28,9 @@ func (l *Lease) Token() uint64      { return l.meta.Token }
 func (l *Lease) Owner() string      { return l.meta.Owner }
 func (l *Lease) Granted() time.Time { return l.granted }
 
-// Alerts implements lock.Lease: a local break signals the holder (alerts.go).
-func (l *Lease) Alerts() <-chan struct{} { return breakAlerts() }
+// Alerts implements lock.Lease: a local break pokes the holding process
+// instead (poke.go), which the runner turns into a renewal at once.
+func (l *Lease) Alerts() <-chan struct{} { return nil }
 
 // record names the sidecar that names us.
 func (l *Lease) record() ownRecord {

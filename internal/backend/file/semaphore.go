@@ -458,8 +458,9 @@ func (l *SlotLease) Token() uint64      { return l.meta.Token }
 func (l *SlotLease) Owner() string      { return l.meta.Owner }
 func (l *SlotLease) Granted() time.Time { return l.granted }
 
-// Alerts implements lock.Lease: a local break signals the holder (alerts.go).
-func (l *SlotLease) Alerts() <-chan struct{} { return breakAlerts() }
+// Alerts implements lock.Lease: a local break pokes the holding process
+// instead (poke.go), which the runner turns into a renewal at once.
+func (l *SlotLease) Alerts() <-chan struct{} { return nil }
 
 // Hold implements lock.Lease. A slot cannot be kept without its process
 // yet (--min-hold with --limit is refused before it gets here).
