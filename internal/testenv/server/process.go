@@ -333,3 +333,31 @@ func prepareDir(dir string) (string, error) {
 	}
 	return abs, nil
 }
+
+// Available reports nil when the binaries of server kind ("redis", "etcd",
+// "zookeeper", "postgres", "mariadb") are installed, else an error wrapping
+// ErrNoBinary that names what is missing.
+func Available(kind string) error {
+	var err error
+	switch kind {
+	case "redis":
+		_, err = lookBinary("redis-server")
+	case "etcd":
+		_, err = lookBinary("etcd")
+	case "zookeeper":
+		if _, err = lookBinary("java"); err == nil {
+			if _, serr := os.Stat(zookeeperJar); serr != nil {
+				err = fmt.Errorf("%w: %s", ErrNoBinary, zookeeperJar)
+			}
+		}
+	case "postgres":
+		_, _, err = lookPostgres()
+	case "mariadb":
+		if _, err = lookSbin("mariadbd", "mysqld"); err == nil {
+			_, err = lookSbin("mariadb-install-db", "mysql_install_db")
+		}
+	default:
+		err = fmt.Errorf("unknown server kind %q", kind)
+	}
+	return err
+}

@@ -1,0 +1,54 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+var _ lock.Notifier = (*Backend)(nil)
+
+// Notify implements lock.Notifier with LISTEN on the key's channel, on a
+// connection of its own (a pooled one would carry the subscription to
+// other uses). The LISTEN is in effect when Notify returns, so a release
+// committed after that is never missed. If the connection breaks, the
+// channel just goes quiet: waiters poll as a fallback.
+func (b *Backend) Notify(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+	cctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(cctx, b.connCfg)
+	if err != nil {
+		return nil, nil, b.unavailable(err)
+	}
+	if _, err := conn.Exec(cctx, "LISTEN "+pgx.Identifier{b.channel(key)}.Sanitize()); err != nil {
+		conn.Close(context.Background())
+		return nil, nil, b.unavailable(err)
+	}
+	out := make(chan struct{}, 1)
+	lctx, stopListening := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			if _, err := conn.WaitForNotification(lctx); err != nil {
+				return
+			}
+			select {
+			case out <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	stop := func() {
+		stopListening()
+		<-done
+		// The connection is broken by the cancelled wait; closing it does
+		// not talk to the server.
+		cctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+		defer cancel()
+		conn.Close(cctx)
+	}
+	return out, stop, nil
+}
