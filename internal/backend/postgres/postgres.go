@@ -173,9 +173,14 @@ func (b *Backend) unavailable(err error) error {
 	}
 }
 
-// innermost is the deepest error's text: pgx wraps the cause in messages
-// that repeat the user and database.
+// innermost is the cause's text: pgx wraps it in messages that repeat the
+// user, database and address. A network error is told by its system call
+// ("connect: connection refused", "read: connection reset by peer").
 func innermost(err error) string {
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Err != nil {
+		return opErr.Err.Error()
+	}
 	for {
 		u := errors.Unwrap(err)
 		if u == nil {
