@@ -76,27 +76,39 @@ func hashHex(s string) string {
 // TryAcquire implements lock.Backend: one attempt, as one statement
 // (acquire.sql) after the key's advisory lock, in one round trip.
 func (b *Backend) TryAcquire(ctx context.Context, req lock.Request) (lock.Lease, error) {
-	limit := max(1, req.Limit)
-	var (
-		lease *Lease
-		err   error
-	)
-	err = b.withSchema(ctx, func() error {
-		lease, err = b.attempt(ctx, req, limit)
-		return err
-	})
+	l, _, err := b.try(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	if limit > 1 {
-		return &SlotLease{Lease: lease}, nil
+	return l, nil
+}
+
+// try is TryAcquire that also reports, when busy, the time left on the
+// live lease that expires first (<0 unknown): a semaphore's slot frees
+// then even if its holder is not the oldest.
+func (b *Backend) try(ctx context.Context, req lock.Request) (lock.Lease, time.Duration, error) {
+	limit := max(1, req.Limit)
+	var (
+		lease   *Lease
+		soonest time.Duration
+		err     error
+	)
+	err = b.withSchema(ctx, func() error {
+		lease, soonest, err = b.attempt(ctx, req, limit)
+		return err
+	})
+	if err != nil {
+		return nil, soonest, err
 	}
-	return lease, nil
+	if limit > 1 {
+		return &SlotLease{Lease: lease}, -1, nil
+	}
+	return lease, -1, nil
 }
 
 // attempt sends the key lock and acquire.sql as one batch: one round trip,
 // one implicit transaction.
-func (b *Backend) attempt(ctx context.Context, req lock.Request, limit int) (*Lease, error) {
+func (b *Backend) attempt(ctx context.Context, req lock.Request, limit int) (*Lease, time.Duration, error) {
 	granted := time.Now()
 	batch := &pgx.Batch{}
 	batch.Queue(keyLockSQL, b.prefix, req.Key)
@@ -105,7 +117,7 @@ func (b *Backend) attempt(ctx context.Context, req lock.Request, limit int) (*Le
 	br := b.pool.SendBatch(ctx, batch)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
-		return nil, b.opError(err)
+		return nil, -1, b.opError(err)
 	}
 	var (
 		slot, token, have, soonest *int64
@@ -114,25 +126,29 @@ func (b *Backend) attempt(ctx context.Context, req lock.Request, limit int) (*Le
 	dest := append([]any{&slot, &token, &have}, hc.dest()...)
 	dest = append(dest, &soonest)
 	if err := br.QueryRow().Scan(dest...); err != nil {
-		return nil, b.opError(err)
+		return nil, -1, b.opError(err)
 	}
 	if err := br.Close(); err != nil { // commits
-		return nil, b.opError(err)
+		return nil, -1, b.opError(err)
 	}
 	switch {
 	case slot != nil && token != nil:
 		return &Lease{b: b, key: req.Key, owner: req.Owner, token: uint64(*token), ttl: req.TTL,
-			granted: granted, slot: int(*slot), limit: limit}, nil
+			granted: granted, slot: int(*slot), limit: limit}, -1, nil
 	case have != nil:
-		return nil, &lock.LimitMismatchError{Key: req.Key, Want: limit, Have: int(*have)}
+		return nil, -1, &lock.LimitMismatchError{Key: req.Key, Want: limit, Have: int(*have)}
 	}
 	h, ok := hc.holder(req.Key)
 	if !ok {
 		// Every slot looked free but the grant lost a race it cannot lose
 		// under the key lock: say so rather than guess.
-		return nil, fmt.Errorf("postgres: the acquire statement for %s granted nothing and named no holder", req.Key)
+		return nil, -1, fmt.Errorf("postgres: the acquire statement for %s granted nothing and named no holder", req.Key)
 	}
-	return nil, &lock.BusyError{Holder: h}
+	left := time.Duration(-1)
+	if soonest != nil && *soonest >= 0 {
+		left = time.Duration(*soonest) * time.Millisecond
+	}
+	return nil, left, &lock.BusyError{Holder: h}
 }
 
 // opError is unavailable, except for a missing table or sequence, which

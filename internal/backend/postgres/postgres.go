@@ -118,6 +118,13 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	cc.RuntimeParams["default_transaction_isolation"] = "read committed"
 	pc.MaxConns = 4
 	pc.MinConns = 0
+	// pgxpool pings a connection idle for over a second before using it: a
+	// second round trip for nearly every renewal (one every ttl/3). A
+	// connection that died meanwhile (the server restarted) fails its
+	// request instead, which the renew keeper retries on a new one.
+	pc.ShouldPing = func(_ context.Context, p pgxpool.ShouldPingParams) bool {
+		return p.IdleDuration > time.Minute
+	}
 	b := &Backend{
 		connCfg: cc.Copy(),
 		prefix:  cfg.Prefix,
@@ -163,7 +170,7 @@ func (b *Backend) unavailable(err error) error {
 	case errors.As(err, &pgErr) && pgErr.Code == "3D000":
 		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s: %s: check the database in --backend", b.addr, pgErr.Message), Err: err}
 	case errors.As(err, &pgErr) && pgErr.Code == "42501":
-		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s: %s: grant distlock's user the rights listed in the schema (docs/ENGINES.md), or create the table as its owner", b.addr, pgErr.Message), Err: err}
+		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s: %s: create distlock_lease and distlock_token once as their owner (README, PostgreSQL), then grant distlock's user SELECT, INSERT, UPDATE, DELETE on the table and USAGE on the sequence", b.addr, pgErr.Message), Err: err}
 	case errors.As(err, &pgErr):
 		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s: %s (SQLSTATE %s)", b.addr, pgErr.Message, pgErr.Code), Err: err}
 	case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):

@@ -61,10 +61,11 @@ type Process struct {
 	// private data directory); Close runs it once the server is dead.
 	cleanup func() error
 
-	mu     sync.Mutex
-	pid    int
-	done   chan struct{} // closed once the current child has been reaped
-	closed bool
+	mu      sync.Mutex
+	pid     int
+	done    chan struct{} // closed once the current child has been reaped
+	closed  bool
+	stopped []int // the processes Stop stopped, for Cont
 }
 
 // Addr is the client endpoint, "127.0.0.1:port". It stays the same across
@@ -84,14 +85,34 @@ func (p *Process) Stop() error {
 	if err := waitStopped(p.pid, stopTimeout); err != nil {
 		return fmt.Errorf("%s: %w", p.spec.name, err)
 	}
+	p.stopped, _ = serverProcs(p.pid) // stopped processes cannot fork: the list stays true
 	return nil
 }
 
-// Cont resumes the server's processes (as Stop found them) with SIGCONT.
+// Cont resumes the server's processes with SIGCONT: the ones Stop stopped,
+// at once (no search, which can take tens of milliseconds on a busy
+// machine: tests ask the server something right after Cont), or else
+// every process of the server.
 func (p *Process) Cont() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.signalLocked(syscall.SIGCONT)
+	if !p.runningLocked() {
+		return fmt.Errorf("%s: not running", p.spec.name)
+	}
+	stopped := p.stopped
+	p.stopped = nil
+	if stopped == nil {
+		return p.signalLocked(syscall.SIGCONT)
+	}
+	if err := syscall.Kill(-p.pid, syscall.SIGCONT); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("%s: signal %v: %w", p.spec.name, syscall.SIGCONT, err)
+	}
+	for _, pid := range stopped {
+		// Stopped, so not exited: the pid is still the one we stopped
+		// (unless someone else killed it meanwhile).
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+	}
+	return nil
 }
 
 // Kill sends SIGKILL to the server's processes (as Stop finds them) and
@@ -198,6 +219,7 @@ func (p *Process) signalLocked(sig syscall.Signal) error {
 }
 
 func (p *Process) killLocked() error {
+	p.stopped = nil
 	if !p.runningLocked() {
 		return nil
 	}
