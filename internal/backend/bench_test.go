@@ -123,7 +123,7 @@ func BenchmarkHandover(b *testing.B) {
 					}
 					got <- at
 				}()
-				<-waiting // the waiter found the key busy
+				<-waiting                         // the waiter found the key busy
 				time.Sleep(50 * time.Millisecond) // let it settle into its wait (set-up, not an assertion)
 				released := time.Now()
 				if err := l.Release(ctx); err != nil {
