@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -44,10 +45,10 @@ func (b *Backend) Notify(ctx context.Context, key string) (<-chan struct{}, func
 	stop := func() {
 		stopListening()
 		<-done
-		// The connection is broken by the cancelled wait; closing it does
-		// not talk to the server.
-		cctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+		// A goodbye to the server, bounded (it may be silent).
+		cctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
+		_ = conn.PgConn().Conn().SetDeadline(time.Now().Add(100 * time.Millisecond))
 		conn.Close(cctx)
 	}
 	return out, stop, nil

@@ -125,6 +125,12 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	pc.ShouldPing = func(_ context.Context, p pgxpool.ShouldPingParams) bool {
 		return p.IdleDuration > time.Minute
 	}
+	// Closing a connection says goodbye to the server first, and pgxpool
+	// gives that 15s: against a silent server, distlock would hang that
+	// long on its way out. The goodbye is a courtesy: give it 100ms.
+	pc.BeforeClose = func(c *pgx.Conn) {
+		_ = c.PgConn().Conn().SetDeadline(time.Now().Add(100 * time.Millisecond))
+	}
 	b := &Backend{
 		connCfg: cc.Copy(),
 		prefix:  cfg.Prefix,
@@ -153,9 +159,23 @@ func (b *Backend) Guarantee() string {
 	return "PostgreSQL: exclusive while this database (its primary) lives and its clock runs true; leases expire by the database's clock, tokens come from a sequence"
 }
 
-// Close implements lock.Backend.
+// Close implements lock.Backend. It waits at most 200ms: pgx ends a
+// connection whose request was cut short by its context with a cancel
+// request to the server, on a new connection, given 15s, and the pool's
+// Close waits for that. Against a silent server distlock would hang that
+// long on its way out; the goodbyes go on in the background instead.
 func (b *Backend) Close() error {
-	b.pool.Close()
+	done := make(chan struct{})
+	go func() {
+		b.pool.Close()
+		close(done)
+	}()
+	t := time.NewTimer(200 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 	return nil
 }
 

@@ -205,6 +205,13 @@ func TestCallsBoundedByContextOnStoppedServer(t *testing.T) {
 			t.Errorf("%s took %s with a 200ms context", name, took)
 		}
 	}
+	// Closing does not wait for the goodbyes pgx sends the silent server
+	// after those cut-short requests (15s each).
+	begin := time.Now()
+	b.Close()
+	if took := time.Since(begin); took > time.Second {
+		t.Errorf("Close took %s against a stopped server", took)
+	}
 }
 
 func TestSemaphoreAndLimitMismatch(t *testing.T) {
