@@ -115,6 +115,14 @@ func TestContention(t *testing.T) {
 		}
 		runContention(t, bin, url(px.Addr()), px, contentionDirect(t, url(p.Addr())))
 	})
+	t.Run("mariadb", func(t *testing.T) {
+		p := contentionServer(t, server.StartMariaDB)
+		px := contentionProxy(t, p.Addr())
+		url := func(addr string) string {
+			return "mysql://" + server.MariaDBUser + "@" + addr + "/" + server.MariaDBDatabase
+		}
+		runContention(t, bin, url(px.Addr()), px, contentionDirect(t, url(p.Addr())))
+	})
 }
 
 func contentionServer(t *testing.T, start func(dir string) (*server.Process, error)) *server.Process {

@@ -123,6 +123,21 @@ func engines() []*engine {
 				})
 			},
 		},
+		{
+			name: "mariadb", kind: "mysql", real: true,
+			available: serverAvailable("mariadb"),
+			start: func(env *testscript.Env, st *engineState) error {
+				p, err := server.StartMariaDB(filepath.Join(env.WorkDir, ".mariadb"))
+				if err != nil {
+					return err
+				}
+				env.Defer(func() { p.Close() })
+				st.server = p
+				return st.proxyToURL(env, p.Addr(), func(addr string) string {
+					return "mysql://" + server.MariaDBUser + "@" + addr + "/" + server.MariaDBDatabase
+				})
+			},
+		},
 	}
 }
 

@@ -38,11 +38,15 @@ func benchEngines(b *testing.B) map[string]string {
 		b.Cleanup(func() { p.Close() })
 		urls["postgres"] = "postgres://" + server.PostgresUser + "@" + p.Addr() + "/postgres?sslmode=disable"
 	}
+	if p, err := server.StartMariaDB(b.TempDir()); err == nil {
+		b.Cleanup(func() { p.Close() })
+		urls["mariadb"] = "mysql://" + server.MariaDBUser + "@" + p.Addr() + "/" + server.MariaDBDatabase
+	}
 	return urls
 }
 
 // benchNames is the order engines are reported in.
-var benchNames = []string{"file", "miniredis", "redis-server", "embedded-etcd", "etcd", "postgres"}
+var benchNames = []string{"file", "miniredis", "redis-server", "embedded-etcd", "etcd", "postgres", "mariadb"}
 
 // BenchmarkAcquireRenewRelease measures one lock's life on each engine:
 // try-acquire, one renewal, release — the engine round trips of a
