@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/distlock/distlock/internal/lock"
 	"github.com/distlock/distlock/internal/testenv/server"
 	"github.com/distlock/distlock/internal/testenv/wait"
