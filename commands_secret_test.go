@@ -2,7 +2,12 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+
+	"github.com/distlock/distlock/internal/testenv/server"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -21,6 +26,10 @@ func cmdEnginePassword(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	pw := args[0]
 	st := stateOf(ts)
+	if st.engine.kind == "mysql" {
+		mysqlPassword(ts, st, pw)
+		return
+	}
 	if st.engine.kind != "redis" {
 		return
 	}
@@ -55,5 +64,20 @@ func cmdEnginePassword(ts *testscript.TestScript, neg bool, args []string) {
 	auth := redis.NewClient(&redis.Options{Addr: addr, Password: pw})
 	err = auth.Ping(ctx).Err()
 	auth.Close()
+	ts.Check(err)
+}
+
+// mysqlPassword gives the test server's user (root over TCP) the password
+// pw, so that only a client that sends it gets in.
+func mysqlPassword(ts *testscript.TestScript, st *engineState, pw string) {
+	if st.server == nil {
+		ts.Fatalf("enginepassword: no MariaDB server in this script")
+	}
+	db, err := sql.Open("mysql", server.MariaDBUser+"@tcp("+st.server.Addr()+")/")
+	ts.Check(err)
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = db.ExecContext(ctx, "ALTER USER 'root'@'127.0.0.1' IDENTIFIED BY '"+pw+"'")
 	ts.Check(err)
 }

@@ -107,6 +107,22 @@ func TestContention(t *testing.T) {
 		px := contentionProxy(t, p.Addr())
 		runContention(t, bin, "etcd://"+px.Addr(), px, contentionDirect(t, "etcd://"+p.Addr()))
 	})
+	t.Run("postgres", func(t *testing.T) {
+		p := contentionServer(t, server.StartPostgres)
+		px := contentionProxy(t, p.Addr())
+		url := func(addr string) string {
+			return "postgres://" + server.PostgresUser + "@" + addr + "/postgres?sslmode=disable"
+		}
+		runContention(t, bin, url(px.Addr()), px, contentionDirect(t, url(p.Addr())))
+	})
+	t.Run("mariadb", func(t *testing.T) {
+		p := contentionServer(t, server.StartMariaDB)
+		px := contentionProxy(t, p.Addr())
+		url := func(addr string) string {
+			return "mysql://" + server.MariaDBUser + "@" + addr + "/" + server.MariaDBDatabase
+		}
+		runContention(t, bin, url(px.Addr()), px, contentionDirect(t, url(p.Addr())))
+	})
 }
 
 func contentionServer(t *testing.T, start func(dir string) (*server.Process, error)) *server.Process {

@@ -108,21 +108,63 @@ func engines() []*engine {
 				return st.proxyTo(env, "etcd", p.Addr())
 			},
 		},
+		{
+			name: "postgres", kind: "postgres", real: true,
+			available: serverAvailable("postgres"),
+			start: func(env *testscript.Env, st *engineState) error {
+				p, err := server.StartPostgres(filepath.Join(env.WorkDir, ".postgres"))
+				if err != nil {
+					return err
+				}
+				env.Defer(func() { p.Close() })
+				st.server = p
+				return st.proxyToURL(env, p.Addr(), func(addr string) string {
+					return "postgres://" + server.PostgresUser + "@" + addr + "/postgres?sslmode=disable"
+				})
+			},
+		},
+		{
+			name: "mariadb", kind: "mysql", real: true,
+			available: serverAvailable("mariadb"),
+			start: func(env *testscript.Env, st *engineState) error {
+				p, err := server.StartMariaDB(filepath.Join(env.WorkDir, ".mariadb"))
+				if err != nil {
+					return err
+				}
+				env.Defer(func() { p.Close() })
+				st.server = p
+				return st.proxyToURL(env, p.Addr(), func(addr string) string {
+					return "mysql://" + server.MariaDBUser + "@" + addr + "/" + server.MariaDBDatabase
+				})
+			},
+		},
 	}
 }
 
 // proxyTo routes the engine's URL through a fault proxy, so that scenarios
 // can pause or drop the traffic between distlock and the server.
 func (st *engineState) proxyTo(env *testscript.Env, scheme, addr string) error {
+	return st.proxyToURL(env, addr, func(a string) string { return fmt.Sprintf("%s://%s", scheme, a) })
+}
+
+// proxyToURL is proxyTo for engines whose URL says more than scheme and
+// address: url makes the URL for an address.
+func (st *engineState) proxyToURL(env *testscript.Env, addr string, url func(addr string) string) error {
 	p, err := faultproxy.New(addr)
 	if err != nil {
 		return err
 	}
 	env.Defer(func() { p.Close() })
 	st.proxy = p
-	st.url = fmt.Sprintf("%s://%s", scheme, p.Addr())
-	env.Setenv("DISTLOCK_DIRECT_BACKEND", fmt.Sprintf("%s://%s", scheme, addr))
+	st.url = url(p.Addr())
+	env.Setenv("DISTLOCK_DIRECT_BACKEND", url(addr))
 	return nil
+}
+
+// serverAvailable: the harness can start a real server of kind (see
+// server.Available).
+func serverAvailable(kind string) func() error {
+	return func() error { return server.Available(kind) }
 }
 
 func binaryOnPath(name string) func() error {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/distlock/distlock/internal/backend/etcd"
 	"github.com/distlock/distlock/internal/backend/file"
+	"github.com/distlock/distlock/internal/backend/mysql"
+	"github.com/distlock/distlock/internal/backend/postgres"
 	"github.com/distlock/distlock/internal/backend/redis"
 	"github.com/distlock/distlock/internal/lock"
 )
@@ -77,8 +79,26 @@ func Open(ctx context.Context, rawURL string, opts Options) (lock.Backend, error
 		cfg.Cert = cmp.Or(cfg.Cert, opts.EtcdCert)
 		cfg.Key = cmp.Or(cfg.Key, opts.EtcdKey)
 		return etcd.New(ctx, cfg)
+	case "postgres", "postgresql":
+		cfg, err := postgres.ParseURL(rawURL)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Password = opts.Password
+		cfg.Prefix = opts.Prefix
+		cfg.ConnectTimeout = opts.ConnectTimeout
+		return postgres.New(ctx, cfg)
+	case "mysql":
+		cfg, err := mysql.ParseURL(rawURL)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Password = opts.Password
+		cfg.Prefix = opts.Prefix
+		cfg.ConnectTimeout = opts.ConnectTimeout
+		return mysql.New(ctx, cfg)
 	default:
-		return nil, lock.Invalidf("backend scheme %q is not supported: use file://, redis://, rediss://, etcd:// or etcds://", scheme)
+		return nil, lock.Invalidf("backend scheme %q is not supported: use file://, redis://, rediss://, etcd://, etcds://, postgres://, postgresql:// or mysql://", scheme)
 	}
 }
 

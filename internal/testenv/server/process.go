@@ -1,7 +1,8 @@
 // Package server starts and controls real server binaries (redis-server,
-// etcd) for tests: each runs on free loopback ports in its own process group,
-// dies with the test process, and can be paused (SIGSTOP), resumed, killed
-// and restarted on the same ports. Unix only.
+// etcd, ZooKeeper, PostgreSQL, MariaDB) for tests: each runs on free
+// loopback ports in its own process group, dies with the test process, and
+// can be paused (SIGSTOP), resumed, killed and restarted on the same ports.
+// Unix only.
 package server
 
 import (
@@ -41,6 +42,9 @@ type spec struct {
 	env     []string
 	logPath string
 	addr    string // client endpoint "127.0.0.1:port"
+	// cred, when set, runs the server as another user: servers that refuse
+	// to run as root (PostgreSQL, MariaDB) get an unprivileged one.
+	cred *syscall.Credential
 	// probe reports nil once our server (the child with process id pid)
 	// answers on addr. It must check identity, not just an answer: when a
 	// port is taken by someone else between choosing and binding it, our
@@ -53,19 +57,25 @@ type spec struct {
 type Process struct {
 	spec spec
 
-	mu     sync.Mutex
-	pid    int
-	done   chan struct{} // closed once the current child has been reaped
-	closed bool
+	// cleanup removes what the server kept outside the caller's dir (a
+	// private data directory); Close runs it once the server is dead.
+	cleanup func() error
+
+	mu      sync.Mutex
+	pid     int
+	done    chan struct{} // closed once the current child has been reaped
+	closed  bool
+	stopped []int // the processes Stop stopped, for Cont
 }
 
 // Addr is the client endpoint, "127.0.0.1:port". It stays the same across
 // Restart.
 func (p *Process) Addr() string { return p.spec.addr }
 
-// Stop pauses the server's whole process group with SIGSTOP and, on Linux,
-// returns only once every thread in it has stopped, so that no request is
-// answered after Stop returns.
+// Stop pauses the server's whole process group with SIGSTOP, and on Linux
+// every descendant that left the group too (PostgreSQL's backends), and
+// returns only once every thread of them has stopped, so that no request
+// is answered after Stop returns.
 func (p *Process) Stop() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -75,18 +85,40 @@ func (p *Process) Stop() error {
 	if err := waitStopped(p.pid, stopTimeout); err != nil {
 		return fmt.Errorf("%s: %w", p.spec.name, err)
 	}
+	p.stopped, _ = serverProcs(p.pid) // stopped processes cannot fork: the list stays true
 	return nil
 }
 
-// Cont resumes the server's process group with SIGCONT.
+// Cont resumes the server's processes with SIGCONT: the ones Stop stopped,
+// at once (no search, which can take tens of milliseconds on a busy
+// machine: tests ask the server something right after Cont), or else
+// every process of the server.
 func (p *Process) Cont() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.signalLocked(syscall.SIGCONT)
+	if !p.runningLocked() {
+		return fmt.Errorf("%s: not running", p.spec.name)
+	}
+	stopped := p.stopped
+	p.stopped = nil
+	if stopped == nil {
+		return p.signalLocked(syscall.SIGCONT)
+	}
+	if err := syscall.Kill(-p.pid, syscall.SIGCONT); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("%s: signal %v: %w", p.spec.name, syscall.SIGCONT, err)
+	}
+	for _, pid := range stopped {
+		// Stopped, so not exited: the pid is still the one we stopped
+		// (unless someone else killed it meanwhile).
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+	}
+	return nil
 }
 
-// Kill sends SIGKILL to the server's process group and waits until the
-// server has been reaped. Killing a server that has already exited is not an
+// Kill sends SIGKILL to the server's processes (as Stop finds them) and
+// waits until the server has been reaped and, on Linux, every one of them
+// is gone (a PostgreSQL backend that outlived its postmaster would keep the
+// old shared memory in use and stop a restart). Killing a server that has already exited is not an
 // error.
 func (p *Process) Kill() error {
 	p.mu.Lock()
@@ -95,8 +127,8 @@ func (p *Process) Kill() error {
 }
 
 // Restart kills the server if it is running, then starts it again on the
-// same port(s) and waits until it answers. Redis comes back empty; etcd
-// keeps its data directory.
+// same port(s) and waits until it answers. Redis comes back empty; etcd,
+// ZooKeeper, PostgreSQL and MariaDB keep their data directories.
 func (p *Process) Restart() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -109,7 +141,8 @@ func (p *Process) Restart() error {
 	return p.startLocked()
 }
 
-// Close kills the server and reaps it. It is idempotent.
+// Close kills the server, reaps it and removes any private data directory
+// it had outside the caller's dir. It is idempotent.
 func (p *Process) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -117,7 +150,11 @@ func (p *Process) Close() error {
 		return nil
 	}
 	p.closed = true
-	return p.killLocked()
+	err := p.killLocked()
+	if p.cleanup != nil && err == nil {
+		err = p.cleanup()
+	}
+	return err
 }
 
 // startFresh builds a spec on newly chosen free ports, launches it and waits
@@ -125,14 +162,21 @@ func (p *Process) Close() error {
 // race for its port, so it is retried on other ports a few times. On failure
 // nothing is left running.
 func startFresh(build func() (spec, error)) (*Process, error) {
+	return startFreshCleanup(build, nil)
+}
+
+// startFreshCleanup is startFresh for a server with a private data
+// directory: cleanup (may be nil) removes it, on failure at once, else at
+// Close.
+func startFreshCleanup(build func() (spec, error), cleanup func() error) (*Process, error) {
 	const attempts = 3
 	var err error
 	for i := 0; i < attempts; i++ {
 		var s spec
 		if s, err = build(); err != nil {
-			return nil, err
+			break
 		}
-		p := &Process{spec: s}
+		p := &Process{spec: s, cleanup: cleanup}
 		p.mu.Lock()
 		err = p.startLocked()
 		p.mu.Unlock()
@@ -140,8 +184,11 @@ func startFresh(build func() (spec, error)) (*Process, error) {
 			return p, nil
 		}
 		if !errors.Is(err, errExited) {
-			return nil, err
+			break
 		}
+	}
+	if cleanup != nil {
+		_ = cleanup()
 	}
 	return nil, err
 }
@@ -162,22 +209,37 @@ func (p *Process) signalLocked(sig syscall.Signal) error {
 	if !p.runningLocked() {
 		return fmt.Errorf("%s: not running", p.spec.name)
 	}
-	// The child leads its own process group (Setpgid), so -pid is the group.
-	// It has not been reaped (done is open), so the pid is still ours.
-	if err := syscall.Kill(-p.pid, sig); err != nil {
+	// The child leads its own process group (Setpgid); signalTree reaches
+	// the group and every descendant that left it. The child has not been
+	// reaped (done is open), so the pid is still ours.
+	if err := signalTree(p.pid, sig); err != nil {
 		return fmt.Errorf("%s: signal %v: %w", p.spec.name, sig, err)
 	}
 	return nil
 }
 
 func (p *Process) killLocked() error {
+	p.stopped = nil
 	if !p.runningLocked() {
 		return nil
 	}
+	// Freeze the server first, so that none of its processes forks, then
+	// kill what was found: once the leader is dead its descendants are
+	// orphans, no longer to be found from it.
+	_ = signalTree(p.pid, syscall.SIGSTOP)
+	procs, _ := serverProcs(p.pid)
 	err := syscall.Kill(-p.pid, syscall.SIGKILL)
+	for _, pid := range procs {
+		if kerr := syscall.Kill(pid, syscall.SIGKILL); kerr != nil && !errors.Is(kerr, syscall.ESRCH) {
+			err = kerr
+		}
+	}
 	<-p.done
 	if err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("%s: kill: %w", p.spec.name, err)
+	}
+	if err := waitGone(procs, stopTimeout); err != nil {
+		return fmt.Errorf("%s: %w", p.spec.name, err)
 	}
 	return nil
 }
@@ -213,6 +275,7 @@ func (p *Process) launchLocked() error {
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr.Credential = p.spec.cred
 
 	started := make(chan error, 1)
 	done := make(chan struct{})
@@ -291,4 +354,32 @@ func prepareDir(dir string) (string, error) {
 		return "", err
 	}
 	return abs, nil
+}
+
+// Available reports nil when the binaries of server kind ("redis", "etcd",
+// "zookeeper", "postgres", "mariadb") are installed, else an error wrapping
+// ErrNoBinary that names what is missing.
+func Available(kind string) error {
+	var err error
+	switch kind {
+	case "redis":
+		_, err = lookBinary("redis-server")
+	case "etcd":
+		_, err = lookBinary("etcd")
+	case "zookeeper":
+		if _, err = lookBinary("java"); err == nil {
+			if _, serr := os.Stat(zookeeperJar); serr != nil {
+				err = fmt.Errorf("%w: %s", ErrNoBinary, zookeeperJar)
+			}
+		}
+	case "postgres":
+		_, _, err = lookPostgres()
+	case "mariadb":
+		if _, err = lookSbin("mariadbd", "mysqld"); err == nil {
+			_, err = lookSbin("mariadb-install-db", "mysql_install_db")
+		}
+	default:
+		err = fmt.Errorf("unknown server kind %q", kind)
+	}
+	return err
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -68,9 +69,15 @@ func waitRefused(t *testing.T, addr string) {
 
 func TestMissingBinary(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
+	oldLib, oldSbin := postgresLibDir, sbinDirs
+	postgresLibDir, sbinDirs = t.TempDir(), []string{t.TempDir()}
+	t.Cleanup(func() { postgresLibDir, sbinDirs = oldLib, oldSbin })
 	for name, start := range map[string]func(string) (*Process, error){
-		"redis": StartRedis,
-		"etcd":  StartEtcd,
+		"redis":     StartRedis,
+		"etcd":      StartEtcd,
+		"zookeeper": StartZooKeeper,
+		"postgres":  StartPostgres,
+		"mariadb":   StartMariaDB,
 	} {
 		p, err := start(t.TempDir())
 		if !errors.Is(err, ErrNoBinary) {
@@ -94,10 +101,9 @@ func TestHelperProcess(t *testing.T) {
 	if kind == "" {
 		t.Skip("helper for TestServerDiesWithTestProcess")
 	}
-	start := StartRedis
-	if kind == "etcd" {
-		start = StartEtcd
-	}
+	start := map[string]func(string) (*Process, error){
+		"redis": StartRedis, "etcd": StartEtcd, "postgres": StartPostgres,
+	}[kind]
 	// Start from a goroutine that exits at once, so the server's forking
 	// thread is not the main thread and the goroutine is long gone.
 	type result struct {
@@ -119,11 +125,44 @@ func TestHelperProcess(t *testing.T) {
 }
 
 func TestServerDiesWithTestProcess(t *testing.T) {
-	if _, err := lookBinary("redis-server"); err != nil {
-		started(t, nil, err)
-	}
+	t.Run("redis", func(t *testing.T) {
+		if _, err := lookBinary("redis-server"); err != nil {
+			started(t, nil, err)
+		}
+		addr, kill := startInHelper(t, "redis", t.TempDir())
+		if err := redisAnswers(t.Context(), addr, 0); err != nil {
+			t.Fatalf("helper's redis does not answer: %v", err)
+		}
+		kill()
+		waitRefused(t, addr)
+	})
+	// PostgreSQL runs as another user when the tests run as root: the
+	// kernel's parent-death signal must still reach it.
+	t.Run("postgres", func(t *testing.T) {
+		if _, _, err := lookPostgres(); err != nil {
+			started(t, nil, err)
+		}
+		dir := t.TempDir()
+		addr, kill := startInHelper(t, "postgres", dir)
+		c := pgConnect(t, addr)
+		if _, err := pgQuery(c, patience, "SELECT 'alive'"); err != nil {
+			t.Fatalf("helper's postgres does not answer: %v", err)
+		}
+		kill()
+		waitRefused(t, addr)
+		// Nobody closed it: remove its private data directory ourselves.
+		if data, err := os.Readlink(filepath.Join(dir, "postgres.data")); err == nil {
+			_ = os.RemoveAll(filepath.Dir(data))
+		}
+	})
+}
+
+// startInHelper starts a server of kind in dir in a helper process, and
+// returns its address and a function that SIGKILLs the helper.
+func startInHelper(t *testing.T, kind, dir string) (addr string, kill func()) {
+	t.Helper()
 	helper := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.v=false")
-	helper.Env = append(os.Environ(), helperEnv+"=redis", helperDirEnv+"="+t.TempDir())
+	helper.Env = append(os.Environ(), helperEnv+"="+kind, helperDirEnv+"="+dir)
 	out, err := helper.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -132,29 +171,28 @@ func TestServerDiesWithTestProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = helper.Process.Kill(); _ = helper.Wait() })
+	kill = func() {
+		t.Helper()
+		if err := helper.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = helper.Wait()
+	}
 
 	lines := make(chan string, 1)
 	go func() {
 		line, _ := bufio.NewReader(out).ReadString('\n')
 		lines <- strings.TrimSpace(line)
 	}()
-	var addr string
 	select {
 	case line := <-lines:
-		var ok bool
-		if addr, ok = strings.CutPrefix(line, "addr "); !ok {
+		addr, ok := strings.CutPrefix(line, "addr ")
+		if !ok {
 			t.Fatalf("helper said %q", line)
 		}
+		return addr, kill
 	case <-time.After(patience):
 		t.Fatal("helper did not report an address")
 	}
-	if err := redisAnswers(t.Context(), addr, 0); err != nil {
-		t.Fatalf("helper's redis does not answer: %v", err)
-	}
-
-	if err := helper.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = helper.Wait()
-	waitRefused(t, addr)
+	return "", nil
 }

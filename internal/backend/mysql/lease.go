@@ -1,0 +1,102 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// Lease is our row of distlock_lease, proven by the owner id.
+type Lease struct {
+	b       *Backend
+	key     string
+	owner   string
+	token   uint64
+	ttl     time.Duration
+	granted time.Time
+	slot    int
+	limit   int
+}
+
+var (
+	_ lock.Lease = (*Lease)(nil)
+)
+
+func (l *Lease) Key() string        { return l.key }
+func (l *Lease) Token() uint64      { return l.token }
+func (l *Lease) Owner() string      { return l.owner }
+func (l *Lease) Granted() time.Time { return l.granted }
+
+// Alerts implements lock.Lease: the database sends no news; renewals find out.
+func (l *Lease) Alerts() <-chan struct{} { return nil }
+
+// exec runs an owner-checked update or delete: one matched row means ours.
+func (l *Lease) exec(ctx context.Context, query string, args ...any) error {
+	res, err := l.b.db.ExecContext(ctx, query, args...)
+	if isUndefined(err) {
+		return lock.ErrNotHeld // the table was dropped: so was our row
+	}
+	if err != nil {
+		return l.b.unavailable(err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return lock.ErrNotHeld
+	}
+	return nil
+}
+
+// Renew implements lock.Lease: an owner-checked update of a live row.
+func (l *Lease) Renew(ctx context.Context) error {
+	return l.exec(ctx, renewSQL, l.ttl.Milliseconds(), l.b.prefix, l.key, int64(l.slot), l.owner)
+}
+
+// Release implements lock.Lease: an owner-checked delete of a live row.
+func (l *Lease) Release(ctx context.Context) error {
+	return l.exec(ctx, releaseSQL, l.b.prefix, l.key, int64(l.slot), l.owner)
+}
+
+// Hold implements lock.Lease.
+func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
+	ms := max(d.Milliseconds(), 1)
+	if err := l.exec(ctx, holdSQL, ms, ms, mode, l.b.prefix, l.key, int64(l.slot), l.owner); err != nil {
+		return err
+	}
+	l.ttl = d
+	return nil
+}
+
+// Handle implements lock.Lease.
+func (l *Lease) Handle() lock.Handle {
+	return lock.Handle{Key: l.key, Owner: l.owner, Token: l.token, TTLms: l.ttl.Milliseconds()}
+}
+
+// SlotLease is a held slot of a semaphore (Request.Limit > 1).
+type SlotLease struct{ *Lease }
+
+var _ lock.Slotted = (*SlotLease)(nil)
+
+// Slot implements lock.Slotted.
+func (s *SlotLease) Slot() int { return s.slot }
+
+// Resume implements lock.Backend: the row must still be live and name h's
+// owner and token.
+func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
+	granted := time.Now()
+	var slot, limit, ttlMs int64
+	err := b.db.QueryRowContext(ctx, resumeSQL, b.prefix, h.Key, h.Owner, h.Token).Scan(&slot, &limit, &ttlMs)
+	if errors.Is(err, sql.ErrNoRows) || isUndefined(err) {
+		return nil, lock.ErrNotHeld
+	}
+	if err != nil {
+		return nil, b.unavailable(err)
+	}
+	l := &Lease{b: b, key: h.Key, owner: h.Owner, token: h.Token, ttl: time.Duration(ttlMs) * time.Millisecond,
+		granted: granted, slot: int(slot), limit: int(limit)}
+	if limit > 1 {
+		return &SlotLease{Lease: l}, nil
+	}
+	return l, nil
+}

@@ -1,0 +1,245 @@
+// Package mysql is the MySQL/MariaDB engine: a lease is a row of the table
+// distlock_lease (schema.sql, created on first use when missing) whose
+// expiry is set and judged by the database's clock, never the client's;
+// the fencing token comes from a counter row updated in the acquiring
+// transaction. Acquiring is one multi-statement query: one round trip and
+// one transaction that the server runs to its COMMIT without waiting for
+// the client, so a client that stalls half-way holds no lock on the
+// server. Waiting is a jittered poll bounded by the soonest expiry of the
+// holders' leases: MySQL has no notifications.
+//
+// It uses github.com/go-sql-driver/mysql through database/sql: every call
+// honours its context (the driver closes the connection when the context
+// ends).
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	_ "embed"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	mysqldrv "github.com/go-sql-driver/mysql"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+var (
+	//go:embed schema.sql
+	schemaSQL string
+	//go:embed acquire.sql
+	acquireSQL string
+)
+
+// Config is what New needs: the driver's configuration parsed from the
+// URL plus distlock's own settings.
+type Config struct {
+	Driver         *mysqldrv.Config
+	Password       string // used when the URL has none
+	Prefix         string
+	ConnectTimeout time.Duration
+}
+
+// ParseURL parses
+//
+//	mysql://user[:password]@host[:port]/database[?tls=true|skip-verify|preferred&...]
+//
+// (MariaDB too). Query parameters are the driver's DSN parameters. Errors
+// are lock.ErrInvalid and never hold the password.
+func ParseURL(raw string) (Config, error) {
+	const form = "mysql://user[:password]@host:port/database"
+	u, err := url.Parse(raw)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return Config{}, lock.Invalidf("mysql URL is malformed: %v (expected %s)", err, form)
+	}
+	if !strings.EqualFold(u.Scheme, "mysql") || u.Host == "" {
+		return Config{}, lock.Invalidf("mysql URL needs a host: expected %s", form)
+	}
+	db := strings.TrimPrefix(u.Path, "/")
+	if db == "" || strings.Contains(db, "/") {
+		return Config{}, lock.Invalidf("mysql URL needs one database: expected %s", form)
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), "3306")
+	}
+	dsn := "tcp(" + host + ")/" + db
+	if u.RawQuery != "" {
+		dsn += "?" + u.RawQuery
+	}
+	cfg, err := mysqldrv.ParseDSN(dsn)
+	if err != nil {
+		return Config{}, lock.Invalidf("mysql URL is malformed: %v (expected %s)", err, form)
+	}
+	if u.User != nil {
+		cfg.User = u.User.Username()
+		cfg.Passwd, _ = u.User.Password()
+	}
+	return Config{Driver: cfg}, nil
+}
+
+// Backend is one MySQL or MariaDB database.
+type Backend struct {
+	db      *sql.DB
+	prefix  string
+	addr    string
+	timeout time.Duration
+}
+
+// New connects and checks that the database answers within
+// cfg.ConnectTimeout (5s when zero). The schema is not touched until
+// first use.
+func New(ctx context.Context, cfg Config) (*Backend, error) {
+	c := cfg.Driver.Clone()
+	if c.Passwd == "" {
+		c.Passwd = cfg.Password
+	}
+	timeout := cfg.ConnectTimeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	c.Timeout = timeout
+	// Statements are filled in by the driver (escaped), so that a whole
+	// transaction travels as one multi-statement query.
+	c.InterpolateParams = true
+	c.MultiStatements = true
+	// Rows matched, not rows changed: a renewal in the same microsecond
+	// still counts.
+	c.ClientFoundRows = true
+	if c.Params == nil {
+		c.Params = map[string]string{}
+	}
+	c.Params["time_zone"] = "'+00:00'"
+	c.Logger = quietLogger{}
+	b := &Backend{prefix: cfg.Prefix, addr: c.Addr, timeout: timeout}
+	if b.prefix == "" {
+		b.prefix = "distlock"
+	}
+	connector, err := mysqldrv.NewConnector(c)
+	if err != nil {
+		return nil, lock.Invalidf("mysql URL: %v", err)
+	}
+	b.db = sql.OpenDB(connector)
+	b.db.SetMaxOpenConns(4)
+	b.db.SetMaxIdleConns(4)
+	b.db.SetConnMaxIdleTime(time.Minute)
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := b.db.PingContext(pctx); err != nil {
+		b.db.Close()
+		return nil, b.unavailable(err)
+	}
+	return b, nil
+}
+
+// Guarantee implements lock.Backend.
+func (b *Backend) Guarantee() string {
+	return "MySQL/MariaDB: exclusive while this database (its primary) lives and its clock runs true; leases expire by the database's clock, tokens come from a counter row"
+}
+
+// Close implements lock.Backend.
+func (b *Backend) Close() error { return b.db.Close() }
+
+// unavailable turns a connection, auth or server failure into one line
+// that says what to do. The driver's errors never hold the password.
+func (b *Backend) unavailable(err error) error {
+	var me *mysqldrv.MySQLError
+	var opErr *net.OpError
+	switch {
+	case errors.As(err, &me) && (me.Number == 1045 || me.Number == 1044):
+		return &lock.UnavailableError{Msg: fmt.Sprintf("mysql at %s refused the credentials (%s): check the user and password in --backend, DISTLOCK_PASSWORD or --password-file", b.addr, me.Message), Err: err}
+	case errors.As(err, &me) && me.Number == 1049:
+		return &lock.UnavailableError{Msg: fmt.Sprintf("mysql at %s: %s: check the database in --backend", b.addr, me.Message), Err: err}
+	case errors.As(err, &me) && (me.Number == 1142 || me.Number == 1044):
+		return &lock.UnavailableError{Msg: fmt.Sprintf("mysql at %s: %s: create distlock_lease and distlock_token once (README, MySQL), then grant distlock's user SELECT, INSERT, UPDATE, DELETE on them", b.addr, me.Message), Err: err}
+	case errors.As(err, &me):
+		return &lock.UnavailableError{Msg: fmt.Sprintf("mysql at %s: %s (error %d)", b.addr, me.Message, me.Number), Err: err}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &lock.UnavailableError{Msg: fmt.Sprintf("mysql at %s did not answer in time: check that it is up and reachable, or raise --connect-timeout", b.addr), Err: err}
+	case errors.As(err, &opErr) && opErr.Timeout():
+		return &lock.UnavailableError{Msg: fmt.Sprintf("mysql at %s did not answer in time: check that it is up and reachable, or raise --connect-timeout", b.addr), Err: err}
+	case errors.As(err, &opErr) && opErr.Err != nil:
+		return &lock.UnavailableError{Msg: fmt.Sprintf("cannot reach mysql at %s: %s: check --backend and that the server is up", b.addr, opErr.Err), Err: err}
+	default:
+		return &lock.UnavailableError{Msg: fmt.Sprintf("cannot reach mysql at %s: %s: check --backend and that the server is up", b.addr, firstLine(err.Error())), Err: err}
+	}
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// isUndefined: a table does not exist (yet).
+func isUndefined(err error) bool {
+	var me *mysqldrv.MySQLError
+	return errors.As(err, &me) && me.Number == 1146
+}
+
+// withSchema runs op, and once more after creating the schema if op failed
+// because a table is missing ("created on first use").
+func (b *Backend) withSchema(ctx context.Context, op func() error) error {
+	err := op()
+	if !isUndefined(err) {
+		return err
+	}
+	if err := b.multi(ctx, schemaSQL, nil, nil); err != nil {
+		return err
+	}
+	return op()
+}
+
+// multi runs a multi-statement query on a connection of its own and hands
+// the rows of every result set that has columns to each (may be nil). If
+// anything fails, the connection is thrown away, never returned to the
+// pool: a transaction left open by a statement that failed half-way would
+// hold its locks (the server rolls it back when the connection closes).
+func (b *Backend) multi(ctx context.Context, query string, args []any, each func(*sql.Rows) error) (err error) {
+	conn, err := b.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		conn.Close()
+	}()
+	rows, err := conn.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for {
+		if cols, _ := rows.Columns(); len(cols) > 0 {
+			for rows.Next() {
+				if each != nil {
+					if err := each(rows); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if !rows.NextResultSet() {
+			break
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return rows.Close()
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Print(...any) {}

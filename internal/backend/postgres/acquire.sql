@@ -1,0 +1,50 @@
+-- Take a free slot of $2 (a mutex: $5 = 1, slot 0), judging expiry by the
+-- database's clock, with a fencing token from distlock_token in the same
+-- statement. A slot is free when it has no row or its row has expired; a
+-- row of our own ($3) is ours again (our earlier attempt got through but
+-- its answer was lost). Nothing is granted while a live holder uses
+-- another limit.
+-- $1 prefix, $2 key, $3 owner, $4 ttl_ms, $5 limit, $6 host, $7 pid,
+-- $8 user, $9 command, $10 note.
+-- One row: granted slot and token (NULL when not granted), the limit in
+-- use when it is not $5, the oldest live holder, the ms until the soonest
+-- live lease expires.
+WITH live AS (
+    SELECT * FROM distlock_lease
+    WHERE prefix = $1 AND lock_key = $2 AND expires_at > clock_timestamp()
+), mine AS (
+    SELECT slot FROM live WHERE owner = $3 AND lock_limit = $5::integer
+), other_limit AS (
+    SELECT lock_limit FROM live WHERE lock_limit <> $5::integer LIMIT 1
+), pick AS (
+    SELECT s AS slot FROM generate_series(0, $5::integer - 1) AS s
+    WHERE NOT EXISTS (SELECT 1 FROM other_limit)
+      AND (s IN (SELECT slot FROM mine)
+           OR (NOT EXISTS (SELECT 1 FROM mine) AND s NOT IN (SELECT slot FROM live)))
+    ORDER BY s
+    LIMIT 1
+), granted AS (
+    INSERT INTO distlock_lease AS l
+        (prefix, lock_key, slot, lock_limit, owner, token, acquired_at, expires_at, ttl_ms,
+         hold, host, pid, username, command, note)
+    SELECT $1, $2, pick.slot, $5::integer, $3, nextval('distlock_token'), clock_timestamp(),
+           clock_timestamp() + $4::bigint * interval '1 millisecond', $4::bigint, '', $6, $7::integer, $8, $9, $10
+    FROM pick
+    ON CONFLICT (prefix, lock_key, slot) DO UPDATE
+    SET lock_limit = EXCLUDED.lock_limit, owner = EXCLUDED.owner, token = EXCLUDED.token,
+        acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at,
+        ttl_ms = EXCLUDED.ttl_ms, hold = '', host = EXCLUDED.host, pid = EXCLUDED.pid,
+        username = EXCLUDED.username, command = EXCLUDED.command, note = EXCLUDED.note
+    WHERE l.expires_at <= clock_timestamp() OR l.owner = EXCLUDED.owner
+    RETURNING l.slot, l.token
+), oldest AS (
+    SELECT * FROM live ORDER BY token LIMIT 1
+)
+SELECT g.slot, g.token, (SELECT lock_limit FROM other_limit),
+       h.owner, h.token, h.host, h.pid, h.username, h.command, h.note,
+       h.acquired_at, h.ttl_ms, h.hold,
+       (extract(epoch FROM h.expires_at - clock_timestamp()) * 1000)::bigint,
+       (SELECT (extract(epoch FROM min(expires_at) - clock_timestamp()) * 1000)::bigint FROM live)
+FROM (SELECT 1) AS one
+LEFT JOIN granted AS g ON true
+LEFT JOIN oldest AS h ON true

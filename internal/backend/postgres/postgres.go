@@ -1,0 +1,269 @@
+// Package postgres is the PostgreSQL engine: a lease is a row of the table
+// distlock_lease (schema.sql, created on first use when missing) whose
+// expires_at is set and judged by the database's clock, never the
+// client's; the fencing token comes from the sequence distlock_token in
+// the statement that grants; releases and breaks NOTIFY a channel per key
+// so that waiters wake at once, with jittered polling as the fallback.
+//
+// It uses pgx v5 (github.com/jackc/pgx/v5): every call honours its
+// context by closing the connection at the deadline (so a renewal against
+// a silent server returns in time, which the renew keeper relies on), it
+// speaks LISTEN/NOTIFY on a plain connection, and it sends a batch of
+// statements in one round trip and one implicit transaction.
+package postgres
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+var (
+	//go:embed schema.sql
+	schemaSQL string
+	//go:embed acquire.sql
+	acquireSQL string
+	//go:embed renew.sql
+	renewSQL string
+	//go:embed hold.sql
+	holdSQL string
+	//go:embed release.sql
+	releaseSQL string
+	//go:embed resume.sql
+	resumeSQL string
+	//go:embed inspect.sql
+	inspectSQL string
+	//go:embed list.sql
+	listSQL string
+	//go:embed break.sql
+	breakSQL string
+)
+
+// Config is what New needs: pgx's configuration parsed from the URL plus
+// distlock's own settings.
+type Config struct {
+	Pool           *pgxpool.Config
+	Password       string // used when the URL (and PGPASSWORD, ~/.pgpass) gave none
+	Prefix         string
+	ConnectTimeout time.Duration
+}
+
+// ParseURL parses postgres:// and postgresql:// URLs with pgx's parser:
+//
+//	postgres://user[:password]@host[:port][,host[:port]...]/database[?sslmode=disable&...]
+//
+// Query parameters are libpq's (sslmode, sslrootcert, sslcert, sslkey,
+// search_path, ...); unset ones fall back to the PG* environment
+// variables, as with psql. Errors are lock.ErrInvalid and never hold the
+// password.
+func ParseURL(raw string) (Config, error) {
+	pc, err := pgxpool.ParseConfig(raw)
+	if err != nil {
+		var pe *pgconn.ParseConfigError
+		if errors.As(err, &pe) && pe.Unwrap() != nil {
+			err = pe.Unwrap()
+		} else if errors.As(err, &pe) {
+			err = errors.New("cannot parse it")
+		}
+		return Config{}, lock.Invalidf("postgres URL is malformed: %s (expected postgres://user[:password]@host:port/database?sslmode=disable)", firstLine(err.Error()))
+	}
+	return Config{Pool: pc}, nil
+}
+
+// Backend is one PostgreSQL database.
+type Backend struct {
+	pool    *pgxpool.Pool
+	connCfg *pgx.ConnConfig // for the LISTEN connections of waiters
+	prefix  string
+	addr    string // host:port, for messages
+	timeout time.Duration
+}
+
+// New connects and checks that the database answers within
+// cfg.ConnectTimeout (5s when zero). The schema is not touched until first
+// use.
+func New(ctx context.Context, cfg Config) (*Backend, error) {
+	pc := cfg.Pool
+	cc := pc.ConnConfig
+	if cc.Password == "" {
+		cc.Password = cfg.Password
+	}
+	timeout := cfg.ConnectTimeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	cc.ConnectTimeout = timeout
+	// One round trip per statement, no prepare: every distlock process
+	// makes only a handful of calls. Parameter types follow the Go types.
+	cc.DefaultQueryExecMode = pgx.QueryExecModeExec
+	if cc.RuntimeParams == nil {
+		cc.RuntimeParams = map[string]string{}
+	}
+	if cc.RuntimeParams["application_name"] == "" {
+		cc.RuntimeParams["application_name"] = "distlock"
+	}
+	// The acquire statement's ON CONFLICT relies on READ COMMITTED, whatever
+	// the database's default.
+	cc.RuntimeParams["default_transaction_isolation"] = "read committed"
+	pc.MaxConns = 4
+	pc.MinConns = 0
+	// pgxpool pings a connection idle for over a second before using it: a
+	// second round trip for nearly every renewal (one every ttl/3). A
+	// connection that died meanwhile (the server restarted) fails its
+	// request instead, which the renew keeper retries on a new one.
+	pc.ShouldPing = func(_ context.Context, p pgxpool.ShouldPingParams) bool {
+		return p.IdleDuration > time.Minute
+	}
+	// Closing a connection says goodbye to the server first, and pgxpool
+	// gives that 15s: against a silent server, distlock would hang that
+	// long on its way out. The goodbye is a courtesy: give it 100ms.
+	pc.BeforeClose = func(c *pgx.Conn) {
+		_ = c.PgConn().Conn().SetDeadline(time.Now().Add(100 * time.Millisecond))
+	}
+	b := &Backend{
+		connCfg: cc.Copy(),
+		prefix:  cfg.Prefix,
+		addr:    net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port))),
+		timeout: timeout,
+	}
+	if b.prefix == "" {
+		b.prefix = "distlock"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, b.unavailable(err)
+	}
+	b.pool = pool
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, b.unavailable(err)
+	}
+	return b, nil
+}
+
+// Guarantee implements lock.Backend.
+func (b *Backend) Guarantee() string {
+	return "PostgreSQL: exclusive while this database (its primary) lives and its clock runs true; leases expire by the database's clock, tokens come from a sequence"
+}
+
+// Close implements lock.Backend. It waits at most 200ms: pgx ends a
+// connection whose request was cut short by its context with a cancel
+// request to the server, on a new connection, given 15s, and the pool's
+// Close waits for that. Against a silent server distlock would hang that
+// long on its way out; the goodbyes go on in the background instead.
+func (b *Backend) Close() error {
+	done := make(chan struct{})
+	go func() {
+		b.pool.Close()
+		close(done)
+	}()
+	t := time.NewTimer(200 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+	return nil
+}
+
+// unavailable turns a connection, auth or server failure into one line that
+// says what to do. pgx's errors never hold the password, but only the
+// innermost cause is kept, without the connection string.
+func (b *Backend) unavailable(err error) error {
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && (pgErr.Code == "28P01" || pgErr.Code == "28000"):
+		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s refused the credentials (%s): check the user and password in --backend, DISTLOCK_PASSWORD or --password-file", b.addr, pgErr.Message), Err: err}
+	case errors.As(err, &pgErr) && pgErr.Code == "3D000":
+		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s: %s: check the database in --backend", b.addr, pgErr.Message), Err: err}
+	case errors.As(err, &pgErr) && pgErr.Code == "42501":
+		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s: %s: create distlock_lease and distlock_token once as their owner (README, PostgreSQL), then grant distlock's user SELECT, INSERT, UPDATE, DELETE on the table and USAGE on the sequence", b.addr, pgErr.Message), Err: err}
+	case errors.As(err, &pgErr):
+		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s: %s (SQLSTATE %s)", b.addr, pgErr.Message, pgErr.Code), Err: err}
+	case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
+		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s did not answer in time: check that it is up and reachable, or raise --connect-timeout", b.addr), Err: err}
+	default:
+		return &lock.UnavailableError{Msg: fmt.Sprintf("cannot reach postgres at %s: %s: check --backend and that the server is up", b.addr, innermost(err)), Err: err}
+	}
+}
+
+// innermost is the cause's text: pgx wraps it in messages that repeat the
+// user, database and address. A network error is told by its system call
+// ("connect: connection refused", "read: connection reset by peer").
+func innermost(err error) string {
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Err != nil {
+		return opErr.Err.Error()
+	}
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return firstLine(err.Error())
+		}
+		err = u
+	}
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// isUndefined: the table or the sequence does not exist (yet).
+func isUndefined(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "42704")
+}
+
+// withSchema runs op, and once more after creating the schema if op failed
+// because the table or sequence is missing ("created on first use").
+func (b *Backend) withSchema(ctx context.Context, op func() error) error {
+	err := op()
+	if !isUndefined(err) {
+		return err
+	}
+	if err := b.createSchema(ctx); err != nil {
+		return err
+	}
+	return op()
+}
+
+// createSchema runs schema.sql in one transaction, serialized among
+// concurrent creators by an advisory lock (two CREATE ... IF NOT EXISTS at
+// once can otherwise collide in the catalog).
+func (b *Backend) createSchema(ctx context.Context) error {
+	tx, err := b.pool.Begin(ctx)
+	if err != nil {
+		return b.unavailable(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('distlock schema', 0))"); err != nil {
+		return b.unavailable(err)
+	}
+	if _, err := tx.Exec(ctx, schemaSQL, pgx.QueryExecModeSimpleProtocol); err != nil {
+		return b.unavailable(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return b.unavailable(err)
+	}
+	return nil
+}
+
+// channel is the NOTIFY channel of key: identifiers are at most 63 bytes,
+// keys up to 512, so it is a hash of the prefix and key.
+func (b *Backend) channel(key string) string {
+	return "distlock_" + hashHex(b.prefix+"\x00"+key)
+}

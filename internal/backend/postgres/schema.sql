@@ -1,0 +1,36 @@
+-- distlock's PostgreSQL schema, created on first use when missing (in the
+-- first schema of the connection's search_path). A DBA who would rather
+-- not give distlock's user CREATE can run this once; distlock's user then
+-- needs SELECT, INSERT, UPDATE, DELETE on distlock_lease and USAGE on the
+-- sequence distlock_token.
+
+-- Fencing tokens: every grant takes the next value in the statement that
+-- grants, so tokens rise across every key, even when rows are deleted. A
+-- new sequence starts at the database's clock in microseconds since 1970
+-- (as the Redis and file engines' tokens do), so that tokens still rise if
+-- the schema is dropped and created again.
+CREATE SEQUENCE IF NOT EXISTS distlock_token AS bigint;
+SELECT setval('distlock_token', (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)
+FROM distlock_token WHERE NOT is_called;
+
+-- One row per held lease: a mutex is slot 0 with lock_limit 1, a semaphore
+-- (--limit N) has a row per held slot 0..N-1. A row whose expires_at has
+-- passed (by the database's clock) is free: the next acquirer takes it over.
+CREATE TABLE IF NOT EXISTS distlock_lease (
+    prefix      text        NOT NULL,            -- --prefix (namespace)
+    lock_key    text        NOT NULL,            -- --key
+    slot        integer     NOT NULL,
+    lock_limit  integer     NOT NULL,            -- 1 for a mutex
+    owner       text        NOT NULL,            -- secret owner id of the holder
+    token       bigint      NOT NULL,            -- fencing token
+    acquired_at timestamptz NOT NULL,
+    expires_at  timestamptz NOT NULL,
+    ttl_ms      bigint      NOT NULL,
+    hold        text        NOT NULL DEFAULT '', -- min-hold, handle: nobody renews it
+    host        text        NOT NULL DEFAULT '',
+    pid         integer     NOT NULL DEFAULT 0,
+    username    text        NOT NULL DEFAULT '',
+    command     text        NOT NULL DEFAULT '', -- argv[0] only
+    note        text        NOT NULL DEFAULT '',
+    PRIMARY KEY (prefix, lock_key, slot)
+);

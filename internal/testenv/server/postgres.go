@@ -1,0 +1,195 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// PostgresUser is the superuser of a test PostgreSQL; it logs in with no
+// password (trust authentication, loopback only). The database
+// "postgres" exists.
+const PostgresUser = "postgres"
+
+// StartPostgres starts a PostgreSQL server on a free loopback port and
+// waits until it accepts connections. Its log is dir/postgres.log (dir is
+// created if needed). Its data directory, a copy of a template made once
+// per machine with initdb (trust authentication, user "postgres", UTF8, C
+// locale), and its Unix socket live in a private directory under /dev/shm
+// (or $TMPDIR)/distlock-testenv-<uid> that Close removes;
+// dir/postgres.data links to it. fsync and full_page_writes are off: a
+// killed server restarts with every committed row, only an OS crash could
+// lose some. PostgreSQL refuses to run as root: when the tests run as
+// root, initdb and the server run as the "postgres" user (or nobody).
+// Restart keeps the data. It returns an error wrapping ErrNoBinary when
+// initdb or postgres cannot be found on PATH or in
+// /usr/lib/postgresql/*/bin (where Debian installs them).
+func StartPostgres(dir string) (*Process, error) {
+	initdb, postgres, err := lookPostgres()
+	if err != nil {
+		return nil, err
+	}
+	if dir, err = prepareDir(dir); err != nil {
+		return nil, err
+	}
+	acct, err := serverAccount("postgres")
+	if err != nil {
+		return nil, err
+	}
+	version, err := exec.Command(postgres, "--version").Output()
+	if err != nil {
+		return nil, fmt.Errorf("postgres --version: %w", err)
+	}
+	tmpl, err := cachedTemplate(templateName("postgres", initdb, postgres, string(version), acct.name, "v2"), acct,
+		func(data string) error { return runInitdb(initdb, data, acct) })
+	if err != nil {
+		return nil, err
+	}
+	priv, err := privateDir("pg", acct)
+	if err != nil {
+		return nil, err
+	}
+	cleanup := func() error { return os.RemoveAll(priv) }
+	data := filepath.Join(priv, "data")
+	if err := copyTree(tmpl, data, acct); err != nil {
+		_ = cleanup()
+		return nil, fmt.Errorf("copy the postgres template: %w", err)
+	}
+	link := filepath.Join(dir, "postgres.data")
+	_ = os.Remove(link)
+	_ = os.Symlink(data, link) // for whoever reads the test's dir; not needed
+
+	return startFreshCleanup(func() (spec, error) {
+		ports, err := freePorts(1)
+		if err != nil {
+			return spec{}, err
+		}
+		port := ports[0]
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		return spec{
+			name: "postgres",
+			bin:  postgres,
+			dir:  priv,
+			args: []string{
+				"-D", data,
+				"-p", strconv.Itoa(port),
+				"-k", priv, // the Unix socket: short path, ours only
+				"-c", "listen_addresses=127.0.0.1",
+				"-c", "fsync=off",
+				"-c", "full_page_writes=off",
+				"-c", "autovacuum=off",
+				"-c", "jit=off",
+				"-c", "shared_buffers=16MB",
+				"-c", "max_connections=200",
+				"-c", "logging_collector=off",
+				"-c", "log_min_messages=warning",
+			},
+			env:     postgresEnv(),
+			logPath: filepath.Join(dir, "postgres.log"),
+			addr:    addr,
+			cred:    acct.cred,
+			probe: func(_ context.Context, pid int) error {
+				return postgresReady(data, pid, port)
+			},
+		}, nil
+	}, cleanup)
+}
+
+// postgresLibDir is where Debian installs each PostgreSQL version's
+// binaries (in <version>/bin). A variable for tests.
+var postgresLibDir = "/usr/lib/postgresql"
+
+// lookPostgres finds initdb and postgres: on PATH, else in the newest
+// /usr/lib/postgresql/<version>/bin (Debian keeps them off PATH).
+func lookPostgres() (initdb, postgres string, err error) {
+	i, err1 := exec.LookPath("initdb")
+	p, err2 := exec.LookPath("postgres")
+	if err1 == nil && err2 == nil {
+		return i, p, nil
+	}
+	dirs, _ := filepath.Glob(filepath.Join(postgresLibDir, "*", "bin"))
+	sort.Slice(dirs, func(a, b int) bool { return pgMajor(dirs[a]) > pgMajor(dirs[b]) })
+	for _, d := range dirs {
+		i, p := filepath.Join(d, "initdb"), filepath.Join(d, "postgres")
+		if isExecutable(i) && isExecutable(p) {
+			return i, p, nil
+		}
+	}
+	return "", "", fmt.Errorf("%w: initdb and postgres (PATH, /usr/lib/postgresql/*/bin)", ErrNoBinary)
+}
+
+func pgMajor(binDir string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return n
+}
+
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+// postgresEnv is the test's environment without PG* variables (PGDATA,
+// PGPORT... would be read by the server and initdb), in the C locale.
+func postgresEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PG") && !strings.HasPrefix(kv, "LC_") && !strings.HasPrefix(kv, "LANG") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "LC_ALL=C")
+}
+
+// runInitdb creates the data directory data as acct.
+func runInitdb(initdb, data string, acct account) error {
+	cmd := exec.Command(initdb,
+		"-D", data,
+		"-U", PostgresUser,
+		"-A", "trust",
+		"-E", "UTF8",
+		"--locale=C",
+		"--no-sync",
+		"--no-instructions",
+		"--wal-segsize=1", // MB: a template of 24 MB, not 39
+	)
+	cmd.Dir = filepath.Dir(data)
+	cmd.Env = postgresEnv()
+	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr.Credential = acct.cred
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("initdb as %s: %w\n%s", acct.name, err, out)
+	}
+	return nil
+}
+
+// postgresReady reports nil once postmaster.pid says that process pid,
+// listening on port, is ready to accept connections. The file is in our own
+// data directory, so it names our server, not another on the port.
+func postgresReady(data string, pid, port int) error {
+	b, err := os.ReadFile(filepath.Join(data, "postmaster.pid"))
+	if err != nil {
+		return err
+	}
+	// pid, data dir, start time, port, socket dir, listen address, shared
+	// memory key, status ("starting", "ready", "stopping").
+	lines := strings.Split(string(b), "\n")
+	if len(lines) < 8 {
+		return fmt.Errorf("postmaster.pid is not complete yet")
+	}
+	if strings.TrimSpace(lines[0]) != strconv.Itoa(pid) {
+		return fmt.Errorf("postmaster.pid names process %s, not %d", strings.TrimSpace(lines[0]), pid)
+	}
+	if strings.TrimSpace(lines[3]) != strconv.Itoa(port) {
+		return fmt.Errorf("postmaster.pid names port %s, not %d", strings.TrimSpace(lines[3]), port)
+	}
+	if status := strings.TrimSpace(lines[7]); status != "ready" {
+		return fmt.Errorf("postgres is %s", status)
+	}
+	return nil
+}
