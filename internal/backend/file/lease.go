@@ -24,6 +24,16 @@ func (l *Lease) Token() uint64      { return l.meta.Token }
 func (l *Lease) Owner() string      { return l.meta.Owner }
 func (l *Lease) Granted() time.Time { return l.granted }
 
+// LockFiles implements lock.FileLocked: the flock'd lock file.
+func (l *Lease) LockFiles() []*os.File {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	return []*os.File{l.f}
+}
+
 // stillOurs reports whether the sidecar still names us (a break removes it).
 func (l *Lease) stillOurs() (bool, error) {
 	m, ok, err := readMeta(l.metaPath)
