@@ -28,10 +28,11 @@ type Keeper struct {
 	timing Timing
 	log    *slog.Logger
 
-	lost chan Loss
-	poke chan struct{}
-	stop chan struct{}
-	done chan struct{}
+	lost    chan Loss
+	poke    chan struct{}
+	confirm chan chan<- error
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 // Start begins renewing lease; its first validity is counted from
@@ -43,7 +44,8 @@ func Start(lease lock.Lease, timing Timing, log *slog.Logger) *Keeper {
 	k := &Keeper{
 		lease: lease, timing: timing, log: log,
 		lost: make(chan Loss, 1), poke: make(chan struct{}, 1),
-		stop: make(chan struct{}), done: make(chan struct{}),
+		confirm: make(chan chan<- error),
+		stop:    make(chan struct{}), done: make(chan struct{}),
 	}
 	go k.loop()
 	return k
@@ -60,6 +62,25 @@ func (k *Keeper) Poke() {
 	}
 }
 
+// errStopped answers a Confirm once the keeper has stopped.
+var errStopped = errors.New("the lease keeper has stopped")
+
+// Confirm renews now and returns a channel that yields nil once a renewal
+// sent after this call has succeeded, or an error once the lease is lost
+// (the Loss is also delivered on Lost) or the keeper has stopped. A
+// renewal that fails for a passing reason is retried as usual; Confirm
+// waits for its outcome. Used after distlock was stopped (Ctrl-Z): its
+// command is continued only once the lease is known to be still ours.
+func (k *Keeper) Confirm() <-chan error {
+	ch := make(chan error, 1)
+	select {
+	case k.confirm <- ch:
+	case <-k.done:
+		ch <- errStopped
+	}
+	return ch
+}
+
 // Stop ends renewing and waits for the loop to finish. A request in flight
 // is abandoned (its context is cancelled).
 func (k *Keeper) Stop() {
@@ -69,6 +90,11 @@ func (k *Keeper) Stop() {
 		close(k.stop)
 	}
 	<-k.done
+}
+
+type confirmReq struct {
+	at time.Time
+	ch chan<- error
 }
 
 type result struct {
@@ -87,11 +113,27 @@ func (k *Keeper) loop() {
 		failures int
 		lastErr  error
 		lastOK   = k.lease.Granted()
+		// Confirm callers, each answered by the first renewal sent after
+		// it asked; again: one asked while a renewal was in flight.
+		confirms []confirmReq
+		again    bool
 	)
+	answer := func(sent time.Time, err error) {
+		kept := confirms[:0]
+		for _, c := range confirms {
+			if err != nil || !sent.Before(c.at) {
+				c.ch <- err
+			} else {
+				kept = append(kept, c)
+			}
+		}
+		confirms = kept
+	}
 	defer func() {
 		if inflight != nil {
 			inflight()
 		}
+		answer(time.Time{}, errStopped) // the lease is lost, or we stop
 	}()
 	renewTimer := time.NewTimer(time.Until(next))
 	termTimer := time.NewTimer(time.Until(t.TermAt(validUntil)))
@@ -115,6 +157,13 @@ func (k *Keeper) loop() {
 			if inflight == nil {
 				send()
 			}
+		case ch := <-k.confirm:
+			confirms = append(confirms, confirmReq{at: time.Now(), ch: ch})
+			if inflight == nil {
+				send()
+			} else {
+				again = true
+			}
 		case <-renewTimer.C:
 			if inflight == nil {
 				send()
@@ -131,6 +180,11 @@ func (k *Keeper) loop() {
 				termTimer.Reset(time.Until(t.TermAt(validUntil)))
 				renewTimer.Reset(time.Until(r.sent.Add(t.Interval())))
 				k.log.Debug("renewed", "key", k.lease.Key(), "latency", time.Since(r.sent).Round(time.Microsecond), "margin", time.Until(validUntil).Round(time.Millisecond))
+				answer(r.sent, nil)
+				if again && len(confirms) > 0 {
+					send() // sent before a Confirm asked: ask again
+				}
+				again = false
 			case errors.Is(r.err, lock.ErrNotHeld):
 				now := time.Now()
 				k.report(Loss{
