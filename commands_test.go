@@ -108,6 +108,8 @@ func cmdSignal(ts *testscript.TestScript, neg bool, args []string) {
 		"QUIT": syscall.SIGQUIT, "USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2,
 		// WINCH asks a holding distlock to renew now (what a local break does).
 		"WINCH": syscall.SIGWINCH,
+		// Job control.
+		"TSTP": syscall.SIGTSTP, "STOP": syscall.SIGSTOP, "CONT": syscall.SIGCONT,
 	}
 	sig, ok := sigs[args[0]]
 	if !ok {
@@ -116,6 +118,11 @@ func cmdSignal(ts *testscript.TestScript, neg bool, args []string) {
 	pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(args[1])))
 	ts.Check(err)
 	ts.Check(syscall.Kill(pid, sig))
+	if sig == syscall.SIGTSTP || sig == syscall.SIGSTOP {
+		// Should the script fail while it is stopped, the process must
+		// be able to end when testscript interrupts it.
+		ts.Defer(func() { syscall.Kill(pid, syscall.SIGCONT) })
+	}
 }
 
 // ff DURATION: advance miniredis's clock (it never counts TTLs down by

@@ -1,0 +1,420 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/distlock/distlock/internal/child"
+)
+
+// Harness commands about processes and process groups: their state, the
+// group watcher, and races against a SIGKILLed holder.
+func init() {
+	scriptCommands["procstate"] = cmdProcState
+	scriptCommands["watcher"] = cmdWatcher
+	scriptCommands["decoy"] = cmdDecoy
+	scriptCommands["running"] = cmdRunning
+	scriptCommands["flockrace"] = cmdFlockRace
+	scriptCommands["pgid"] = cmdPgid
+}
+
+// procStat is what the harness reads of /proc/PID/stat.
+type procStat struct {
+	state byte // R, S, D, T (stopped), t (traced), Z (zombie), ...
+	pgrp  int
+}
+
+func readProcStat(pid int) (procStat, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	// "pid (comm) state ppid pgrp ...": comm may hold spaces and ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return procStat{}, false
+	}
+	f := strings.Fields(string(b[i+2:]))
+	if len(f) < 3 {
+		return procStat{}, false
+	}
+	pgrp, err := strconv.Atoi(f[2])
+	if err != nil {
+		return procStat{}, false
+	}
+	return procStat{state: f[0][0], pgrp: pgrp}, true
+}
+
+// groupMembers lists the running (not zombie) processes of process group
+// pgid, leaving out except.
+func groupMembers(pgid int, except ...int) []int {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	var pids []int
+next:
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil {
+			continue
+		}
+		for _, e := range except {
+			if pid == e {
+				continue next
+			}
+		}
+		if st, ok := readProcStat(pid); ok && st.pgrp == pgid && st.state != 'Z' && st.state != 'X' {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// procstate [-t D] PIDFILE STATES: wait until the process in PIDFILE is in
+// one of STATES, the state letters of /proc/PID/stat: T is stopped, R and
+// S are running or runnable.
+func cmdProcState(ts *testscript.TestScript, neg bool, args []string) {
+	timeout, args := timeoutArg(ts, args)
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: procstate [-t D] PIDFILE STATES")
+	}
+	pid := readPID(ts, args[0])
+	deadline := time.Now().Add(timeout)
+	for {
+		st, ok := readProcStat(pid)
+		if !ok {
+			ts.Fatalf("process %d (%s) is gone, not in state %s", pid, args[0], args[1])
+		}
+		if strings.IndexByte(args[1], st.state) >= 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("process %d (%s) not in state %s after %s: it is in state %c", pid, args[0], args[1], timeout, st.state)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// running PIDFILE: the process in PIDFILE is alive (not a zombie).
+func cmdRunning(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: [!] running PIDFILE")
+	}
+	pid := readPID(ts, args[0])
+	switch up := alive(pid); {
+	case up && neg:
+		ts.Fatalf("process %d (%s) is running", pid, args[0])
+	case !up && !neg:
+		ts.Fatalf("process %d (%s) is not running", pid, args[0])
+	}
+}
+
+// findWatcher returns the pid of the group watcher of process group
+// pgid: the distlock process run with WatchArg that leads the group, or
+// (as distlock once ran it) that has the group's number as its argument.
+func findWatcher(pgid int) int {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return 0
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	arg := "\x00" + child.WatchArg + "\x00"
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + n + "/cmdline")
+		if err != nil || !bytes.Contains(b, []byte(arg)) || !alive(pid) {
+			continue
+		}
+		if st, ok := readProcStat(pid); ok && st.pgrp == pgid || bytes.HasSuffix(b, []byte(arg+strconv.Itoa(pgid)+"\x00")) {
+			return pid
+		}
+	}
+	return 0
+}
+
+// pgid PIDFILE PGIDFILE: write the process group of the process in
+// PIDFILE to PGIDFILE.
+func cmdPgid(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: pgid PIDFILE PGIDFILE")
+	}
+	st, ok := readProcStat(readPID(ts, args[0]))
+	if !ok {
+		ts.Fatalf("no process in %s", args[0])
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(strconv.Itoa(st.pgrp)+"\n"), 0o644))
+}
+
+// watcher find PGIDFILE WATCHERPIDFILE: find the group watcher of the
+// process group in PGIDFILE and write its pid to WATCHERPIDFILE.
+// watcher stop PGIDFILE WATCHERPIDFILE: the same, and stop it (SIGSTOP),
+// so that a scenario can change the world before it acts.
+// watcher cont WATCHERPIDFILE: continue it.
+func cmdWatcher(ts *testscript.TestScript, neg bool, args []string) {
+	switch {
+	case !neg && len(args) == 3 && (args[0] == "stop" || args[0] == "find"):
+		pgid := readPID(ts, args[1])
+		var pid int
+		waitUntil(ts, "the group watcher of "+args[1], defaultWait, func() bool {
+			pid = findWatcher(pgid)
+			return pid != 0
+		})
+		if args[0] == "stop" {
+			ts.Check(syscall.Kill(pid, syscall.SIGSTOP))
+			ts.Defer(func() { syscall.Kill(pid, syscall.SIGCONT) })
+		}
+		ts.Check(os.WriteFile(ts.MkAbs(args[2]), []byte(strconv.Itoa(pid)+"\n"), 0o644))
+	case !neg && len(args) == 2 && args[0] == "cont":
+		ts.Check(syscall.Kill(readPID(ts, args[1]), syscall.SIGCONT))
+	default:
+		ts.Fatalf("usage: watcher find|stop PGIDFILE WATCHERPIDFILE | watcher cont WATCHERPIDFILE")
+	}
+}
+
+// decoy PGIDFILE DECOYPIDFILE: start an unrelated process (a sleep in a
+// process group of its own) and try hard to give it the number of the
+// process group in PGIDFILE, as a busy machine eventually would once that
+// number is free: /proc/sys/kernel/ns_last_pid makes the kernel hand out
+// a chosen number next (root only: guard it with [root]).
+// The decoy's pid goes to DECOYPIDFILE; it is killed when the script ends.
+func cmdDecoy(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: decoy PGIDFILE DECOYPIDFILE")
+	}
+	pgid := readPID(ts, args[0])
+	const lastPID = "/proc/sys/kernel/ns_last_pid"
+	if f, err := os.OpenFile(lastPID, os.O_WRONLY, 0); err != nil {
+		ts.Fatalf("decoy needs to write %s (guard it with [root]): %v", lastPID, err)
+	} else {
+		f.Close()
+	}
+	start := func() *exec.Cmd {
+		c := exec.Command("sleep", "600")
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		ts.Check(c.Start())
+		return c
+	}
+	var c *exec.Cmd
+	for try := 0; try < 200; try++ {
+		ts.Check(os.WriteFile(lastPID, []byte(strconv.Itoa(pgid-1)), 0o644))
+		c = start()
+		if c.Process.Pid == pgid {
+			ts.Logf("the decoy took number %d, the old process group's", pgid)
+			break
+		}
+		c.Process.Kill()
+		c.Wait()
+		c = nil
+	}
+	if c == nil {
+		ts.Logf("number %d could not be taken in 200 tries: it is still in use", pgid)
+		c = start()
+	}
+	ts.Defer(func() {
+		c.Process.Kill()
+		c.Wait()
+	})
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(strconv.Itoa(c.Process.Pid)+"\n"), 0o644))
+}
+
+// flockrace [-limit N] COUNT KEY: COUNT times over, on the file engine,
+// race a waiter blocked in flock(2) on KEY's lock file (slot 0's with
+// -limit) against a holder that is SIGKILLed while its command has a
+// background grandchild in its process group. The kernel wakes the waiter
+// the moment the lock's last open descriptor closes; at that moment no
+// process of the old command's group (the group watcher aside, which is
+// exiting) may still be running. Fails with the number of trials in which
+// one was. DISTLOCK_TEST_STRESS_N in the test's environment overrides COUNT.
+func cmdFlockRace(ts *testscript.TestScript, neg bool, args []string) {
+	limit := 1
+	if len(args) > 2 && args[0] == "-limit" {
+		n, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		limit, args = n, args[2:]
+	}
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: flockrace [-limit N] COUNT KEY")
+	}
+	count, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	if s := os.Getenv("DISTLOCK_TEST_STRESS_N"); s != "" {
+		count, err = strconv.Atoi(s)
+		ts.Check(err)
+	}
+	key := args[1]
+	dir, ok := strings.CutPrefix(ts.Getenv("DISTLOCK_BACKEND"), "file://")
+	if !ok {
+		ts.Fatalf("flockrace needs the file engine")
+	}
+	lockFile := filepath.Join(dir, "distlock#"+key+".lock")
+	if limit > 1 {
+		lockFile = filepath.Join(dir, "distlock#"+key+"#slot0.lock")
+	}
+	bad := 0
+	var slowest, total time.Duration
+	for i := 0; i < count; i++ {
+		msg, took := flockTrial(ts, key, limit, lockFile, i)
+		if msg != "" {
+			bad++
+			ts.Logf("trial %d: %s", i, msg)
+		}
+		slowest, total = max(slowest, took), total+took
+	}
+	ts.Logf("flockrace: %d trials, %d in which the waiter got the lock while the old command's group still ran; the waiter got the lock %s after the kill on average, %s at most",
+		count, bad, (total / time.Duration(max(count, 1))).Round(time.Millisecond), slowest.Round(time.Millisecond))
+	if bad > 0 {
+		ts.Fatalf("in %d of %d trials the waiter got the lock while a process of the SIGKILLed holder's command still ran", bad, count)
+	}
+}
+
+// flockTrial is one trial of flockrace; it returns what went wrong, if
+// anything did, and how long after the kill the waiter got the lock.
+func flockTrial(ts *testscript.TestScript, key string, limit int, lockFile string, i int) (string, time.Duration) {
+	tdir := ts.MkAbs(fmt.Sprintf("race-%s-%d", key, i))
+	ts.Check(os.MkdirAll(tdir, 0o755))
+	script := `echo $$ > cmd.pid; sleep 60 >/dev/null 2>&1 & echo $! > gc.pid; touch started; wait`
+	holder := scriptCommand(ts, "distlock", "run", "--key", key, "--limit", strconv.Itoa(limit), "--ttl", "3s", "--", "sh", "-c", script)
+	holder.Dir = tdir
+	ts.Check(holder.Start())
+	defer holder.Wait()
+	started := filepath.Join(tdir, "started")
+	waitUntil(ts, "trial "+strconv.Itoa(i)+" started", defaultWait, func() bool {
+		_, err := os.Stat(started)
+		return err == nil
+	})
+	cmdPID := readPID(ts, filepath.Join(tdir, "cmd.pid"))
+	gcPID := readPID(ts, filepath.Join(tdir, "gc.pid"))
+	st0, ok := readProcStat(cmdPID)
+	if !ok {
+		ts.Fatalf("trial %d: the command is gone", i)
+	}
+	pgid := st0.pgrp
+	defer func() {
+		// Whatever happened, leave nothing of this trial behind.
+		syscall.Kill(gcPID, syscall.SIGKILL)
+	}()
+
+	f, err := os.OpenFile(lockFile, os.O_RDWR, 0)
+	ts.Check(err)
+	defer f.Close()
+	var st syscall.Stat_t
+	ts.Check(syscall.Fstat(int(f.Fd()), &st))
+	got := make(chan error, 1)
+	go func() {
+		for {
+			err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+			if err != syscall.EINTR {
+				got <- err
+				return
+			}
+		}
+	}()
+	// The waiter must be blocked in the kernel before the holder dies.
+	waitUntil(ts, "the waiter blocked in flock", defaultWait, func() bool { return flockBlocked(os.Getpid(), st.Ino) })
+	ts.Check(holder.Process.Signal(syscall.SIGKILL))
+	killed := time.Now()
+	var msg string
+	var took time.Duration
+	select {
+	case err := <-got:
+		took = time.Since(killed)
+		ts.Check(err)
+		// The lock is ours: nothing of the old command may run now.
+		var left []string
+		for _, pid := range []int{cmdPID, gcPID} {
+			if st, ok := readProcStat(pid); ok && st.pgrp == pgid && st.state != 'Z' && st.state != 'X' {
+				left = append(left, strconv.Itoa(pid))
+			}
+		}
+		// Anything else in the group, but the watcher: it closes its
+		// copy of the lock's descriptor as it exits.
+		for _, pid := range groupMembers(pgid, cmdPID, gcPID, findWatcher(pgid)) {
+			left = append(left, strconv.Itoa(pid))
+		}
+		if len(left) > 0 {
+			msg = "the waiter got the lock while pid " + strings.Join(left, ", ") + " of the old command's group still ran"
+		}
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	case <-time.After(defaultWait):
+		ts.Fatalf("trial %d: the waiter did not get the lock within %s of the holder's death", i, defaultWait)
+	}
+	// Before the next trial, the old grandchild must be gone.
+	deadline := time.Now().Add(defaultWait)
+	for alive(gcPID) {
+		if time.Now().After(deadline) {
+			ts.Fatalf("trial %d: the holder's grandchild %d is still alive after %s", i, gcPID, defaultWait)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return msg, took
+}
+
+// flockBlocked reports whether process pid waits in flock(2) for the file
+// with inode ino (a "->" line of /proc/locks).
+func flockBlocked(pid int, ino uint64) bool {
+	b, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		// "3: -> FLOCK  ADVISORY  WRITE 1234 00:2a:5678 0 EOF"
+		if len(f) >= 7 && f[1] == "->" && f[2] == "FLOCK" && f[5] == strconv.Itoa(pid) && strings.HasSuffix(f[6], ":"+strconv.FormatUint(ino, 10)) {
+			return true
+		}
+	}
+	return false
+}
+
+// scriptCommand is exec.Command for a program in the script's PATH (where
+// testscript puts distlock), run in the script's directory with the
+// script's environment.
+func scriptCommand(ts *testscript.TestScript, name string, args ...string) *exec.Cmd {
+	c := exec.Command(name, args...)
+	for _, dir := range filepath.SplitList(ts.Getenv("PATH")) {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			c.Path, c.Err = p, nil
+			break
+		}
+	}
+	c.Dir = ts.MkAbs(".")
+	c.Env = scriptEnv(ts)
+	return c
+}
+
+// envVarsKey is where Setup keeps the names of the script's environment.
+type envVarsKey struct{}
+
+// scriptEnv is the script's environment as it stands now: every variable
+// Setup set, with the value the script gives it at this point.
+func scriptEnv(ts *testscript.TestScript) []string {
+	vars, _ := ts.Value(envVarsKey{}).([]string)
+	seen := map[string]bool{}
+	var env []string
+	for _, kv := range vars {
+		k, _, _ := strings.Cut(kv, "=")
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		env = append(env, k+"="+ts.Getenv(k))
+	}
+	return env
+}
