@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/sys/unix"
 
 	"github.com/distlock/distlock/internal/child"
 )
@@ -107,18 +108,70 @@ func cmdProcState(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// running PIDFILE: the process in PIDFILE is alive (not a zombie).
+// numberUse says how process number n is used: "free", "zombie" (only by
+// exited processes not yet reaped), or "live" (as the pid, process group
+// or session of a running process).
+func numberUse(n int) string {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return "live"
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	use := "free"
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		st, ok := readProcStat(pid)
+		if !ok {
+			continue
+		}
+		sid, _ := unix.Getsid(pid)
+		if pid != n && st.pgrp != n && sid != n {
+			continue
+		}
+		if st.state != 'Z' && st.state != 'X' {
+			return "live"
+		}
+		use = "zombie"
+	}
+	return use
+}
+
+// running PIDFILE: the process in PIDFILE is alive: not a zombie, and no
+// SIGKILL pending (kill(2) marks it at once; the death itself follows
+// when the process next runs, maybe after whoever sent it has exited).
 func cmdRunning(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 {
 		ts.Fatalf("usage: [!] running PIDFILE")
 	}
 	pid := readPID(ts, args[0])
-	switch up := alive(pid); {
+	switch up := alive(pid) && !killPending(pid); {
 	case up && neg:
 		ts.Fatalf("process %d (%s) is running", pid, args[0])
 	case !up && !neg:
 		ts.Fatalf("process %d (%s) is not running", pid, args[0])
 	}
+}
+
+// killPending reports whether process pid has a SIGKILL pending.
+func killPending(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "SigPnd" && k != "ShdPnd") {
+			continue
+		}
+		if mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64); err == nil && mask&(1<<(syscall.SIGKILL-1)) != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // findWatcher returns the pid of the group watcher of process group
@@ -163,27 +216,121 @@ func cmdPgid(ts *testscript.TestScript, neg bool, args []string) {
 
 // watcher find PGIDFILE WATCHERPIDFILE: find the group watcher of the
 // process group in PGIDFILE and write its pid to WATCHERPIDFILE.
-// watcher stop PGIDFILE WATCHERPIDFILE: the same, and stop it (SIGSTOP),
-// so that a scenario can change the world before it acts.
-// watcher cont WATCHERPIDFILE: continue it.
+// watcher freeze PGIDFILE WATCHERPIDFILE: the same, and freeze it (the
+// cgroup freezer; [freezer]), so that a scenario can change the world
+// before it acts. Not SIGSTOP: when distlock dies, the kernel continues a
+// stopped process whose group it orphans (SIGHUP, SIGCONT); a frozen one
+// stays put until it is thawed.
+// watcher thaw WATCHERPIDFILE: thaw it.
 func cmdWatcher(ts *testscript.TestScript, neg bool, args []string) {
 	switch {
-	case !neg && len(args) == 3 && (args[0] == "stop" || args[0] == "find"):
+	case !neg && len(args) == 3 && (args[0] == "find" || args[0] == "freeze"):
 		pgid := readPID(ts, args[1])
 		var pid int
 		waitUntil(ts, "the group watcher of "+args[1], defaultWait, func() bool {
 			pid = findWatcher(pgid)
 			return pid != 0
 		})
-		if args[0] == "stop" {
-			ts.Check(syscall.Kill(pid, syscall.SIGSTOP))
-			ts.Defer(func() { syscall.Kill(pid, syscall.SIGCONT) })
+		if args[0] == "freeze" {
+			thaw, err := freeze(pid)
+			ts.Check(err)
+			ts.Defer(thaw)
+			harnessOf(ts).thaw[pid] = thaw
 		}
 		ts.Check(os.WriteFile(ts.MkAbs(args[2]), []byte(strconv.Itoa(pid)+"\n"), 0o644))
-	case !neg && len(args) == 2 && args[0] == "cont":
-		ts.Check(syscall.Kill(readPID(ts, args[1]), syscall.SIGCONT))
+	case !neg && len(args) == 2 && args[0] == "thaw":
+		pid := readPID(ts, args[1])
+		thaw, ok := harnessOf(ts).thaw[pid]
+		if !ok {
+			ts.Fatalf("process %d was not frozen", pid)
+		}
+		thaw()
 	default:
-		ts.Fatalf("usage: watcher find|stop PGIDFILE WATCHERPIDFILE | watcher cont WATCHERPIDFILE")
+		ts.Fatalf("usage: watcher find|freeze PGIDFILE WATCHERPIDFILE | watcher thaw WATCHERPIDFILE")
+	}
+}
+
+// freezerDir finds a cgroup freezer: cgroup v2 (cgroup.freeze) or the v1
+// freezer controller; v2 tells which. "" when there is none.
+func freezerDir() (dir string, v2 bool) {
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		return "", false
+	}
+	var v1 string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 {
+			continue
+		}
+		switch {
+		case f[2] == "cgroup2":
+			return f[1], true
+		case f[2] == "cgroup" && strings.Contains(","+f[3]+",", ",freezer,"):
+			v1 = f[1]
+		}
+	}
+	return v1, false
+}
+
+// haveFreezer: the harness can freeze a process (root and a freezer).
+func haveFreezer() bool {
+	dir, _ := freezerDir()
+	return os.Geteuid() == 0 && dir != ""
+}
+
+// freeze puts process pid in a new frozen cgroup; thaw thaws it, moves it
+// back to the root cgroup and removes the new one (once; later calls do
+// nothing).
+func freeze(pid int) (thaw func(), err error) {
+	root, v2 := freezerDir()
+	if root == "" {
+		return nil, fmt.Errorf("no cgroup freezer")
+	}
+	dir := filepath.Join(root, fmt.Sprintf("distlock-test-%d-%d", os.Getpid(), pid))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, err
+	}
+	procs, state, frozen, thawed := "tasks", "freezer.state", "FROZEN", "THAWED"
+	if v2 {
+		procs, state, frozen, thawed = "cgroup.procs", "cgroup.freeze", "1", "0"
+	}
+	write := func(file, v string) error { return os.WriteFile(filepath.Join(dir, file), []byte(v), 0o644) }
+	done := false
+	thaw = func() {
+		if done {
+			return
+		}
+		done = true
+		write(state, thawed)
+		os.WriteFile(filepath.Join(root, procs), []byte(strconv.Itoa(pid)), 0o644)
+		os.Remove(dir)
+	}
+	if err := write(procs, strconv.Itoa(pid)); err != nil {
+		thaw()
+		return nil, err
+	}
+	if err := write(state, frozen); err != nil {
+		thaw()
+		return nil, err
+	}
+	// Frozen once the cgroup says so.
+	deadline := time.Now().Add(defaultWait)
+	for {
+		var b []byte
+		if v2 {
+			b, _ = os.ReadFile(filepath.Join(dir, "cgroup.events"))
+			if strings.Contains(string(b), "frozen 1") {
+				return thaw, nil
+			}
+		} else if b, _ = os.ReadFile(filepath.Join(dir, state)); strings.TrimSpace(string(b)) == frozen {
+			return thaw, nil
+		}
+		if time.Now().After(deadline) {
+			thaw()
+			return nil, fmt.Errorf("process %d not frozen after %s", pid, defaultWait)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -191,7 +338,10 @@ func cmdWatcher(ts *testscript.TestScript, neg bool, args []string) {
 // process group of its own) and try hard to give it the number of the
 // process group in PGIDFILE, as a busy machine eventually would once that
 // number is free: /proc/sys/kernel/ns_last_pid makes the kernel hand out
-// a chosen number next (root only: guard it with [root]).
+// a chosen number next (root only: guard it with [root]). It waits for
+// zombies that hold the number to be reaped; a running process that holds
+// it (as its pid, group or session) will not let go soon: then the decoy
+// gets another number.
 // The decoy's pid goes to DECOYPIDFILE; it is killed when the script ends.
 func cmdDecoy(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
@@ -211,19 +361,32 @@ func cmdDecoy(ts *testscript.TestScript, neg bool, args []string) {
 		return c
 	}
 	var c *exec.Cmd
-	for try := 0; try < 200; try++ {
-		ts.Check(os.WriteFile(lastPID, []byte(strconv.Itoa(pgid-1)), 0o644))
-		c = start()
-		if c.Process.Pid == pgid {
-			ts.Logf("the decoy took number %d, the old process group's", pgid)
-			break
+	deadline := time.Now().Add(defaultWait)
+	for c == nil && time.Now().Before(deadline) {
+		switch numberUse(pgid) {
+		case "live":
+			// A running process has the number (as its pid or group):
+			// it will not be free soon.
+			ts.Logf("number %d is in use by a running process: the decoy cannot take it", pgid)
+			deadline = time.Time{}
+			continue
+		case "zombie":
+			time.Sleep(10 * time.Millisecond) // until it is reaped
+			continue
 		}
-		c.Process.Kill()
-		c.Wait()
-		c = nil
+		for try := 0; try < 50; try++ {
+			ts.Check(os.WriteFile(lastPID, []byte(strconv.Itoa(pgid-1)), 0o644))
+			d := start()
+			if d.Process.Pid == pgid {
+				ts.Logf("the decoy took number %d, the old process group's", pgid)
+				c = d
+				break
+			}
+			d.Process.Kill()
+			d.Wait()
+		}
 	}
 	if c == nil {
-		ts.Logf("number %d could not be taken in 200 tries: it is still in use", pgid)
 		c = start()
 	}
 	ts.Defer(func() {
@@ -358,7 +521,8 @@ func flockTrial(ts *testscript.TestScript, key string, limit int, lockFile strin
 	deadline := time.Now().Add(defaultWait)
 	for alive(gcPID) {
 		if time.Now().After(deadline) {
-			ts.Fatalf("trial %d: the holder's grandchild %d is still alive after %s", i, gcPID, defaultWait)
+			syscall.Kill(gcPID, syscall.SIGKILL)
+			return fmt.Sprintf("the holder's grandchild %d was still alive %s after the holder's death", gcPID, defaultWait), took
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -213,6 +213,7 @@ type harness struct {
 	direct lock.Backend         // to the server itself, not through the proxy
 	etcd   *clientv3.Client     // the same, for etcd's lease API
 	marks  map[string]time.Time // mark NAME
+	thaw   map[int]func()       // watcher freeze
 }
 
 var (
@@ -228,7 +229,7 @@ func harnessOf(ts *testscript.TestScript) *harness {
 	defer harnessMu.Unlock()
 	h, ok := harnesses[st]
 	if !ok {
-		h = &harness{marks: map[string]time.Time{}}
+		h = &harness{marks: map[string]time.Time{}, thaw: map[int]func(){}}
 		harnesses[st] = h
 		ts.Defer(func() {
 			harnessMu.Lock()

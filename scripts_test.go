@@ -78,6 +78,9 @@ func params(e *engine, dir string) testscript.Params {
 			if cond == "root" {
 				return os.Geteuid() == 0, nil
 			}
+			if cond == "freezer" {
+				return haveFreezer(), nil
+			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: allCommands(),
