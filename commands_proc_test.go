@@ -31,6 +31,7 @@ func init() {
 // procStat is what the harness reads of /proc/PID/stat.
 type procStat struct {
 	state byte // R, S, D, T (stopped), t (traced), Z (zombie), ...
+	ppid  int
 	pgrp  int
 }
 
@@ -48,11 +49,12 @@ func readProcStat(pid int) (procStat, bool) {
 	if len(f) < 3 {
 		return procStat{}, false
 	}
-	pgrp, err := strconv.Atoi(f[2])
-	if err != nil {
+	ppid, err1 := strconv.Atoi(f[1])
+	pgrp, err2 := strconv.Atoi(f[2])
+	if err1 != nil || err2 != nil {
 		return procStat{}, false
 	}
-	return procStat{state: f[0][0], pgrp: pgrp}, true
+	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp}, true
 }
 
 // groupMembers lists the running (not zombie) processes of process group
@@ -174,27 +176,32 @@ func killPending(pid int) bool {
 	return false
 }
 
-// findWatcher returns the pid of the group watcher of process group
-// pgid: the distlock process run with WatchArg that leads the group, or
-// (as distlock once ran it) that has the group's number as its argument.
+// findWatcher returns the pid of the group watcher of process group pgid:
+// the parent of the group's pin (the distlock process run with PinArg that
+// leads it), or (as distlock once ran it) a watcher whose argument is the
+// group's number.
 func findWatcher(pgid int) int {
+	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pgid) + "/cmdline"); err == nil && bytes.Contains(b, []byte("\x00"+child.PinArg+"\x00")) {
+		if st, ok := readProcStat(pgid); ok {
+			if b, err := os.ReadFile("/proc/" + strconv.Itoa(st.ppid) + "/cmdline"); err == nil && bytes.Contains(b, []byte("\x00"+child.WatchArg+"\x00")) {
+				return st.ppid
+			}
+		}
+	}
 	d, err := os.Open("/proc")
 	if err != nil {
 		return 0
 	}
 	defer d.Close()
 	names, _ := d.Readdirnames(-1)
-	arg := "\x00" + child.WatchArg + "\x00"
+	want := "\x00" + child.WatchArg + "\x00" + strconv.Itoa(pgid) + "\x00"
 	for _, n := range names {
 		pid, err := strconv.Atoi(n)
 		if err != nil {
 			continue
 		}
 		b, err := os.ReadFile("/proc/" + n + "/cmdline")
-		if err != nil || !bytes.Contains(b, []byte(arg)) || !alive(pid) {
-			continue
-		}
-		if st, ok := readProcStat(pid); ok && st.pgrp == pgid || bytes.HasSuffix(b, []byte(arg+strconv.Itoa(pgid)+"\x00")) {
+		if err == nil && bytes.HasSuffix(b, []byte(want)) && alive(pid) {
 			return pid
 		}
 	}
@@ -505,8 +512,9 @@ func flockTrial(ts *testscript.TestScript, key string, limit int, lockFile strin
 				left = append(left, strconv.Itoa(pid))
 			}
 		}
-		// Anything else in the group, but the watcher: it closes its
-		// copy of the lock's descriptor as it exits.
+		// Anything else in the group (the watcher is not in it, but it
+		// was once: it closes its copy of the lock's descriptor as it
+		// exits).
 		for _, pid := range groupMembers(pgid, cmdPID, gcPID, findWatcher(pgid)) {
 			left = append(left, strconv.Itoa(pid))
 		}

@@ -81,6 +81,9 @@ func Execute() int {
 	if len(os.Args) > 1 && os.Args[1] == child.WatchArg {
 		return child.WatchMain(os.Args[2:])
 	}
+	if len(os.Args) > 1 && os.Args[1] == child.PinArg {
+		return child.PinMain()
+	}
 	root := NewRootCommand(os.Stdin, os.Stdout, os.Stderr)
 	return exitCode(root.Execute(), os.Stderr)
 }

@@ -47,7 +47,7 @@ func (e *StartError) Error() string { return e.Msg }
 type Process struct {
 	cmd  *exec.Cmd
 	pid  int           // the command's
-	pgid int           // its group's: the watcher's pid (Linux) or pid
+	pgid int           // its group's: the watcher's pin's (Linux) or pid
 	done chan struct{} // closed once the command has been reaped
 	code int           // exit status, valid after done
 
@@ -58,7 +58,7 @@ type Process struct {
 	known    []int          // members seen running at the last full look
 }
 
-// Start starts spec in a process group of its own, led by the group
+// Start starts spec in a process group of its own, made by the group
 // watcher (watch.go) on Linux, in the terminal's foreground when distlock
 // has it. The fork happens on a goroutine that keeps its OS thread locked
 // until the child is reaped: Pdeathsig fires when the forking *thread*
@@ -80,11 +80,13 @@ func Start(spec Spec) (*Process, error) {
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		// On Linux the watcher comes first and leads the command's group.
+		// On Linux the watcher comes first and makes the command's group.
 		var pgid int
 		if watcherLeads {
 			p.watcher, p.watchErr = startWatcher(0, spec.KeepOpen)
-			pgid = p.watcher.pid()
+			if p.watcher != nil {
+				pgid = p.watcher.pgid
+			}
 		}
 		c, err := startCommand(spec, pgid, p.term, foreground)
 		if err != nil && foreground {

@@ -7,17 +7,16 @@ import (
 	"strconv"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
-// A process group, as /proc shows it. The command's group holds the group
-// watcher (watch.go), which leads it, the command and whatever it
-// started. The watcher pins the group's number: a group exists as long as
-// one member does, even an exited one not yet reaped, so while the
-// watcher (or its unreaped zombie: distlock reaps it last) is there, no
-// other group can get the number. Signalling "the group" can therefore
-// only ever reach the command's processes and the watcher.
+// The command's process group, as /proc shows it. On Linux it is made by
+// the group watcher (watch.go): the watcher's pin leads it, the command
+// and whatever it starts are in it, the watcher is not. The pin, which
+// only the watcher reaps, and only when it exits, keeps the group's number
+// from being reused, so kill(-pgid) reaches the command's group only.
+
+// watcherLeads: the watcher makes the command's group (watch.go).
+const watcherLeads = true
 
 // member is one process of a group.
 type member struct {
@@ -79,76 +78,6 @@ func groupMembers(pgid, except int) ([]member, error) {
 	return ms, nil
 }
 
-// watcherLeads: the watcher leads the command's group (watch.go).
-const watcherLeads = true
-
-// errNoPidfd: the kernel has no pidfd_open (Linux before 5.3).
-var errNoPidfd = errors.New("pidfd_open is not supported")
-
-// signalMember sends sig to process pid if, and only if, it belongs to
-// group pgid. The pidfd names the process itself, not its number, so the
-// signal cannot reach a process that took the number after pid exited; the
-// group is checked after the pidfd is taken, so it is the group of the
-// process the pidfd names (or of its successor, if that one exited
-// meanwhile: then the signal fails with ESRCH). It returns nil when the
-// process is gone or has left the group.
-func signalMember(pid, pgid int, sig syscall.Signal) error {
-	fd, err := unix.PidfdOpen(pid, 0)
-	switch {
-	case errors.Is(err, unix.ENOSYS):
-		return errNoPidfd
-	case errors.Is(err, unix.ESRCH):
-		return nil
-	case err != nil:
-		return err
-	}
-	defer unix.Close(fd)
-	if _, pgrp, ok := readMember(pid); !ok || pgrp != pgid {
-		return nil
-	}
-	err = unix.PidfdSendSignal(fd, sig, nil, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return nil
-	}
-	return err
-}
-
-// signalOthers sends sig to every running member of group pgid but the
-// one with pid except (the watcher), one by one, until a pass over the
-// group finds no member it has not signalled yet (a member may fork while
-// a pass runs; a process that got SIGKILL or SIGSTOP cannot fork any
-// more). It reports the members that could not be signalled (EPERM: a
-// setuid program, say). Without pidfds it signals the whole group with
-// kill(2), except included: the group's number is pinned, so that reaches
-// the command's group only.
-func signalOthers(pgid, except int, sig syscall.Signal) (denied []int, err error) {
-	done := map[int]bool{}
-	for pass := 0; pass < 1000; pass++ {
-		ms, err := groupMembers(pgid, except)
-		if err != nil {
-			return denied, err
-		}
-		fresh := false
-		for _, m := range ms {
-			if !m.running() || done[m.pid] {
-				continue
-			}
-			fresh = true
-			done[m.pid] = true
-			switch err := signalMember(m.pid, pgid, sig); {
-			case errors.Is(err, errNoPidfd):
-				return nil, syscall.Kill(-pgid, sig)
-			case errors.Is(err, unix.EPERM):
-				denied = append(denied, m.pid)
-			}
-		}
-		if !fresh {
-			return denied, nil
-		}
-	}
-	return denied, nil
-}
-
 // canSignal reports whether we may signal process pid (kill(pid, 0) is
 // not refused with EPERM).
 func canSignal(pid int) bool {
@@ -174,17 +103,16 @@ next:
 	}
 }
 
-// killOthers SIGKILLs every running member of group pgid but self (the
-// watcher) and reports whether there was any.
-func killOthers(pgid, self int) bool {
-	ms, err := groupMembers(pgid, self)
+// anyRunning reports whether a process of group pgid runs (zombies have
+// exited), the one with pid except aside.
+func anyRunning(pgid, except int) bool {
+	ms, err := groupMembers(pgid, except)
 	if err != nil {
-		syscall.Kill(-pgid, syscall.SIGKILL) // /proc unreadable: the whole group, self included
-		return false
+		// No /proc: kill(2) tells whether the group exists.
+		return !errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
 	}
 	for _, m := range ms {
 		if m.running() {
-			signalOthers(pgid, self, syscall.SIGKILL)
 			return true
 		}
 	}
@@ -192,22 +120,22 @@ func killOthers(pgid, self int) bool {
 }
 
 // groupRunning reports whether a process of the command's group other
-// than the watcher still runs, reaping the exited ones left to us (we are
-// a subreaper). It looks at the members it saw last time first: a full
-// scan of /proc only when those are gone.
+// than the pin still runs, reaping the exited ones left to us (we are a
+// subreaper) but the pin. It looks at the members it saw last time first:
+// a full scan of /proc only when those are gone.
 func (p *Process) groupRunning() bool {
 	for _, pid := range p.known {
 		if m, pgrp, ok := readMember(pid); ok && pgrp == p.pgid && m.running() {
 			return true
 		}
 	}
-	ms, err := groupMembers(p.pgid, p.watcher.pid())
+	ms, err := groupMembers(p.pgid, p.pin())
 	if err != nil {
 		// No /proc: kill(2) still tells whether the group exists (and a
 		// member we may not signal still counts: EPERM means alive).
 		return !errors.Is(syscall.Kill(-p.pgid, 0), syscall.ESRCH)
 	}
-	reapZombies(ms, p.watcher.pid(), p.pid)
+	reapZombies(ms, p.pin(), p.pid)
 	p.known = p.known[:0]
 	for _, m := range ms {
 		if m.running() {
@@ -230,9 +158,9 @@ func (p *Process) knownUnsignallable() []int {
 }
 
 // runningCount counts the running members of the command's group (but the
-// watcher).
+// pin).
 func (p *Process) runningCount() int {
-	ms, _ := groupMembers(p.pgid, p.watcher.pid())
+	ms, _ := groupMembers(p.pgid, p.pin())
 	n := 0
 	for _, m := range ms {
 		if m.running() {
@@ -243,9 +171,9 @@ func (p *Process) runningCount() int {
 }
 
 // unsignallable lists the running members of the command's group (but the
-// watcher) that we may not signal: started setuid, or by sudo.
+// pin) that we may not signal: started setuid, or by sudo.
 func (p *Process) unsignallable() []int {
-	ms, _ := groupMembers(p.pgid, p.watcher.pid())
+	ms, _ := groupMembers(p.pgid, p.pin())
 	var pids []int
 	for _, m := range ms {
 		if m.running() && !canSignal(m.pid) {
@@ -256,45 +184,45 @@ func (p *Process) unsignallable() []int {
 }
 
 // allStopped reports whether every running member of the command's group
-// (but the watcher) is stopped; it SIGSTOPs the ones that are not when
-// force is set.
+// (but the pin) is stopped; when force is set and some are not, it
+// SIGSTOPs the group.
 func (p *Process) allStopped(force bool) bool {
-	ms, err := groupMembers(p.pgid, p.watcher.pid())
+	ms, err := groupMembers(p.pgid, p.pin())
 	if err != nil {
 		return false
 	}
-	all := true
 	for _, m := range ms {
 		if m.running() && !m.stopped() {
-			all = false
-			if force && errors.Is(signalMember(m.pid, p.pgid, syscall.SIGSTOP), errNoPidfd) {
-				syscall.Kill(-p.pgid, syscall.SIGSTOP) // the watcher too: no way around it
+			if force {
+				syscall.Kill(-p.pgid, syscall.SIGSTOP)
 			}
+			return false
 		}
 	}
-	return all
+	return true
 }
 
-// signalGroup sends sig to the command's group. SIGKILL and SIGSTOP go
-// member by member to all but the watcher, which they would end or
-// freeze; the others go to the whole group at once (the watcher ignores
-// them). Either way they reach the command's group only: its number is
-// pinned by the watcher (or by its zombie, which distlock reaps last).
+// signalGroup sends sig to the command's group: its number is pinned
+// (see watch.go), so it reaches the command's processes only.
 func (p *Process) signalGroup(sig syscall.Signal) error {
-	if p.watcher != nil && (sig == syscall.SIGKILL || sig == syscall.SIGSTOP) {
-		_, err := signalOthers(p.pgid, p.watcher.pid(), sig)
-		return err
-	}
 	return syscall.Kill(-p.pgid, sig)
 }
 
-// killGroup SIGKILLs every other member of group pgid until none runs.
-// A member that cannot be signalled (a setuid program) or dies slowly
+// pin is the pid of the group's pin (0 without a watcher).
+func (p *Process) pin() int {
+	if p.watcher == nil {
+		return 0
+	}
+	return p.pgid
+}
+
+// killGroup SIGKILLs group pgid until no process of it runs. A member
+// that cannot be signalled (a setuid program) or dies slowly
 // (uninterruptible I/O) keeps the watcher, and the lock files it holds,
 // until it ends.
 func killGroup(pgid int) {
-	self := os.Getpid()
-	for delay := time.Millisecond; killOthers(pgid, self); delay = min(2*delay, 100*time.Millisecond) {
+	for delay := time.Millisecond; anyRunning(pgid, 0); delay = min(2*delay, 100*time.Millisecond) {
+		syscall.Kill(-pgid, syscall.SIGKILL)
 		time.Sleep(delay)
 	}
 }

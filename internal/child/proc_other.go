@@ -8,10 +8,10 @@ import (
 )
 
 // Outside Linux there is no Pdeathsig (a SIGKILLed distlock leaves its
-// child to the watcher), no /proc to list a group's members, and no
-// pidfds. The watcher stays in a group of its own, as distlock cannot tell
-// it from the command's processes, and the group is signalled as a whole
-// with kill(2): the watcher's kill could then reach a group that took a
+// child to the watcher) and no /proc to list a group's members: the
+// command leads its own group and the watcher watches it from outside,
+// without a pin (distlock could not tell the pin from the command's
+// processes), so the watcher's kill could reach a group that took a
 // vanished group's number. Job control is reduced to catching SIGTSTP;
 // the terminal is not handed over.
 

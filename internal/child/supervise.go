@@ -3,6 +3,7 @@ package child
 import (
 	"log/slog"
 	"os"
+	"os/signal"
 	"syscall"
 	"time"
 )
@@ -51,6 +52,10 @@ type Control struct {
 // gone, and a group being stopped before distlock stops itself.
 const groupPoll = 5 * time.Millisecond
 
+// unkillableLook is how often, after a SIGKILL that follows a lost lock,
+// the group is searched for processes that cannot be signalled.
+const unkillableLook = 100 * time.Millisecond
+
 // stopGrace is how long the command's processes get to stop on their own
 // after a SIGTSTP (an editor puts the terminal back first) before the
 // ones still running get SIGSTOP.
@@ -93,6 +98,8 @@ func (p *Process) Supervise(c Control) Outcome {
 		tick      <-chan time.Time // the group is polled
 		interrupt int
 		warned    bool // about a process that cannot be signalled
+		// when the group was last searched for processes out of reach
+		lookedUnkillable time.Time
 
 		// job control
 		stopping   bool      // stopping the group before distlock stops itself
@@ -164,9 +171,12 @@ func (p *Process) Supervise(c Control) Outcome {
 						log.Warn("a process of the command's group cannot be signalled (setuid?); keeping the lock until it ends", "pids", pids)
 					}
 				}
-				if killed && out.Stopped != nil && out.Stopped.LockLost {
+				if killed && out.Stopped != nil && out.Stopped.LockLost && time.Since(lookedUnkillable) >= unkillableLook {
 					// The lock is gone and SIGKILL was sent: if all that
 					// runs on is out of our reach, waiting keeps nothing.
+					// (Two scans of /proc: not on every tick, which would
+					// take CPU from whatever runs next.)
+					lookedUnkillable = time.Now()
 					if un := p.unsignallable(); len(un) > 0 && len(un) == p.runningCount() {
 						out.Unkillable = un
 						if leader != nil {
@@ -183,8 +193,7 @@ func (p *Process) Supervise(c Control) Outcome {
 				}
 				log.Info("command stopped; stopping distlock too until it is continued (fg): the lease is not renewed meanwhile", "signal", signalName(stopSig))
 				p.takeTerminal()
-				syscall.Kill(os.Getpid(), syscall.SIGSTOP)
-				// Continued (or never stopped, if SIGCONT came first).
+				stopSelf()
 				if c.Confirm == nil {
 					p.continueGroup()
 					continue
@@ -245,11 +254,23 @@ func (p *Process) Supervise(c Control) Outcome {
 			scheduleKill(st.KillAt)
 		case <-killC:
 			killC = nil
-			killed = true
+			killed, lookedUnkillable = true, time.Now()
 			p.signalGroup(syscall.SIGKILL)
 			startPolling()
 		}
 	}
+}
+
+// stopSelf stops distlock (SIGSTOP: it cannot be refused) and returns
+// once it has been continued. kill(2) of one's own pid does not stop the
+// calling thread at once in a process with many threads; SIGCONT, which
+// the kernel delivers once the process is continued, says when it was.
+func stopSelf() {
+	cont := make(chan os.Signal, 1)
+	signal.Notify(cont, syscall.SIGCONT)
+	defer signal.Stop(cont)
+	syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+	<-cont
 }
 
 func signalName(s syscall.Signal) string {

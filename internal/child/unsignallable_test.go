@@ -16,12 +16,15 @@ import (
 	"time"
 )
 
-// TestMain lets the test binary be the group watcher (Start re-runs its
-// own executable as one) and the unprivileged supervisor of
+// TestMain lets the test binary be the group watcher and its pin (Start
+// re-runs its own executable as those) and the unprivileged supervisor of
 // TestUnsignallableMemberKeepsGroup.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == WatchArg {
 		os.Exit(WatchMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == PinArg {
+		os.Exit(PinMain())
 	}
 	if os.Getenv("CHILD_TEST_SUPERVISOR") != "" {
 		os.Exit(superviseHelper())

@@ -1,12 +1,14 @@
 package child
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -16,6 +18,9 @@ import (
 // else.
 const WatchArg = "__distlock-watch-group"
 
+// PinArg is the hidden first argument of the group's pin (see watcher).
+const PinArg = "__distlock-pin-group"
+
 // goodbye is what a living distlock writes before letting the watcher go.
 const goodbye = 'q'
 
@@ -24,22 +29,26 @@ const goodbye = 'q'
 // It is a copy of distlock, deaf to every signal that can be ignored,
 // that reads one byte from a pipe whose only writer is distlock. If
 // distlock dies (even by SIGKILL) the pipe closes with no goodbye and the
-// watcher SIGKILLs every other member of the command's process group,
-// again and again, until none is left; then it exits. Pdeathsig alone
-// only reaches the direct child; a grandchild (the `sleep` that `sh -c`
-// forks) would run on unlocked.
+// watcher SIGKILLs the command's process group, again and again, until no
+// process of it runs; then it exits. Pdeathsig alone only reaches the
+// direct child; a grandchild (the `sleep` that `sh -c` forks) would run
+// on unlocked.
 //
-// On Linux the watcher leads the command's group: it is started first, in
-// a group of its own, and the command is started into that group once the
-// watcher has said it is ready (its signals ignored), so no signal sent to
-// the group (Ctrl-C, Ctrl-Z) can reach it unprepared. A process group's
-// number cannot be given to another group while any member of it exists,
-// an exited one not yet reaped included; the watcher is that member for as
-// long as it is needed (distlock reaps it last), so whatever signals the
-// group, the watcher or distlock, can only ever reach the command's
-// processes, however fast PID numbers wrap. The watcher signals member by
-// member through pidfds, after checking that each is in its group
-// (group_linux.go), so that it does not kill itself.
+// On Linux the watcher makes the command's group: it starts the group's
+// "pin", a copy of distlock that does nothing but wait for the watcher to
+// end, as the leader of a new process group, and the command is started
+// into that group. The watcher never reaps the pin, so the pin, alive or
+// exited, is a member of the group until the watcher ends; a process
+// group's number cannot be given to another group while any member of it
+// exists, an exited one not yet reaped included. So whatever signals the
+// group with kill(-pgid) (the watcher, or distlock while the watcher or
+// its pin is there: distlock, a subreaper, gets the pin if the watcher
+// dies, and reaps it last) can only ever reach the command's processes,
+// however fast PID numbers wrap. The watcher itself is not in the group:
+// no signal to the group (Ctrl-C, Ctrl-Z, distlock's SIGKILL) reaches it.
+// A living pin also keeps the group from being orphaned when distlock
+// dies, so the kernel does not continue a stopped group (Ctrl-Z) before
+// the watcher has killed it.
 //
 // It exits last: it holds duplicates of the lease's lock files, if the
 // engine's lock is an open file's (lock.FileLocked: the file engine). The
@@ -47,8 +56,9 @@ const goodbye = 'q'
 // distlock's lock is freed only once the watcher exits, after the last
 // process of the command's group is gone.
 type watcher struct {
-	cmd *exec.Cmd
-	w   *os.File // the pipe's write end
+	cmd  *exec.Cmd
+	w    *os.File // the pipe's write end
+	pgid int      // the group watched: the pin's (Linux) or the command's
 }
 
 // watcherReady bounds the wait for a starting watcher (a loaded machine,
@@ -56,9 +66,10 @@ type watcher struct {
 const watcherReady = 10 * time.Second
 
 // startWatcher starts a watcher keeping the files keep open. With pgid 0
-// it leads a new group for the command (Linux); otherwise it watches group
-// pgid from a group of its own. It returns once the watcher has ignored
-// its signals. A watcher that cannot start is reported, not fatal.
+// it makes a new group for the command (Linux; the watcher's pgid says
+// which); otherwise it watches group pgid. It returns once the watcher
+// has ignored its signals (and made the group). A watcher that cannot
+// start is reported, not fatal.
 func startWatcher(pgid int, keep []*os.File) (*watcher, error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -90,20 +101,18 @@ func startWatcher(pgid int, keep []*os.File) (*watcher, error) {
 		w.Close()
 		return nil, err
 	}
+	// "r" and the group's number, once the watcher is ready.
 	ready.SetReadDeadline(time.Now().Add(watcherReady))
-	b := make([]byte, 1)
-	if n, err := ready.Read(b); n != 1 || b[0] != watcherIsReady {
+	line, err := bufio.NewReader(ready).ReadString('\n')
+	n, perr := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(line), "r"))
+	if err != nil || !strings.HasPrefix(line, "r") || perr != nil || n <= 1 {
 		c.Process.Kill()
 		w.Close()
 		c.Wait()
-		return nil, fmt.Errorf("the group watcher did not start: %v", err)
+		return nil, fmt.Errorf("the group watcher did not start: %q, %v", line, err)
 	}
-	return &watcher{cmd: c, w: w}, nil
+	return &watcher{cmd: c, w: w, pgid: n}, nil
 }
-
-// watcherIsReady is what the watcher writes on stdout once its signals
-// are ignored.
-const watcherIsReady = 'r'
 
 func (w *watcher) pid() int {
 	if w == nil {
@@ -112,9 +121,10 @@ func (w *watcher) pid() int {
 	return w.cmd.Process.Pid
 }
 
-// release says goodbye and reaps the watcher: call it once the group is
-// gone and distlock will signal it no more (the group's number is free
-// once the watcher is reaped).
+// release says goodbye and reaps the watcher, then the pin (which distlock
+// gets when the watcher ends): call it once the group is gone and distlock
+// will signal it no more (the group's number is free once both are
+// reaped).
 func (w *watcher) release() {
 	if w == nil {
 		return
@@ -123,26 +133,38 @@ func (w *watcher) release() {
 	// reading yet.
 	w.w.Write([]byte{goodbye})
 	w.w.Close()
-	go w.cmd.Wait()
+	go func() {
+		w.cmd.Wait()
+		if watcherLeads {
+			var ws syscall.WaitStatus
+			syscall.Wait4(w.pgid, &ws, 0, nil) // ECHILD if init got it
+		}
+	}()
 }
 
-// WatchMain is the watcher process: ignore signals, say it is ready, wait
-// for the goodbye on stdin; on EOF without it, distlock is gone: kill the
-// group it left (its own group, or the one named in args), and exit once
-// no other member of it is left.
+// WatchMain is the watcher process: ignore signals, make the command's
+// group (no args) or take the one named, say it is ready, wait for the
+// goodbye on stdin; on EOF without it, distlock is gone: kill the group it
+// left, and exit once no process of it runs.
 func WatchMain(args []string) int {
 	ignoreSignals()
-	pgid := syscall.Getpgrp()
-	if len(args) == 1 {
+	var pgid int
+	switch len(args) {
+	case 0:
+		var err error
+		if pgid, err = startPin(); err != nil {
+			return 70
+		}
+	case 1:
 		n, err := strconv.Atoi(args[0])
 		if err != nil || n <= 1 {
 			return 64
 		}
 		pgid = n
-	} else if len(args) != 0 {
+	default:
 		return 64
 	}
-	os.Stdout.Write([]byte{watcherIsReady})
+	fmt.Fprintf(os.Stdout, "r%d\n", pgid)
 	os.Stdout.Close()
 	b := make([]byte, 1)
 	n, err := os.Stdin.Read(b)
@@ -155,11 +177,60 @@ func WatchMain(args []string) int {
 	return 0
 }
 
-// ignoreSignals makes the watcher deaf to every signal that can be
-// ignored and would otherwise end or stop it: the terminal's (it is in the
-// command's group, which has the terminal's foreground), those distlock
-// forwards to the group, and whatever the command sends its own group.
-// Signals Go needs (SIGURG, SIGPROF) and those that report faults stay.
+// startPin starts the pin in a new process group and returns the group's
+// number. The pin is never waited for (see watcher); the write end of its
+// stdin stays open, unused, until the watcher exits.
+func startPin() (int, error) {
+	closeOnExec() // the lock files are the watcher's to hold, not the pin's
+	exe, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	c := exec.Command(exe, PinArg)
+	c.Args[0] = "distlock"
+	c.Stdin = r
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := c.Start(); err != nil {
+		return 0, err
+	}
+	r.Close()
+	pinKeep = w
+	return c.Process.Pid, nil
+}
+
+// pinKeep is the write end of the pin's stdin: the pin lives as long as
+// the watcher does.
+var pinKeep *os.File
+
+// PinMain is the pin: deaf to signals, it waits for the watcher to end.
+func PinMain() int {
+	ignoreSignals()
+	io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+// closeOnExec marks every descriptor above stderr close-on-exec.
+func closeOnExec() {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
+}
+
+// ignoreSignals makes the watcher (and the pin) deaf to every signal that
+// can be ignored and would otherwise end or stop it: the terminal's, those
+// distlock forwards to the group, whatever the command sends its own
+// group. Signals Go needs (SIGURG, SIGPROF), SIGCHLD (ignoring it would
+// have the kernel reap the pin) and those that report faults stay.
 func ignoreSignals() {
 	for s := syscall.Signal(1); s <= 64; s++ {
 		switch s {
