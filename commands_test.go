@@ -103,6 +103,8 @@ func cmdSignal(ts *testscript.TestScript, neg bool, args []string) {
 		"QUIT": syscall.SIGQUIT, "USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2,
 		// WINCH asks a holding distlock to renew now (what a local break does).
 		"WINCH": syscall.SIGWINCH,
+		// Job control.
+		"TSTP": syscall.SIGTSTP, "STOP": syscall.SIGSTOP, "CONT": syscall.SIGCONT,
 	}
 	sig, ok := sigs[args[0]]
 	if !ok {
@@ -111,6 +113,11 @@ func cmdSignal(ts *testscript.TestScript, neg bool, args []string) {
 	pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(args[1])))
 	ts.Check(err)
 	ts.Check(syscall.Kill(pid, sig))
+	if sig == syscall.SIGTSTP || sig == syscall.SIGSTOP {
+		// Should the script fail while it is stopped, the process must
+		// be able to end when testscript interrupts it.
+		ts.Defer(func() { syscall.Kill(pid, syscall.SIGCONT) })
+	}
 }
 
 // ff DURATION: advance miniredis's clock (it never counts TTLs down by
@@ -211,6 +218,7 @@ type harness struct {
 	direct lock.Backend         // to the server itself, not through the proxy
 	etcd   *clientv3.Client     // the same, for etcd's lease API
 	marks  map[string]time.Time // mark NAME
+	thaw   map[int]func()       // watcher freeze
 }
 
 var (
@@ -226,7 +234,7 @@ func harnessOf(ts *testscript.TestScript) *harness {
 	defer harnessMu.Unlock()
 	h, ok := harnesses[st]
 	if !ok {
-		h = &harness{marks: map[string]time.Time{}}
+		h = &harness{marks: map[string]time.Time{}, thaw: map[int]func(){}}
 		harnesses[st] = h
 		ts.Defer(func() {
 			harnessMu.Lock()

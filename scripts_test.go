@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,6 +63,9 @@ func params(e *engine, dir string) testscript.Params {
 			// Keys testscript's quoting cannot spell.
 			env.Setenv("LONGKEY", strings.Repeat("k", 513))
 			env.Setenv("CTRLKEY", "a\x01b")
+			// Harness commands that start processes give them the
+			// script's environment (scriptEnv).
+			env.Values[envVarsKey{}] = slices.Clone(env.Vars)
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {
@@ -70,6 +74,12 @@ func params(e *engine, dir string) testscript.Params {
 			}
 			if cond == "real" {
 				return e.real, nil
+			}
+			if cond == "root" {
+				return os.Geteuid() == 0, nil
+			}
+			if cond == "freezer" {
+				return haveFreezer(), nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},

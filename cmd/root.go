@@ -92,6 +92,9 @@ func Execute(ctx context.Context) int {
 	if len(os.Args) > 1 && os.Args[1] == child.WatchArg {
 		return child.WatchMain(os.Args[2:])
 	}
+	if len(os.Args) > 1 && os.Args[1] == child.PinArg {
+		return child.PinMain()
+	}
 	code, msg := codeFor(execute(ctx, NewRootCommand(os.Stdin, os.Stdout, os.Stderr)))
 	if msg != "" {
 		fmt.Fprintln(os.Stderr, "distlock: "+msg)

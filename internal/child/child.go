@@ -1,7 +1,9 @@
-// Package child starts the command in its own process group, forwards
-// signals to the group, escalates TERM to KILL, makes sure nothing of the
-// group is left running when it returns, and turns the command's end into
-// an exit status. It knows nothing of engines.
+// Package child starts the command in its own process group (in the
+// terminal's foreground when distlock has the terminal), forwards signals
+// to the group, escalates TERM to KILL, handles job control (Ctrl-Z, fg),
+// makes sure nothing of the group is left running when it returns, and
+// turns the command's end into an exit status. It knows nothing of
+// engines.
 package child
 
 import (
@@ -10,9 +12,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Spec is the command to run.
@@ -23,6 +28,11 @@ type Spec struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// KeepOpen are files the group watcher keeps open until no process of
+	// the command's group is left, even when distlock dies first: the
+	// lease's lock files when the engine's lock is an open file's
+	// (lock.FileLocked). The watcher never reads, writes or unlocks them.
+	KeepOpen []*os.File
 }
 
 // StartError is a command that could not be started: it does not exist
@@ -37,60 +47,149 @@ func (e *StartError) Error() string { return e.Msg }
 // Process is a running command and its process group.
 type Process struct {
 	cmd  *exec.Cmd
-	pgid int
-	done chan struct{} // closed once the leader has been reaped
+	pid  int           // the command's
+	pgid int           // its group's: the watcher's pin's (Linux) or pid
+	done chan struct{} // closed once the command has been reaped
 	code int           // exit status, valid after done
+
+	watcher  *watcher // nil when it could not start
+	watchErr error
+	term     *terminal      // the controlling terminal; nil without one
+	jobSigs  chan os.Signal // SIGTSTP and SIGCHLD while the command runs
+	known    []int          // members seen running at the last full look
 }
 
-// Start starts spec. The fork happens on a goroutine that keeps its OS
-// thread locked until the child is reaped: Pdeathsig fires when the forking
-// *thread* exits, not the process (golang/go#27505).
+// Start starts spec in a process group of its own, made by the group
+// watcher (watch.go) on Linux, in the terminal's foreground when distlock
+// has it. The fork happens on a goroutine that keeps its OS thread locked
+// until the child is reaped: Pdeathsig fires when the forking *thread*
+// exits, not the process (golang/go#27505).
 func Start(spec Spec) (*Process, error) {
 	if len(spec.Args) == 0 {
 		return nil, errors.New("no command given")
 	}
-	c := exec.Command(spec.Args[0], spec.Args[1:]...)
-	c.Env = MergeEnv(WithoutEnv(os.Environ(), spec.Unset...), spec.Env)
-	c.Stdin, c.Stdout, c.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
-	c.SysProcAttr = sysProcAttr()
 	prepareReaping()
-
-	p := &Process{cmd: c, done: make(chan struct{})}
+	p := &Process{done: make(chan struct{}), jobSigs: make(chan os.Signal, 8)}
+	p.term = openTerminal()
+	foreground := p.term != nil && p.term.ours()
+	// From here on a stop signal must never stop distlock while its
+	// command runs: distlock's keeper would be frozen while the command
+	// ran on. SIGTSTP is caught (Supervise stops the command's group
+	// first); SIGTTIN and SIGTTOU are ignored below.
+	signal.Notify(p.jobSigs, syscall.SIGTSTP, syscall.SIGCHLD)
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		if err := c.Start(); err != nil {
+		// On Linux the watcher comes first and makes the command's group.
+		var pgid int
+		if watcherLeads {
+			p.watcher, p.watchErr = startWatcher(0, spec.KeepOpen)
+			if p.watcher != nil {
+				pgid = p.watcher.pgid
+			}
+		}
+		c, err := startCommand(spec, pgid, p.term, foreground)
+		if err != nil && foreground {
+			// The terminal could not be handed over (it went away?):
+			// run the command as if there were none.
+			c, err = startCommand(spec, pgid, nil, false)
+		}
+		if err != nil {
+			p.watcher.release()
 			started <- err
 			return
 		}
-		p.pgid = c.Process.Pid
+		p.cmd, p.pid, p.pgid = c, c.Process.Pid, pgid
+		if pgid == 0 {
+			p.pgid = p.pid
+		}
+		// Ignored, not caught: distlock writing its log to the terminal
+		// from the background (stty tostop), or giving the terminal back,
+		// would otherwise stop it, or with a handler retry for ever. Only
+		// now, as an ignored signal stays ignored across exec: the command
+		// must not inherit it. It stays ignored for the rest of the
+		// process, which starts nothing else (but a watcher, which
+		// ignores it anyway).
+		signal.Ignore(syscall.SIGTTIN, syscall.SIGTTOU)
+		if !watcherLeads {
+			// Before the command can be reaped: its group's number is
+			// still the command's.
+			p.watcher, p.watchErr = startWatcher(p.pgid, spec.KeepOpen)
+		}
 		started <- nil
 		p.code = exitStatus(c.Wait(), c.ProcessState)
 		close(p.done)
 	}()
 	if err := <-started; err != nil {
+		signal.Stop(p.jobSigs)
+		if p.term != nil {
+			p.term.close()
+		}
 		return nil, startError(spec.Args[0], err)
 	}
 	return p, nil
 }
 
-// PID is the leader's process id (and the group id).
-func (p *Process) PID() int { return p.pgid }
-
-// Done is closed when the leader has exited and been reaped.
-func (p *Process) Done() <-chan struct{} { return p.done }
-
-// Signal sends sig to the whole process group.
-func (p *Process) Signal(sig syscall.Signal) error {
-	return syscall.Kill(-p.pgid, sig)
+// startCommand starts the command in process group pgid (the watcher's),
+// or in a group of its own when pgid is 0; with foreground, the child
+// makes its group the terminal's foreground group before it runs (SIGTTOU
+// is blocked there), as a shell does for a foreground job.
+func startCommand(spec Spec, pgid int, term *terminal, foreground bool) (*exec.Cmd, error) {
+	c := exec.Command(spec.Args[0], spec.Args[1:]...)
+	c.Env = MergeEnv(WithoutEnv(os.Environ(), spec.Unset...), spec.Env)
+	c.Stdin, c.Stdout, c.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
+	c.SysProcAttr = sysProcAttr()
+	c.SysProcAttr.Pgid = pgid
+	if foreground {
+		c.SysProcAttr.Foreground = true
+		c.SysProcAttr.Ctty = term.fd
+	}
+	return c, c.Start()
 }
 
-// groupAlive reports whether any process of the group is still there,
-// reaping the ones that were left to us first.
-func (p *Process) groupAlive() bool {
-	reapGroup(p.pgid)
-	return syscall.Kill(-p.pgid, 0) == nil
+// PID is the command's process id.
+func (p *Process) PID() int { return p.pid }
+
+// Done is closed when the command has exited and been reaped.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// WatcherError says why the group watcher could not start (nil if it
+// did). Without it a SIGKILLed distlock leaves the command's grandchildren
+// running, and the number of a vanished group could be signalled.
+func (p *Process) WatcherError() error { return p.watchErr }
+
+// Signal sends sig to the command's process group (see signalGroup).
+func (p *Process) Signal(sig syscall.Signal) error { return p.signalGroup(sig) }
+
+// takeTerminal gives the terminal back to distlock's group if the
+// command's group has it (never taking it from anyone else: a shell that
+// has it after distlock was put in the background keeps it).
+func (p *Process) takeTerminal() {
+	if p.term != nil && p.term.foreground() == p.pgid {
+		p.term.setForeground(unix.Getpgrp())
+	}
+}
+
+// continueGroup gives the terminal to the command's group if distlock
+// has it (continued in the foreground: fg), then continues the group.
+func (p *Process) continueGroup() {
+	if p.term != nil && p.term.ours() {
+		p.term.setForeground(p.pgid)
+	}
+	p.signalGroup(syscall.SIGCONT)
+}
+
+// finish is the end of a run: the terminal goes back to distlock, the
+// job-control signals are let go, and the watcher is told goodbye (the
+// group is gone; distlock signals it no more).
+func (p *Process) finish() {
+	p.takeTerminal()
+	signal.Stop(p.jobSigs)
+	if p.term != nil {
+		p.term.close()
+	}
+	p.watcher.release()
 }
 
 // UnknownStatus is the exit status reported when the command's end could

@@ -5,6 +5,7 @@ package lock
 
 import (
 	"context"
+	"os"
 	"time"
 )
 
@@ -141,3 +142,18 @@ type Retry struct {
 
 // NoBound is Retry.After when the engine sets no time to try again.
 const NoBound = time.Duration(-1)
+
+// FileLocked is implemented by leases whose lock is a lock on open files
+// (the file engine's flock): the kernel keeps such a lock for as long as
+// any descriptor of those open files lives, in any process, and frees it
+// the moment the last one closes. A run hands duplicates of them to its
+// group watcher, which keeps them open until the command's process group
+// is gone, so that a SIGKILLed distlock does not free the lock while its
+// command is still dying (docs/GUARANTEES.md). Whoever holds a duplicate
+// must never unlock it: unlocking any descriptor of the open file unlocks
+// them all; only the lease's Release or Hold may.
+type FileLocked interface {
+	// LockFiles returns the open files that hold the lease's lock, or nil
+	// once the lease has been released.
+	LockFiles() []*os.File
+}

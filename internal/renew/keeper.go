@@ -32,10 +32,11 @@ type Keeper struct {
 	clock  Clock
 	log    *slog.Logger
 
-	lost chan Loss
-	poke chan struct{}
-	stop chan struct{}
-	done chan struct{}
+	lost    chan Loss
+	poke    chan struct{}
+	confirm chan chan<- error
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 // Start begins renewing lease; its first validity is counted from
@@ -51,7 +52,8 @@ func start(lease lock.Lease, timing Timing, log *slog.Logger, clock Clock) *Keep
 	k := &Keeper{
 		lease: lease, timing: timing, clock: clock, log: log,
 		lost: make(chan Loss, 1), poke: make(chan struct{}, 1),
-		stop: make(chan struct{}), done: make(chan struct{}),
+		confirm: make(chan chan<- error),
+		stop:    make(chan struct{}), done: make(chan struct{}),
 	}
 	// The suspended time at the start anchors the first validity (counted
 	// from lease.Granted(), a moment ago).
@@ -70,6 +72,25 @@ func (k *Keeper) Poke() {
 	}
 }
 
+// errStopped answers a Confirm once the keeper has stopped.
+var errStopped = errors.New("the lease keeper has stopped")
+
+// Confirm renews now and returns a channel that yields nil once a renewal
+// sent after this call has succeeded, or an error once the lease is lost
+// (the Loss is also delivered on Lost) or the keeper has stopped. A
+// renewal that fails for a passing reason is retried as usual; Confirm
+// waits for its outcome. Used after distlock was stopped (Ctrl-Z): its
+// command is continued only once the lease is known to be still ours.
+func (k *Keeper) Confirm() <-chan error {
+	ch := make(chan error, 1)
+	select {
+	case k.confirm <- ch:
+	case <-k.done:
+		ch <- errStopped
+	}
+	return ch
+}
+
 // Stop ends renewing and waits for the loop to finish. A request in flight
 // is cancelled, and Stop waits for it to return, so that once Stop returns
 // nothing reads the lease any more (the caller may change it: Hold).
@@ -80,6 +101,11 @@ func (k *Keeper) Stop() {
 		close(k.stop)
 	}
 	<-k.done
+}
+
+type confirmReq struct {
+	at time.Time
+	ch chan<- error
 }
 
 type result struct {
@@ -103,7 +129,22 @@ func (k *Keeper) loop(suspendedAtStart time.Duration) {
 		lastErr  error
 		lastOK   = k.lease.Granted()
 		slept    time.Duration // suspended since the last good renewal was sent
+		// Confirm callers, each answered by the first renewal sent after
+		// it asked; again: one asked while a renewal was in flight.
+		confirms []confirmReq
+		again    bool
 	)
+	answer := func(sent time.Time, err error) {
+		kept := confirms[:0]
+		for _, c := range confirms {
+			if err != nil || !sent.Before(c.at) {
+				c.ch <- err
+			} else {
+				kept = append(kept, c)
+			}
+		}
+		confirms = kept
+	}
 	defer func() {
 		// Cancel a request in flight and wait for it to return: after
 		// Stop nothing may touch the lease.
@@ -111,6 +152,7 @@ func (k *Keeper) loop(suspendedAtStart time.Duration) {
 			inflight()
 			<-results
 		}
+		answer(time.Time{}, errStopped) // the lease is lost, or we stop
 	}()
 	renewTimer := time.NewTimer(time.Until(next))
 	termTimer := time.NewTimer(time.Until(t.TermAt(validUntil)))
@@ -186,6 +228,13 @@ func (k *Keeper) loop(suspendedAtStart time.Duration) {
 			if inflight == nil {
 				send()
 			}
+		case ch := <-k.confirm:
+			confirms = append(confirms, confirmReq{at: time.Now(), ch: ch})
+			if inflight == nil {
+				send()
+			} else {
+				again = true
+			}
 		case <-renewTimer.C:
 			if checkSuspend() {
 				return
@@ -228,6 +277,11 @@ func (k *Keeper) loop(suspendedAtStart time.Duration) {
 			termTimer.Reset(time.Until(t.TermAt(validUntil)))
 			renewTimer.Reset(time.Until(r.sent.Add(t.Interval())))
 			k.log.Debug("renewed", "key", k.lease.Key(), "latency", time.Since(r.sent).Round(time.Microsecond), "margin", time.Until(validUntil).Round(time.Millisecond))
+			answer(r.sent, nil)
+			if again && len(confirms) > 0 {
+				send() // sent before a Confirm asked: ask again
+			}
+			again = false
 		case <-termTimer.C:
 			if checkSuspend() {
 				return

@@ -114,16 +114,24 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		return 0, &LostError{Key: lease.Key(), Reason: errors.New("the engine answered too slowly to leave time to run (raise --ttl)")}
 	}
 
+	// A lock held by an open file (the file engine's flock) is freed when
+	// its last descriptor closes: the group watcher keeps copies until the
+	// command's group is gone, so a SIGKILLed distlock does not free it
+	// while the command is still dying.
+	var keep []*os.File
+	if fl, ok := lease.(lock.FileLocked); ok {
+		keep = fl.LockFiles()
+	}
 	p, err := child.Start(child.Spec{
 		Args: cfg.Args, Env: childEnv(cfg, lease), Unset: secretEnv,
 		Stdin: cfg.Stdin, Stdout: cfg.Stdout, Stderr: cfg.Stderr,
+		KeepOpen: keep,
 	})
 	if err != nil {
 		return 0, err
 	}
 	log.Debug("child started", "key", lease.Key(), "pid", p.PID())
-	stopWatch, err := child.WatchGroup(p.PID())
-	if err != nil {
+	if err := p.WatcherError(); err != nil {
 		log.Warn("cannot start the group watcher: if distlock is killed, grandchildren of the command may outlive the lock", "error", err)
 	}
 
@@ -142,7 +150,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 			select {
 			case l := <-lost:
 				lost = nil
-				stops <- child.Stop{Reason: &LostError{Key: lease.Key(), Reason: l.Err}, KillAt: l.KillAt}
+				stops <- child.Stop{Reason: &LostError{Key: lease.Key(), Reason: l.Err}, KillAt: l.KillAt, LockLost: true}
 			case <-maxHold:
 				maxHold = nil
 				log.Warn("max-hold reached", "key", lease.Key(), "max_hold", cfg.MaxHold)
@@ -154,8 +162,15 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 			}
 		}
 	}()
-	out := p.Supervise(sigs, stops, cfg.KillGrace)
-	stopWatch() // the group is gone: let the watcher go
+	// Supervise returns once the command's whole group is gone (and lets
+	// the watcher go): only then is the lock released.
+	out := p.Supervise(child.Control{
+		Signals: sigs, Stops: stops, KillGrace: cfg.KillGrace,
+		Confirm: keeper.Confirm, Log: log,
+	})
+	if len(out.Unkillable) > 0 {
+		log.Error("processes of the command's group that cannot be signalled still run after the lock was lost", "key", lease.Key(), "pids", out.Unkillable)
+	}
 	log.Info("child exited", "key", lease.Key(), "status", out.Code, "ran", time.Since(start).Round(time.Millisecond))
 	if out.Stopped != nil {
 		return out.Code, out.Stopped.Reason

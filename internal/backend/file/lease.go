@@ -28,6 +28,16 @@ func (l *Lease) Token() uint64      { return l.meta.Token }
 func (l *Lease) Owner() string      { return l.meta.Owner }
 func (l *Lease) Granted() time.Time { return l.granted }
 
+// LockFiles implements lock.FileLocked: the flock'd lock file.
+func (l *Lease) LockFiles() []*os.File {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	return []*os.File{l.f}
+}
+
 // Alerts implements lock.Lease: a local break pokes the holding process
 // instead (poke.go), which the runner turns into a renewal at once.
 func (l *Lease) Alerts() <-chan struct{} { return nil }

@@ -449,8 +449,10 @@ type SlotLease struct {
 }
 
 var (
-	_ lock.Lease   = (*SlotLease)(nil)
-	_ lock.Slotted = (*SlotLease)(nil)
+	_ lock.Lease      = (*SlotLease)(nil)
+	_ lock.Slotted    = (*SlotLease)(nil)
+	_ lock.FileLocked = (*SlotLease)(nil)
+	_ lock.FileLocked = (*Lease)(nil)
 )
 
 func (l *SlotLease) Key() string        { return l.meta.Key }
@@ -475,6 +477,18 @@ func (l *SlotLease) Handle() lock.Handle {
 
 // Slot implements lock.Slotted.
 func (l *SlotLease) Slot() int { return l.meta.Slot }
+
+// LockFiles implements lock.FileLocked: the slot's lock file (held
+// exclusively) and the key's mutex lock file (held shared, which keeps
+// mutex acquirers out).
+func (l *SlotLease) LockFiles() []*os.File {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	return []*os.File{l.f, l.mode}
+}
 
 func (l *SlotLease) record() ownRecord {
 	return ownRecord{key: l.meta.Key, owner: l.meta.Owner, token: l.meta.Token, path: l.metaPath, lockPath: l.recLock}

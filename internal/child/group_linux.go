@@ -1,0 +1,228 @@
+package child
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// The command's process group, as /proc shows it. On Linux it is made by
+// the group watcher (watch.go): the watcher's pin leads it, the command
+// and whatever it starts are in it, the watcher is not. The pin, which
+// only the watcher reaps, and only when it exits, keeps the group's number
+// from being reused, so kill(-pgid) reaches the command's group only.
+
+// watcherLeads: the watcher makes the command's group (watch.go).
+const watcherLeads = true
+
+// member is one process of a group.
+type member struct {
+	pid, ppid int
+	state     byte // R, S, D, T (stopped), t (traced), Z (zombie), X ...
+}
+
+// running: not exited. A zombie has exited; it holds no lock, runs no code.
+func (m member) running() bool { return m.state != 'Z' && m.state != 'X' }
+
+// stopped: not running code until continued (SIGSTOP'd, SIGTSTP'd, traced).
+func (m member) stopped() bool { return m.state == 'T' || m.state == 't' }
+
+// readMember reads /proc/PID/stat; ok is false when the process is gone.
+func readMember(pid int) (m member, pgrp int, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return member{}, 0, false
+	}
+	// "pid (comm) state ppid pgrp ...": comm may hold spaces and ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return member{}, 0, false
+	}
+	f := bytes.Fields(b[i+2:])
+	if len(f) < 3 || len(f[0]) != 1 {
+		return member{}, 0, false
+	}
+	ppid, err1 := strconv.Atoi(string(f[1]))
+	pgrp, err2 := strconv.Atoi(string(f[2]))
+	if err1 != nil || err2 != nil {
+		return member{}, 0, false
+	}
+	return member{pid: pid, ppid: ppid, state: f[0][0]}, pgrp, true
+}
+
+// groupMembers lists every process of group pgid (zombies included) but
+// the one with pid except.
+func groupMembers(pgid, except int) ([]member, error) {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	var ms []member
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil || pid == except {
+			continue
+		}
+		if m, pgrp, ok := readMember(pid); ok && pgrp == pgid {
+			ms = append(ms, m)
+		}
+	}
+	return ms, nil
+}
+
+// canSignal reports whether we may signal process pid (kill(pid, 0) is
+// not refused with EPERM).
+func canSignal(pid int) bool {
+	return !errors.Is(syscall.Kill(pid, 0), syscall.EPERM)
+}
+
+// reapZombies collects our own exited children among ms, but never skip
+// (the watcher, reaped last, and the leader, reaped by its Wait).
+func reapZombies(ms []member, skip ...int) {
+	self := os.Getpid()
+next:
+	for _, m := range ms {
+		if m.running() || m.ppid != self {
+			continue
+		}
+		for _, s := range skip {
+			if m.pid == s {
+				continue next
+			}
+		}
+		var ws syscall.WaitStatus
+		syscall.Wait4(m.pid, &ws, syscall.WNOHANG, nil)
+	}
+}
+
+// anyRunning reports whether a process of group pgid runs (zombies have
+// exited), the one with pid except aside.
+func anyRunning(pgid, except int) bool {
+	ms, err := groupMembers(pgid, except)
+	if err != nil {
+		// No /proc: kill(2) tells whether the group exists.
+		return !errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
+	}
+	for _, m := range ms {
+		if m.running() {
+			return true
+		}
+	}
+	return false
+}
+
+// groupRunning reports whether a process of the command's group other
+// than the pin still runs, reaping the exited ones left to us (we are a
+// subreaper) but the pin. It looks at the members it saw last time first:
+// a full scan of /proc only when those are gone.
+func (p *Process) groupRunning() bool {
+	for _, pid := range p.known {
+		if m, pgrp, ok := readMember(pid); ok && pgrp == p.pgid && m.running() {
+			return true
+		}
+	}
+	ms, err := groupMembers(p.pgid, p.pin())
+	if err != nil {
+		// No /proc: kill(2) still tells whether the group exists (and a
+		// member we may not signal still counts: EPERM means alive).
+		return !errors.Is(syscall.Kill(-p.pgid, 0), syscall.ESRCH)
+	}
+	reapZombies(ms, p.pin(), p.pid)
+	p.known = p.known[:0]
+	for _, m := range ms {
+		if m.running() {
+			p.known = append(p.known, m.pid)
+		}
+	}
+	return len(p.known) > 0
+}
+
+// knownUnsignallable lists the members seen running at the last full look
+// (groupRunning) that we may not signal.
+func (p *Process) knownUnsignallable() []int {
+	var pids []int
+	for _, pid := range p.known {
+		if m, pgrp, ok := readMember(pid); ok && pgrp == p.pgid && m.running() && !canSignal(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// runningCount counts the running members of the command's group (but the
+// pin).
+func (p *Process) runningCount() int {
+	ms, _ := groupMembers(p.pgid, p.pin())
+	n := 0
+	for _, m := range ms {
+		if m.running() {
+			n++
+		}
+	}
+	return n
+}
+
+// unsignallable lists the running members of the command's group (but the
+// pin) that we may not signal: started setuid, or by sudo.
+func (p *Process) unsignallable() []int {
+	ms, _ := groupMembers(p.pgid, p.pin())
+	var pids []int
+	for _, m := range ms {
+		if m.running() && !canSignal(m.pid) {
+			pids = append(pids, m.pid)
+		}
+	}
+	return pids
+}
+
+// allStopped reports whether every running member of the command's group
+// (but the pin) is stopped; when force is set and some are not, it
+// SIGSTOPs the group.
+func (p *Process) allStopped(force bool) bool {
+	ms, err := groupMembers(p.pgid, p.pin())
+	if err != nil {
+		return false
+	}
+	for _, m := range ms {
+		if m.running() && !m.stopped() {
+			if force {
+				syscall.Kill(-p.pgid, syscall.SIGSTOP)
+			}
+			return false
+		}
+	}
+	return true
+}
+
+// signalGroup sends sig to the command's group: its number is pinned
+// (see watch.go), so it reaches the command's processes only.
+func (p *Process) signalGroup(sig syscall.Signal) error {
+	return syscall.Kill(-p.pgid, sig)
+}
+
+// pin is the pid of the group's pin (0 without a watcher).
+func (p *Process) pin() int {
+	if p.watcher == nil {
+		return 0
+	}
+	return p.pgid
+}
+
+// killGroup SIGKILLs group pgid until no process of it runs. A member
+// that cannot be signalled (a setuid program) or dies slowly
+// (uninterruptible I/O) keeps the watcher, and the lock files it holds,
+// until it ends.
+func killGroup(pgid int) {
+	for delay := time.Millisecond; anyRunning(pgid, 0); delay = min(2*delay, 100*time.Millisecond) {
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		time.Sleep(delay)
+	}
+}
