@@ -280,6 +280,11 @@ func freezerDir() (dir string, v2 bool) {
 	return v1, false
 }
 
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
 // haveFreezer: the harness can freeze a process (root and a freezer).
 func haveFreezer() bool {
 	dir, _ := freezerDir()
@@ -311,7 +316,11 @@ func freeze(pid int) (thaw func(), err error) {
 		done = true
 		write(state, thawed)
 		os.WriteFile(filepath.Join(root, procs), []byte(strconv.Itoa(pid)), 0o644)
-		os.Remove(dir)
+		// A process that exits as it is thawed may be counted in the
+		// cgroup a moment longer (EBUSY).
+		for i := 0; i < 200 && os.Remove(dir) != nil && exists(dir); i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 	if err := write(procs, strconv.Itoa(pid)); err != nil {
 		thaw()
