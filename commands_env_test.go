@@ -1,21 +1,12 @@
 package main
 
 import (
-	"maps"
 	"os"
 	"regexp"
 	"strings"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
-
-// allCommands is every harness command: scriptCommands plus these.
-func allCommands() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
-	m := maps.Clone(scriptCommands)
-	m["envfile"] = cmdEnvFile
-	m["waitgrep"] = cmdWaitGrep
-	return m
-}
 
 // waitgrep [-t D] FILE REGEXP: wait until FILE has a line matching REGEXP
 // (e.g. a background command's stderr copied there by exitcode -stderr).

@@ -18,14 +18,6 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-// Harness commands for the operability scenarios: doctor and the metrics
-// file.
-func init() {
-	scriptCommands["rediscmd"] = cmdRedisCmd
-	scriptCommands["doctorjson"] = cmdDoctorJSON
-	scriptCommands["promcheck"] = cmdPromCheck
-}
-
 // rediscmd ARGS...: send one command to the Redis server itself
 // (DISTLOCK_DIRECT_BACKEND, not through the fault proxy) and write its
 // reply to stdout. Only valid on Redis: guard it with [engine:redis].

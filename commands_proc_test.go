@@ -17,17 +17,6 @@ import (
 	"github.com/distlock/distlock/internal/child"
 )
 
-// Harness commands about processes and process groups: their state, the
-// group watcher, and races against a SIGKILLed holder.
-func init() {
-	scriptCommands["procstate"] = cmdProcState
-	scriptCommands["watcher"] = cmdWatcher
-	scriptCommands["decoy"] = cmdDecoy
-	scriptCommands["running"] = cmdRunning
-	scriptCommands["flockrace"] = cmdFlockRace
-	scriptCommands["pgid"] = cmdPgid
-}
-
 // procStat is what the harness reads of /proc/PID/stat.
 type procStat struct {
 	state byte // R, S, D, T (stopped), t (traced), Z (zombie), ...

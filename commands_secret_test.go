@@ -13,8 +13,6 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-func init() { scriptCommands["enginepassword"] = cmdEnginePassword }
-
 // enginepassword PW: make the script's engine refuse clients without PW
 // where a password alone is enough to log in (Redis: requirepass), so that
 // a run that works proves distlock used the password it was given. The

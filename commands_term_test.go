@@ -18,7 +18,6 @@ import (
 // term: a terminal a scenario types into, as a person would. script(1)
 // gives a command a terminal but takes all its input at once; job control
 // needs keys typed at chosen moments (a line, then Ctrl-Z, then fg).
-func init() { scriptCommands["term"] = cmdTerm }
 
 // terminal is one pseudo-terminal and the session running on it.
 type terminal struct {

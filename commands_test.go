@@ -9,7 +9,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -22,22 +21,43 @@ import (
 	"github.com/distlock/distlock/internal/testenv/wait"
 )
 
-// scriptCommands are the harness's own scenario commands. Every wait has a
-// deadline; none of them sleeps as an assertion.
-var scriptCommands = map[string]func(ts *testscript.TestScript, neg bool, args []string){
-	"waitfile":         cmdWaitFile,
-	"waitstatus":       cmdWaitStatus,
-	"signal":           cmdSignal,
-	"ff":               cmdFastForward,
-	"tokensrise":       cmdTokensRise,
-	"proxy":            cmdProxy,
-	"server":           cmdServer,
-	"deadbeforeexpiry": cmdDeadBeforeExpiry,
-	"waitdead":         cmdWaitDead,
-	"killtiming":       cmdKillTiming,
-	"mark":             cmdMark,
-	"renewedafter":     cmdRenewedAfter,
-	"heldby":           cmdHeldBy,
+// allCommands is the one table of the harness's own scenario commands.
+// Every wait has a deadline; none of them sleeps as an assertion.
+func allCommands() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
+	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		// waiting for a condition (commands_test.go, commands_env_test.go)
+		"waitfile":   cmdWaitFile,
+		"waitstatus": cmdWaitStatus,
+		"waitgrep":   cmdWaitGrep,
+		"waitdead":   cmdWaitDead,
+		"waitqueue":  cmdWaitQueue,
+		// faults and the engine itself
+		"proxy":          cmdProxy,
+		"server":         cmdServer,
+		"ff":             cmdFastForward,
+		"enginepassword": cmdEnginePassword, // commands_secret_test.go
+		"rediscmd":       cmdRedisCmd,       // commands_ops_test.go
+		// what the engine says
+		"tokensrise":       cmdTokensRise,
+		"deadbeforeexpiry": cmdDeadBeforeExpiry,
+		"killtiming":       cmdKillTiming,
+		"mark":             cmdMark,
+		"renewedafter":     cmdRenewedAfter,
+		"heldby":           cmdHeldBy,
+		// processes, groups and terminals (commands_proc_test.go, commands_term_test.go)
+		"signal":    cmdSignal,
+		"procstate": cmdProcState,
+		"watcher":   cmdWatcher,
+		"decoy":     cmdDecoy,
+		"running":   cmdRunning,
+		"flockrace": cmdFlockRace,
+		"pgid":      cmdPgid,
+		"term":      cmdTerm,
+		// files distlock writes (commands_env_test.go, commands_ops_test.go)
+		"envfile":    cmdEnvFile,
+		"doctorjson": cmdDoctorJSON,
+		"promcheck":  cmdPromCheck,
+	}
 }
 
 // defaultWait bounds every wait in the harness.
@@ -221,35 +241,19 @@ type harness struct {
 	thaw   map[int]func()       // watcher freeze
 }
 
-var (
-	harnessMu sync.Mutex
-	harnesses = map[*engineState]*harness{}
-)
-
-// harnessOf returns the script's harness state, created on first use and
-// dropped (its connection closed) when the script ends.
-func harnessOf(ts *testscript.TestScript) *harness {
-	st := stateOf(ts)
-	harnessMu.Lock()
-	defer harnessMu.Unlock()
-	h, ok := harnesses[st]
-	if !ok {
-		h = &harness{marks: map[string]time.Time{}, thaw: map[int]func(){}}
-		harnesses[st] = h
-		ts.Defer(func() {
-			harnessMu.Lock()
-			delete(harnesses, st)
-			harnessMu.Unlock()
-			if h.direct != nil {
-				h.direct.Close()
-			}
-			if h.etcd != nil {
-				h.etcd.Close()
-			}
-		})
+// close drops what the harness opened for its script.
+func (h *harness) close() {
+	if h.direct != nil {
+		h.direct.Close()
 	}
-	return h
+	if h.etcd != nil {
+		h.etcd.Close()
+	}
 }
+
+// harnessOf returns the script's harness state, kept with the script's
+// engine state (made in Setup, closed when the script ends).
+func harnessOf(ts *testscript.TestScript) *harness { return stateOf(ts).harness }
 
 // direct is the script's connection to the engine's server that bypasses
 // the fault proxy (DISTLOCK_DIRECT_BACKEND): what the server itself says,
@@ -624,7 +628,6 @@ func cmdHeldBy(ts *testscript.TestScript, neg bool, args []string) {
 // waitqueue [-t D] KEY N: wait until N waiters are queued for KEY in the
 // Redis engine's fair queue, read on the server directly (not through the
 // proxy). Only valid on Redis: guard it with [engine:redis].
-func init() { scriptCommands["waitqueue"] = cmdWaitQueue }
 
 func cmdWaitQueue(ts *testscript.TestScript, neg bool, args []string) {
 	timeout, args := timeoutArg(ts, args)

@@ -35,6 +35,9 @@ type engineState struct {
 	proxy  *faultproxy.Proxy
 	server *server.Process
 	mini   *miniredis.Miniredis
+	// harness is what the harness commands remember during the script
+	// (commands_test.go).
+	harness *harness
 }
 
 type stateKey struct{}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -50,7 +51,8 @@ func params(e *engine, dir string) testscript.Params {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Setup: func(env *testscript.Env) error {
-			st := &engineState{engine: e}
+			st := &engineState{engine: e, harness: &harness{marks: map[string]time.Time{}, thaw: map[int]func(){}}}
+			env.Defer(st.harness.close)
 			if err := e.start(env, st); err != nil {
 				return err
 			}
