@@ -130,3 +130,30 @@ func roundSmall(d time.Duration) time.Duration {
 	}
 	return d.Round(time.Millisecond)
 }
+
+// ClockReadings is how many times ReadClock asks the engine for its clock.
+const ClockReadings = 5
+
+// ReadClock asks the engine for its wall clock ClockReadings times (read,
+// each call bounded by a context from newCtx) and keeps the reading with
+// the shortest round trip: the engine read its clock within that round
+// trip, so the offset (engine minus local) is known to within half of it.
+func ReadClock(newCtx func() (context.Context, context.CancelFunc), read func(context.Context) (time.Time, error)) (offset, uncertainty, bestRTT time.Duration, err error) {
+	best := time.Duration(-1)
+	for range ClockReadings {
+		ctx, cancel := newCtx()
+		sent := time.Now()
+		server, err := read(ctx)
+		rtt := time.Since(sent)
+		cancel()
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		if best < 0 || rtt < best {
+			best = rtt
+			// Wall clocks only: the engine's time has no monotonic reading.
+			offset = server.Sub(sent.Add(rtt / 2).Round(0))
+		}
+	}
+	return offset, best / 2, best, nil
+}

@@ -16,28 +16,19 @@ func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Che
 	return []lock.Check{b.clockCheck(ctx, req)}
 }
 
-// clockCheck reads clock_timestamp() a few times and keeps the reading with
-// the shortest round trip: the server read its clock within that round
-// trip, so the offset is known to within half of it.
+// clockCheck reads clock_timestamp() (lock.ReadClock: best of a few round
+// trips).
 func (b *Backend) clockCheck(ctx context.Context, req lock.DoctorRequest) lock.Check {
-	best := time.Duration(-1)
-	var offset time.Duration
-	for range 5 {
-		rctx, cancel := context.WithTimeout(ctx, req.Timeout)
-		sent := time.Now()
+	newCtx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, req.Timeout) }
+	offset, unc, best, err := lock.ReadClock(newCtx, func(ctx context.Context) (time.Time, error) {
 		var server time.Time
-		err := b.pool.QueryRow(rctx, "SELECT clock_timestamp()").Scan(&server)
-		rtt := time.Since(sent)
-		cancel()
-		if err != nil {
-			return lock.Check{Name: "clock", Status: lock.CheckWarning,
-				Detail: "cannot read the server's clock (clock_timestamp()): " + err.Error(),
-				Fix:    "make sure both clocks are synchronised (NTP)"}
-		}
-		if best < 0 || rtt < best {
-			best = rtt
-			offset = server.Sub(sent.Add(rtt / 2).Round(0))
-		}
+		err := b.pool.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&server)
+		return server, err
+	})
+	if err != nil {
+		return lock.Check{Name: "clock", Status: lock.CheckWarning,
+			Detail: "cannot read the server's clock (clock_timestamp()): " + err.Error(),
+			Fix:    "make sure both clocks are synchronised (NTP)"}
 	}
-	return lock.ClockOffsetCheck(offset, best/2, req.TTL, fmt.Sprintf("clock_timestamp(), best of 5 round trips: %s", best.Round(time.Microsecond)))
+	return lock.ClockOffsetCheck(offset, unc, req.TTL, fmt.Sprintf("clock_timestamp(), best of %d round trips: %s", lock.ClockReadings, best.Round(time.Microsecond)))
 }

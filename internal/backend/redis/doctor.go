@@ -307,26 +307,12 @@ func (b *Backend) aclCheck(rctx reqCtx, key string) lock.Check {
 		Detail: fmt.Sprintf("user %s may run all %d commands distlock sends, on %s's keys and channels (ACL DRYRUN)", user, len(cmds), b.lockKey(key))}
 }
 
-// clockCheck reads the server's TIME a few times and keeps the reading
-// with the shortest round trip: the server read its clock within that
-// round trip, so the offset is known to within half of it.
+// clockCheck reads the server's TIME (lock.ReadClock: best of a few round
+// trips).
 func (b *Backend) clockCheck(rctx reqCtx, ttl time.Duration) lock.Check {
-	best := time.Duration(-1)
-	var offset time.Duration
-	for range 5 {
-		ctx, cancel := rctx()
-		sent := time.Now()
-		server, err := b.c.Time(ctx).Result()
-		rtt := time.Since(sent)
-		cancel()
-		if err != nil {
-			return cannotRead("clock", "the server's clock (TIME)", err, "make sure both clocks are synchronised (NTP)")
-		}
-		if best < 0 || rtt < best {
-			best = rtt
-			// Wall clocks only: the server's time has no monotonic reading.
-			offset = server.Sub(sent.Add(rtt / 2).Round(0))
-		}
+	offset, unc, best, err := lock.ReadClock(rctx, func(ctx context.Context) (time.Time, error) { return b.c.Time(ctx).Result() })
+	if err != nil {
+		return cannotRead("clock", "the server's clock (TIME)", err, "make sure both clocks are synchronised (NTP)")
 	}
-	return lock.ClockOffsetCheck(offset, best/2, ttl, fmt.Sprintf("TIME, best of 5 round trips: %s", best.Round(time.Microsecond)))
+	return lock.ClockOffsetCheck(offset, unc, ttl, fmt.Sprintf("TIME, best of %d round trips: %s", lock.ClockReadings, best.Round(time.Microsecond)))
 }
