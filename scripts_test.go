@@ -83,6 +83,12 @@ func params(e *engine, dir string) testscript.Params {
 			if cond == "freezer" {
 				return haveFreezer(), nil
 			}
+			if cond == "isolated" {
+				// Scenarios that change the whole machine (the kernel's next
+				// pid, frozen processes) would hit other tests' processes:
+				// they run only in a run of their own (.ci/run does one).
+				return os.Getenv("DISTLOCK_TEST_ISOLATED") == "1", nil
+			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: allCommands(),
