@@ -69,28 +69,27 @@ func (b *Backend) Guarantee() string {
 // Close implements lock.Backend.
 func (b *Backend) Close() error { return nil }
 
-// pollCap caps a waiter's backoff where it polls (semaphores, holds): a
-// poll of a local file is cheap.
+// pollCap caps a waiter's backoff: a poll of a local file is cheap.
 const pollCap = 200 * time.Millisecond
 
-// Contend implements lock.Backend: a mutex waiter blocks in flock(2)
-// (wait.go); a semaphore's waiters poll (see lock.Polling).
+// Contend implements lock.Backend: the file engine keeps no line, so
+// waiters poll (see lock.Polling).
 func (b *Backend) Contend(req lock.Request) lock.Contender {
-	if req.Limit > 1 {
-		return &lock.Polling{Cap: pollCap, TryOnce: func(ctx context.Context) (lock.Lease, time.Duration, error) {
-			l, err := b.trySemaphore(ctx, req)
-			return l, lock.HolderExpiry(err), err
-		}}
-	}
-	return &contender{b: b, req: req}
+	return &lock.Polling{Cap: pollCap, TryOnce: func(ctx context.Context) (lock.Lease, time.Duration, error) {
+		l, err := b.tryOnce(ctx, req)
+		return l, lock.HolderExpiry(err), err
+	}}
 }
 
-// tryOnce makes one attempt at a mutex.
+// tryOnce makes one attempt at req.
 func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, error) {
-	lockPath, metaPath, _ := b.paths(req.Key)
-	f, err := b.openLockFile(lockPath)
+	if req.Limit > 1 {
+		return b.trySemaphore(ctx, req)
+	}
+	lockPath, metaPath, tokenPath := b.paths(req.Key)
+	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, err
+		return nil, &lock.UnavailableError{Msg: fmt.Sprintf("cannot open lock file %s: %v", lockPath, errors.Unwrap(err)), Err: err}
 	}
 	granted := time.Now()
 	if err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
@@ -100,22 +99,6 @@ func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, er
 		}
 		return nil, fmt.Errorf("flock %s: %w", lockPath, err)
 	}
-	return b.take(ctx, f, req, granted)
-}
-
-func (b *Backend) openLockFile(lockPath string) (*os.File, error) {
-	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, &lock.UnavailableError{Msg: fmt.Sprintf("cannot open lock file %s: %v", lockPath, errors.Unwrap(err)), Err: err}
-	}
-	return f, nil
-}
-
-// take makes a lease of f, whose flock (LOCK_EX) we hold, unless a hold
-// (min-hold, handle) keeps the lock with no process: then it lets go of f
-// and the key is busy.
-func (b *Backend) take(ctx context.Context, f *os.File, req lock.Request, granted time.Time) (lock.Lease, error) {
-	_, metaPath, tokenPath := b.paths(req.Key)
 	if m, ok, _ := readMeta(metaPath); ok && m.Key == req.Key && m.heldWithoutProcess(time.Now()) {
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
