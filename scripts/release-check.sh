@@ -103,7 +103,8 @@ shopt -u nullglob
 [ "${#rpms[@]}" = 1 ] || die "expected one x86_64 .rpm in $dist, found ${#rpms[@]}"
 [ "${#tars[@]}" = 1 ] || die "expected one linux_amd64 .tar.gz in $dist, found ${#tars[@]}"
 [ -s "$dist/checksums.txt" ] || die "no $dist/checksums.txt"
-version=$(sed -n 's/.*"version": *"\([^"]*\)".*/\1/p' "$dist/metadata.json" | head -n1)
+version=$(sed -n 's/.*"version": *"\([^"]*\)".*/\1/p' "$dist/metadata.json")
+version=${version%%$'\n'*}
 [ -n "$version" ] || die "no version in $dist/metadata.json"
 
 # The archive holds the binary, LICENSE, man pages and completions.
