@@ -21,13 +21,6 @@ var lookPath = exec.LookPath
 func TestScripts(t *testing.T) {
 	for _, e := range engines() {
 		t.Run(e.name, func(t *testing.T) {
-			if e.name == "mariadb" && os.Getenv("DISTLOCK_TEST_MARIADB_SCENARIOS") != "1" {
-				// Under concurrent holders the MySQL driver sometimes reports
-				// "invalid connection" (exit 69); until that is found, the
-				// MariaDB scenarios run only when asked for. The engine's
-				// package tests and conformance suite always run.
-				t.Skip("MariaDB scenarios run with DISTLOCK_TEST_MARIADB_SCENARIOS=1 (an intermittent invalid-connection failure is open)")
-			}
 			if err := e.available(); err != nil {
 				if requireServers() {
 					t.Fatalf("%v, and DISTLOCK_TEST_REQUIRE_SERVERS=1", err)

@@ -74,6 +74,11 @@ func StartMariaDB(dir string) (*Process, error) {
 	_ = os.Remove(link)
 	_ = os.Symlink(data, link) // for whoever reads the test's dir; not needed
 	pidFile := filepath.Join(priv, "mariadbd.pid")
+	tmp, err := privateTmp(priv, acct)
+	if err != nil {
+		_ = cleanup()
+		return nil, err
+	}
 
 	return startFreshCleanup(func() (spec, error) {
 		ports, err := freePorts(1)
@@ -90,6 +95,7 @@ func StartMariaDB(dir string) (*Process, error) {
 				"--datadir=" + data,
 				"--socket=" + filepath.Join(priv, "mariadbd.sock"),
 				"--pid-file=" + pidFile,
+				"--tmpdir=" + tmp,
 				"--port=" + strconv.Itoa(ports[0]),
 				"--bind-address=127.0.0.1",
 				"--skip-name-resolve",
@@ -107,6 +113,20 @@ func StartMariaDB(dir string) (*Process, error) {
 			},
 		}, nil
 	}, cleanup)
+}
+
+// privateTmp makes dir/tmp for one server's temporary files. mariadbd
+// deletes every "#sql*" file in its tmpdir when it starts: with the
+// default /tmp, each server a test started (or restarted) removed the
+// internal temporary tables of every other running one, whose next query
+// then failed ("Error on delete of '/tmp/#sql-temptable-...'", or the
+// driver's "invalid connection").
+func privateTmp(dir string, acct account) (string, error) {
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil && !os.IsExist(err) {
+		return "", err
+	}
+	return tmp, acct.chown(tmp)
 }
 
 // mariadbSmall keeps a test server small and quick to start; the template
@@ -168,9 +188,14 @@ func installMariaDB(server, install, data string, acct account) error {
 		}
 		return nil
 	}
+	tmp, err := privateTmp(filepath.Dir(data), acct)
+	if err != nil {
+		return err
+	}
 	args := append([]string{
 		"--no-defaults",
 		"--datadir=" + data,
+		"--tmpdir=" + tmp,
 		"--auth-root-authentication-method=normal",
 		"--skip-test-db",
 	}, mariadbSmall...)
@@ -178,7 +203,7 @@ func installMariaDB(server, install, data string, acct account) error {
 		return err
 	}
 	return run(mariadbBootstrap, server, append([]string{
-		"--no-defaults", "--bootstrap", "--datadir=" + data, "--log-warnings=0",
+		"--no-defaults", "--bootstrap", "--datadir=" + data, "--tmpdir=" + tmp, "--log-warnings=0",
 	}, mariadbSmall...)...)
 }
 

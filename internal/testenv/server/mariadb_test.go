@@ -129,3 +129,27 @@ func TestMariaDB(t *testing.T) {
 		t.Errorf("data directory %s after Close: %v", data, err)
 	}
 }
+
+// A server starting must leave another running server's temporary tables
+// alone: mariadbd deletes every "#sql*" file in its tmpdir at start, and
+// each test server once shared /tmp.
+func TestMariaDBStartSparesOtherServersTempTables(t *testing.T) {
+	a, err := StartMariaDB(t.TempDir())
+	a = started(t, a, err)
+	defer a.Close()
+	c := myConnect(t, a.Addr())
+	for _, q := range []string{
+		"CREATE TEMPORARY TABLE scratch (v INT) ENGINE=Aria",
+		"INSERT INTO scratch VALUES (1)",
+	} {
+		if _, err := c.ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	b, err := StartMariaDB(t.TempDir())
+	b = started(t, b, err)
+	defer b.Close()
+	if _, err := c.ExecContext(t.Context(), "DROP TEMPORARY TABLE scratch"); err != nil {
+		t.Fatalf("the first server lost its temporary table's files when the second started: %v", err)
+	}
+}
