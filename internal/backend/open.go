@@ -54,8 +54,15 @@ func Open(ctx context.Context, rawURL string, opts Options) (lock.Backend, error
 		}
 		b.SetLogger(opts.Log)
 		return b, nil
-	case "redis", "rediss":
-		cfg, err := redis.ParseURL(rawURL)
+	case "redis", "rediss", "redis+sentinel", "redis+cluster":
+		parse := redis.ParseURL
+		switch strings.ToLower(scheme) {
+		case "redis+sentinel":
+			parse = redis.ParseSentinelURL
+		case "redis+cluster":
+			parse = redis.ParseClusterURL
+		}
+		cfg, err := parse(rawURL)
 		if err != nil {
 			return nil, err
 		}
@@ -98,7 +105,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (lock.Backend, error
 		cfg.ConnectTimeout = opts.ConnectTimeout
 		return mysql.New(ctx, cfg)
 	default:
-		return nil, lock.Invalidf("backend scheme %q is not supported: use file://, redis://, rediss://, etcd://, etcds://, postgres://, postgresql:// or mysql://", scheme)
+		return nil, lock.Invalidf("backend scheme %q is not supported: use file://, redis://, rediss://, redis+sentinel://, redis+cluster://, etcd://, etcds://, postgres://, postgresql:// or mysql://", scheme)
 	}
 }
 

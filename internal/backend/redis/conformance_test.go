@@ -19,3 +19,17 @@ func TestConformance(t *testing.T) {
 		})
 	})
 }
+
+// TestConformanceSentinel runs the suite on a master found through
+// Sentinel, waiting for one of its two replicas (wait=1).
+func TestConformanceSentinel(t *testing.T) {
+	s := startSentinel(t)
+	locktest.Run(t, locktest.Options{
+		Fair: true,
+		Open: func(t *testing.T) lock.Backend {
+			b := sentinelBackend(t, s.URL("?wait=1"))
+			b.prefix = "conformance-" + t.Name()
+			return b
+		},
+	})
+}

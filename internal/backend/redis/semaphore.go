@@ -91,9 +91,10 @@ func (b *Backend) semContender(req lock.Request) lock.Contender {
 // unknown).
 func (b *Backend) semAttempt(ctx context.Context, req lock.Request) (*SlotLease, time.Duration, error) {
 	granted := time.Now()
-	res, err := semAcquireScript.Run(ctx, b.c, b.semKeys(req.Key, req.Limit, b.tokenKey(req.Key)),
+	cmd, nr := b.run(ctx, req.TTL, semAcquireScript, b.semKeys(req.Key, req.Limit, b.tokenKey(req.Key)),
 		req.Owner, req.TTL.Milliseconds(), req.Meta.Host, req.Meta.PID, req.Meta.User, req.Meta.Command, req.Meta.Note, req.Limit,
-	).Slice()
+	)
+	res, err := cmd.Slice()
 	if err != nil {
 		return nil, -1, b.unavailable(err)
 	}
@@ -104,7 +105,11 @@ func (b *Backend) semAttempt(ctx context.Context, req lock.Request) (*SlotLease,
 		if err != nil || !ok {
 			return nil, -1, fmt.Errorf("unexpected reply from the semaphore acquire script: %v", res)
 		}
-		return &SlotLease{b: b, key: req.Key, owner: req.Owner, token: tok, ttl: req.TTL, granted: granted, slot: int(slot), limit: req.Limit}, -1, nil
+		l := &SlotLease{b: b, key: req.Key, owner: req.Owner, token: tok, ttl: req.TTL, granted: granted, slot: int(slot), limit: req.Limit}
+		if nr != nil {
+			return nil, -1, b.unreplicatedGrant(ctx, req.Key, nr, l.Release)
+		}
+		return l, -1, nil
 	case len(res) == 4 && res[0] == int64(0):
 		soonest := time.Duration(-1)
 		if ms, ok := res[3].(int64); ok && ms >= 0 {
@@ -196,14 +201,15 @@ func (l *SlotLease) Slot() int { return l.slot }
 
 // Renew implements lock.Lease.
 func (l *SlotLease) Renew(ctx context.Context) error {
-	n, err := semRenewScript.Run(ctx, l.b.c, l.b.semKeys(l.key, l.limit), l.owner, l.ttl.Milliseconds(), l.slot, l.limit).Int()
+	cmd, nr := l.b.run(ctx, l.ttl, semRenewScript, l.b.semKeys(l.key, l.limit), l.owner, l.ttl.Milliseconds(), l.slot, l.limit)
+	n, err := cmd.Int()
 	if err != nil {
 		return err
 	}
 	if n != 1 {
 		return lock.ErrNotHeld
 	}
-	return nil
+	return nr // a renewal too few replicas have is a failed renewal
 }
 
 // Release implements lock.Lease.

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// sentinel ready|killmaster|failover: the redis-sentinel engine's
+// deployment (guard with [engine:redis-sentinel]).
+//
+//	ready       wait until the sentinels know each other (they introduce
+//	            themselves every 2 s), so that they can agree on a failover
+//	killmaster  SIGKILL the current master (as the sentinels name it);
+//	            marks the moment as "killed" (see mark)
+//	failover    wait until the sentinels name another master and it has a
+//	            replica online; logs how long after the kill
+//	stopreplicas, contreplicas
+//	            SIGSTOP (and SIGCONT) every replica: nothing acknowledges
+//	            the master's writes meanwhile
+func cmdSentinel(ts *testscript.TestScript, neg bool, args []string) {
+	st := stateOf(ts)
+	if neg || len(args) != 1 || st.sentinel == nil {
+		ts.Fatalf("usage: [engine:redis-sentinel] sentinel ready|killmaster|failover|stopreplicas|contreplicas")
+	}
+	s, h := st.sentinel, harnessOf(ts)
+	ctx, cancel := context.WithTimeout(context.Background(), defaultWait)
+	defer cancel()
+	switch args[0] {
+	case "ready":
+		ts.Check(s.WaitAcquainted(ctx))
+	case "killmaster":
+		addr, err := s.MasterAddr(ctx)
+		ts.Check(err)
+		p := s.Node(addr)
+		if p == nil {
+			ts.Fatalf("the sentinels name %s, none of the deployment's nodes", addr)
+		}
+		ts.Check(p.Kill())
+		h.marks["killed"] = time.Now()
+		h.killedMaster = addr
+		ts.Logf("%s: master %s SIGKILLed", time.Now().Format("15:04:05.000"), addr)
+	case "failover":
+		if h.killedMaster == "" {
+			ts.Fatalf("sentinel failover: no sentinel killmaster before")
+		}
+		addr, err := s.WaitFailover(ctx, h.killedMaster, 1)
+		ts.Check(err)
+		ts.Logf("%s: failover to %s, %s after the kill", time.Now().Format("15:04:05.000"), addr, time.Since(h.marks["killed"]).Round(time.Millisecond))
+	case "stopreplicas":
+		for _, p := range s.Replicas {
+			ts.Check(p.Stop())
+		}
+	case "contreplicas":
+		for _, p := range s.Replicas {
+			ts.Check(p.Cont())
+		}
+	default:
+		ts.Fatalf("usage: sentinel ready|killmaster|failover|stopreplicas|contreplicas")
+	}
+}
