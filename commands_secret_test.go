@@ -32,6 +32,10 @@ func cmdEnginePassword(ts *testscript.TestScript, neg bool, args []string) {
 		sentinelPassword(ts, st, pw)
 		return
 	}
+	if st.cluster != nil {
+		clusterPassword(ts, st, pw)
+		return
+	}
 	if st.engine.kind != "redis" {
 		return
 	}
@@ -110,5 +114,24 @@ func sentinelPassword(ts *testscript.TestScript, st *engineState, pw string) {
 	anon.Close()
 	if err == nil {
 		ts.Fatalf("enginepassword: the master still takes clients without a password")
+	}
+}
+
+// clusterPassword makes every node of the cluster require pw (the cluster
+// bus between the nodes needs none).
+func clusterPassword(ts *testscript.TestScript, st *engineState, pw string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, p := range st.cluster.Nodes {
+		c := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
+		err := c.ConfigSet(ctx, "requirepass", pw).Err()
+		c.Close()
+		ts.Check(err)
+	}
+	anon := redis.NewClient(&redis.Options{Addr: st.cluster.Nodes[0].Addr(), MaxRetries: -1})
+	err := anon.Ping(ctx).Err()
+	anon.Close()
+	if err == nil {
+		ts.Fatalf("enginepassword: the cluster still takes clients without a password")
 	}
 }

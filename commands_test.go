@@ -38,6 +38,7 @@ func allCommands() map[string]func(ts *testscript.TestScript, neg bool, args []s
 		"enginepassword": cmdEnginePassword, // commands_secret_test.go
 		"rediscmd":       cmdRedisCmd,       // commands_ops_test.go
 		"sentinel":       cmdSentinel,       // commands_topology_test.go
+		"clustermasters": cmdClusterMasters, // commands_topology_test.go
 		// what the engine says
 		"tokensrise":       cmdTokensRise,
 		"deadbeforeexpiry": cmdDeadBeforeExpiry,

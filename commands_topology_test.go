@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -58,5 +62,49 @@ func cmdSentinel(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	default:
 		ts.Fatalf("usage: sentinel ready|killmaster|failover|stopreplicas|contreplicas")
+	}
+}
+
+// clustermasters N KEY...: the lock hashes of the KEYs (prefix distlock)
+// exist and lie on N different masters of the redis-cluster engine's
+// cluster, asked node by node.
+func cmdClusterMasters(ts *testscript.TestScript, neg bool, args []string) {
+	st := stateOf(ts)
+	if neg || len(args) < 2 || st.cluster == nil {
+		ts.Fatalf("usage: [engine:redis-cluster] clustermasters N KEY...")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	ctx, cancel := context.WithTimeout(context.Background(), defaultWait)
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		found = map[string]string{} // key -> node
+	)
+	for _, p := range st.cluster.Nodes {
+		c := goredis.NewClient(&goredis.Options{Addr: p.Addr(), MaxRetries: -1})
+		for _, k := range args[1:] {
+			// EXISTS of a key another node serves answers MOVED.
+			n, err := c.Exists(ctx, "distlock:{"+k+"}").Result()
+			if err == nil && n == 1 {
+				mu.Lock()
+				found[k] = p.Addr()
+				mu.Unlock()
+			} else if err != nil && !strings.HasPrefix(err.Error(), "MOVED") {
+				ts.Fatalf("node %s: %v", p.Addr(), err)
+			}
+		}
+		c.Close()
+	}
+	nodes := map[string]bool{}
+	for _, k := range args[1:] {
+		n, ok := found[k]
+		if !ok {
+			ts.Fatalf("%s is held on no node", k)
+		}
+		nodes[n] = true
+	}
+	if len(nodes) != want {
+		ts.Fatalf("the keys lie on %d masters, want %d: %v", len(nodes), want, found)
 	}
 }

@@ -44,6 +44,8 @@ type engineState struct {
 	mini   *miniredis.Miniredis
 	// sentinel is the deployment of the redis-sentinel engine.
 	sentinel *server.RedisSentinel
+	// cluster is the deployment of the redis-cluster engine.
+	cluster *server.RedisCluster
 	// harness is what the harness commands remember during the script
 	// (commands_test.go).
 	harness *harness
@@ -110,6 +112,22 @@ func engines() []*engine {
 				env.Defer(func() { s.Close() })
 				st.sentinel, st.server = s, s.Master
 				st.url = s.URL("?wait=1")
+				env.Setenv("DISTLOCK_DIRECT_BACKEND", st.url)
+				return nil
+			},
+		},
+		{
+			// Three masters sharing the hash slots.
+			name: "redis-cluster", kind: "redis-cluster", family: "redis", real: true, direct: true,
+			available: binaryOnPath("redis-server"),
+			start: func(env *testscript.Env, st *engineState) error {
+				c, err := server.StartRedisCluster(filepath.Join(env.WorkDir, ".redis-cluster"), 3)
+				if err != nil {
+					return err
+				}
+				env.Defer(func() { c.Close() })
+				st.cluster, st.server = c, c.Nodes[0]
+				st.url = c.URL()
 				env.Setenv("DISTLOCK_DIRECT_BACKEND", st.url)
 				return nil
 			},

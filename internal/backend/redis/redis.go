@@ -93,6 +93,12 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 func (b *Backend) unavailable(err error) error {
 	msg := err.Error()
 	switch {
+	case strings.HasPrefix(msg, "CROSSSLOT"):
+		// The hash tag of "<prefix>:{KEY}" is what lies between its first
+		// '{' and the next '}': empty when KEY starts with '}' (or the
+		// prefix holds "{}"), and then each key of the lock has a slot of
+		// its own.
+		return lock.Invalidf("%s cannot keep this lock's keys in one hash slot: on a Redis Cluster a key must not start with '}', nor --prefix hold \"{}\"", b.addr)
 	case strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "NOAUTH") || strings.Contains(msg, "invalid password"):
 		return &lock.UnavailableError{Msg: fmt.Sprintf("%s refused the credentials (%s): check the user and password in --backend, DISTLOCK_PASSWORD or --password-file", b.addr, firstLine(msg)), Err: err, Refused: true}
 	case errors.Is(err, context.DeadlineExceeded):
