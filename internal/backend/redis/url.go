@@ -114,6 +114,9 @@ func ParseClusterURL(raw string) (Config, error) {
 		return Config{}, lock.Invalidf("redis+cluster URL has a path: a cluster has only database 0 (%s)", clusterForm)
 	}
 	for k := range u.query {
+		if k == "wait" {
+			return Config{}, lock.Invalidf("redis+cluster URL: wait= is not supported on a cluster (only on redis+sentinel://): distlock does not wait for a cluster's replicas")
+		}
 		return Config{}, lock.Invalidf("redis+cluster URL: unknown parameter %q (%s)", k, clusterForm)
 	}
 	return Config{Cluster: &goredis.ClusterOptions{Addrs: u.hosts, Username: u.user, Password: u.pass},
