@@ -39,6 +39,7 @@ func allCommands() map[string]func(ts *testscript.TestScript, neg bool, args []s
 		"rediscmd":       cmdRedisCmd,       // commands_ops_test.go
 		"sentinel":       cmdSentinel,       // commands_topology_test.go
 		"clustermasters": cmdClusterMasters, // commands_topology_test.go
+		"redlocknode":    cmdRedlockNode,    // commands_topology_test.go
 		// what the engine says
 		"tokensrise":       cmdTokensRise,
 		"deadbeforeexpiry": cmdDeadBeforeExpiry,

@@ -108,3 +108,26 @@ func cmdClusterMasters(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("the keys lie on %d masters, want %d: %v", len(nodes), want, found)
 	}
 }
+
+// redlocknode kill|restart I: SIGKILL (or restart, empty) the redlock
+// engine's master number I (0-based).
+func cmdRedlockNode(ts *testscript.TestScript, neg bool, args []string) {
+	st := stateOf(ts)
+	if neg || len(args) != 2 || st.masters == nil {
+		ts.Fatalf("usage: [engine:redlock] redlocknode kill|restart I")
+	}
+	i, err := strconv.Atoi(args[1])
+	if err != nil || i < 0 || i >= len(st.masters.Nodes) {
+		ts.Fatalf("redlocknode: no master %s", args[1])
+	}
+	p := st.masters.Nodes[i]
+	switch args[0] {
+	case "kill":
+		ts.Check(p.Kill())
+		ts.Logf("%s: master %d (%s) SIGKILLed", time.Now().Format("15:04:05.000"), i, p.Addr())
+	case "restart":
+		ts.Check(p.Restart())
+	default:
+		ts.Fatalf("usage: redlocknode kill|restart I")
+	}
+}

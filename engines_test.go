@@ -46,6 +46,8 @@ type engineState struct {
 	sentinel *server.RedisSentinel
 	// cluster is the deployment of the redis-cluster engine.
 	cluster *server.RedisCluster
+	// masters are the redlock engine's independent Redis masters.
+	masters *server.RedisMasters
 	// harness is what the harness commands remember during the script
 	// (commands_test.go).
 	harness *harness
@@ -128,6 +130,22 @@ func engines() []*engine {
 				env.Defer(func() { c.Close() })
 				st.cluster, st.server = c, c.Nodes[0]
 				st.url = c.URL()
+				env.Setenv("DISTLOCK_DIRECT_BACKEND", st.url)
+				return nil
+			},
+		},
+		{
+			// Redlock over three independent masters.
+			name: "redlock", kind: "redlock", real: true, direct: true,
+			available: binaryOnPath("redis-server"),
+			start: func(env *testscript.Env, st *engineState) error {
+				m, err := server.StartRedisMasters(filepath.Join(env.WorkDir, ".redlock"), 3)
+				if err != nil {
+					return err
+				}
+				env.Defer(func() { m.Close() })
+				st.masters, st.server = m, m.Nodes[0]
+				st.url = m.URL()
 				env.Setenv("DISTLOCK_DIRECT_BACKEND", st.url)
 				return nil
 			},

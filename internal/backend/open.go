@@ -72,6 +72,17 @@ func Open(ctx context.Context, rawURL string, opts Options) (lock.Backend, error
 		cfg.Prefix = opts.Prefix
 		cfg.ConnectTimeout = opts.ConnectTimeout
 		return redis.New(ctx, cfg)
+	case "redlock":
+		cfg, err := redis.ParseRedlockURL(rawURL)
+		if err != nil {
+			return nil, err
+		}
+		if cfg.Password == "" {
+			cfg.Password = opts.Password
+		}
+		cfg.Prefix = opts.Prefix
+		cfg.ConnectTimeout = opts.ConnectTimeout
+		return redis.OpenRedlock(ctx, cfg)
 	case "etcd", "etcds":
 		cfg, err := etcd.ParseURL(rawURL)
 		if err != nil {
@@ -105,7 +116,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (lock.Backend, error
 		cfg.ConnectTimeout = opts.ConnectTimeout
 		return mysql.New(ctx, cfg)
 	default:
-		return nil, lock.Invalidf("backend scheme %q is not supported: use file://, redis://, rediss://, redis+sentinel://, redis+cluster://, etcd://, etcds://, postgres://, postgresql:// or mysql://", scheme)
+		return nil, lock.Invalidf("backend scheme %q is not supported: use file://, redis://, rediss://, redis+sentinel://, redis+cluster://, redlock://, etcd://, etcds://, postgres://, postgresql:// or mysql://", scheme)
 	}
 }
 

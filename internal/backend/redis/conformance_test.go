@@ -64,3 +64,31 @@ func TestConformanceCluster(t *testing.T) {
 		},
 	})
 }
+
+// TestConformanceRedlock runs the suite on Redlock over three masters
+// (waiters poll, no semaphores).
+func TestConformanceRedlock(t *testing.T) {
+	m, err := server.StartRedisMasters(t.TempDir(), 3)
+	if errors.Is(err, server.ErrNoBinary) && os.Getenv("DISTLOCK_TEST_REQUIRE_SERVERS") != "1" {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	locktest.Run(t, locktest.Options{
+		NoSemaphores: true,
+		Open: func(t *testing.T) lock.Backend {
+			cfg, err := ParseRedlockURL(m.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Prefix = "conformance-" + t.Name()
+			b, err := OpenRedlock(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		},
+	})
+}

@@ -26,6 +26,9 @@ type Options struct {
 	TTL time.Duration
 	// Fair: waiters for a mutex are served in arrival order.
 	Fair bool
+	// NoSemaphores: the engine refuses Limit > 1 with a usage error
+	// (lock.ErrInvalid), which the suite checks instead of semaphores.
+	NoSemaphores bool
 }
 
 // Run runs every conformance test against the engine.
@@ -327,6 +330,12 @@ func (s suite) waitEndsBusyAtDeadline(t *testing.T) {
 
 func (s suite) semaphore(t *testing.T) {
 	b, ctx := s.open(t), ctxT(t)
+	if s.o.NoSemaphores {
+		if _, err := lock.TryOnce(ctx, b, s.req("sem", "s0", 3)); !errors.Is(err, lock.ErrInvalid) {
+			t.Fatalf("a semaphore on an engine without them: %v, want a usage error", err)
+		}
+		return
+	}
 	var ls []lock.Lease
 	slots := map[int]bool{}
 	var last uint64
