@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ func TestRedisCluster(t *testing.T) {
 	defer cancel()
 	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{c.Nodes[0].Addr()}})
 	defer cc.Close()
+	var mu sync.Mutex // ForEachMaster calls back concurrently
 	masters := map[string]bool{}
 	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
 		if err := cc.Set(ctx, k, "1", 0).Err(); err != nil {
@@ -36,7 +38,9 @@ func TestRedisCluster(t *testing.T) {
 	err = cc.ForEachMaster(ctx, func(ctx context.Context, n *goredis.Client) error {
 		keys, err := n.Keys(ctx, "*").Result()
 		if len(keys) > 0 {
+			mu.Lock()
 			masters[n.Options().Addr] = true
+			mu.Unlock()
 		}
 		return err
 	})
