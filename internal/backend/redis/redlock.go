@@ -307,7 +307,8 @@ func (r *Redlock) releaseAll(ctx context.Context, key, owner string) (released i
 // notify wakes a waiter when the key is released on any node that answers.
 func (r *Redlock) notify(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	out := make(chan struct{}, 1)
-	var stops []func()
+	done := make(chan struct{})
+	stops := []func(){func() { close(done) }}
 	errs := make([]error, len(r.nodes))
 	for k, n := range r.nodes {
 		ch, stop, err := n.notify(ctx, key)
@@ -317,7 +318,12 @@ func (r *Redlock) notify(ctx context.Context, key string) (<-chan struct{}, func
 		}
 		stops = append(stops, stop)
 		go func() {
-			for range ch {
+			for {
+				select {
+				case <-ch:
+				case <-done:
+					return
+				}
 				select {
 				case out <- struct{}{}:
 				default:
@@ -330,7 +336,8 @@ func (r *Redlock) notify(ctx context.Context, key string) (<-chan struct{}, func
 			s()
 		}
 	}
-	if len(stops) == 0 {
+	if len(stops) == 1 { // no node answered
+		stopAll()
 		return nil, nil, r.needQuorum(errs, "answered")
 	}
 	return out, stopAll, nil
