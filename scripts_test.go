@@ -77,6 +77,10 @@ func params(e *engine, dir string) testscript.Params {
 			if cond == "real" {
 				return e.real, nil
 			}
+			if cond == "line" {
+				// The engine keeps a line of waiters that waitqueue reads.
+				return e.kind == "redis" || e.kind == "postgres" || e.kind == "mysql", nil
+			}
 			if cond == "root" {
 				return os.Geteuid() == 0, nil
 			}
