@@ -30,6 +30,30 @@ func (m member) running() bool { return m.state != 'Z' && m.state != 'X' }
 // stopped: not running code until continued (SIGSTOP'd, SIGTSTP'd, traced).
 func (m member) stopped() bool { return m.state == 'T' || m.state == 't' }
 
+// stopComing reports whether process pid has a SIGSTOP pending, as a
+// process in uninterruptible sleep (D) does when the group's SIGSTOP came
+// while it waited in the kernel: it stops the moment it leaves, before it
+// runs another instruction of its own. (A shell waiting in vfork(2) for a
+// child that was stopped before it could exec is such a process: it stays
+// in D until that child is continued.)
+func stopComing(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	const stop = uint64(1) << (syscall.SIGSTOP - 1)
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		name, val, ok := bytes.Cut(line, []byte(":"))
+		if !ok || (string(name) != "SigPnd" && string(name) != "ShdPnd") {
+			continue
+		}
+		if mask, err := strconv.ParseUint(string(bytes.TrimSpace(val)), 16, 64); err == nil && mask&stop != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // readMember reads /proc/PID/stat; ok is false when the process is gone.
 func readMember(pid int) (m member, pgrp int, ok bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
@@ -184,15 +208,16 @@ func (p *Process) unsignallable() []int {
 }
 
 // allStopped reports whether every running member of the command's group
-// (but the pin) is stopped; when force is set and some are not, it
-// SIGSTOPs the group.
+// (but the pin) is stopped, or in the kernel with a SIGSTOP that takes
+// effect when it leaves (stopComing); when force is set and some are not,
+// it SIGSTOPs the group.
 func (p *Process) allStopped(force bool) bool {
 	ms, err := groupMembers(p.pgid, p.pin())
 	if err != nil {
 		return false
 	}
 	for _, m := range ms {
-		if m.running() && !m.stopped() {
+		if m.running() && !m.stopped() && !(m.state == 'D' && stopComing(m.pid)) {
 			if force {
 				syscall.Kill(-p.pgid, syscall.SIGSTOP)
 			}
