@@ -140,6 +140,18 @@ func run(rounds, sections int, hold time.Duration, jsonOut string) error {
 	} else {
 		note("etcd: %v (skipped)", err)
 	}
+	if p, err := server.StartPostgres(filepath.Join(tmp, "postgres")); err == nil {
+		defer p.Close()
+		engines = append(engines, engine{name: "postgres", url: "postgres://" + server.PostgresUser + "@" + p.Addr() + "/postgres?sslmode=disable"})
+	} else {
+		note("postgres: %v (skipped)", err)
+	}
+	if p, err := server.StartMariaDB(filepath.Join(tmp, "mariadb")); err == nil {
+		defer p.Close()
+		engines = append(engines, engine{name: "mariadb", url: "mysql://" + server.MariaDBUser + "@" + p.Addr() + "/" + server.MariaDBDatabase})
+	} else {
+		note("mariadb: %v (skipped)", err)
+	}
 
 	// Start-up, interleaved round by round.
 	cmds := []command{
