@@ -186,7 +186,7 @@ func (b *Backend) semTake(ctx context.Context, req lock.Request, id clientv3.Lea
 			return nil, 0, b.opError("take a slot of "+req.Key, err)
 		}
 		if tr.Succeeded {
-			e := &entry{key: req.Key, qp: qp, etcdKey: sk, id: id, rev: tr.Header.Revision, rec: rec.record}
+			e := &entry{key: req.Key, qp: qp, etcdKey: sk, id: id, rev: tr.Header.Revision, rec: rec.record, slot: &rec}
 			return &SlotLease{l: b.newLease(e, granted), slot: free}, 0, nil
 		}
 		// Someone changed the key's slots or queue since our read: read
@@ -281,10 +281,11 @@ func (s *SlotLease) Slot() int { return s.slot }
 // Alerts implements lock.Lease: etcd sends no news; renewals find out.
 func (s *SlotLease) Alerts() <-chan struct{} { return nil }
 
-// Hold implements lock.Lease. A slot cannot be kept without its process
-// yet (--min-hold with --limit is refused before it gets here).
+// Hold implements lock.Lease (see Lease.Hold): the slot key moves to a
+// lease of its own for d, keeping its create revision (the token) and its
+// limit and slot.
 func (s *SlotLease) Hold(ctx context.Context, d time.Duration, mode string) error {
-	return lock.ErrSlotHold
+	return s.l.Hold(ctx, d, mode)
 }
 
 // Handle implements lock.Lease.

@@ -46,11 +46,14 @@ var (
 	semReleaseSrc string
 	//go:embed sem_break.lua
 	semBreakSrc string
+	//go:embed sem_hold.lua
+	semHoldSrc string
 
 	semAcquireScript = goredis.NewScript(grantLibSrc + semLibSrc + semAcquireSrc)
 	semRenewScript   = goredis.NewScript(semLibSrc + semRenewSrc)
 	semReleaseScript = goredis.NewScript(semLibSrc + semReleaseSrc)
 	semBreakScript   = goredis.NewScript(semLibSrc + semBreakSrc)
+	semHoldScript    = goredis.NewScript(semLibSrc + semHoldSrc)
 )
 
 func (b *Backend) slotKey(key string, i int) string {
@@ -180,10 +183,20 @@ func (l *SlotLease) Granted() time.Time { return l.granted }
 // Alerts implements lock.Lease: Redis sends no news; renewals find out.
 func (l *SlotLease) Alerts() <-chan struct{} { return nil }
 
-// Hold implements lock.Lease. A slot cannot be kept without its process
-// yet (--min-hold with --limit is refused before it gets here).
+// Hold implements lock.Lease: an owner-checked PEXPIRE of our slot to d,
+// marked with mode (sem_hold.lua), as the mutex's Hold does for the lock
+// hash. The marker follows, so status shows the hold when the slot is the
+// oldest.
 func (l *SlotLease) Hold(ctx context.Context, d time.Duration, mode string) error {
-	return lock.ErrSlotHold
+	n, err := semHoldScript.Run(ctx, l.b.c, l.b.semKeys(l.key, l.limit), l.owner, max(d.Milliseconds(), 1), mode, l.slot, l.limit).Int()
+	if err != nil {
+		return l.b.unavailable(err)
+	}
+	if n != 1 {
+		return lock.ErrNotHeld
+	}
+	l.ttl = d
+	return nil
 }
 
 // Handle implements lock.Lease.
