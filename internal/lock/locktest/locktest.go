@@ -51,6 +51,8 @@ func Run(t *testing.T, o Options) {
 		{"Semaphore", s.semaphore},
 		{"SemaphoreSlotHold", s.slotHold},
 		{"FairWaitInArrivalOrder", s.fairWait},
+		{"FairSemaphoreWaitInArrivalOrder", s.fairSemaphoreWait},
+		{"FairTryOnceNeverJumpsTheLine", s.fairTryOnce},
 	} {
 		t.Run(tc.name, tc.f)
 	}
