@@ -77,9 +77,8 @@ func params(e *engine, dir string) testscript.Params {
 			if cond == "real" {
 				return e.real, nil
 			}
-			if cond == "line" {
-				// The engine keeps a line of waiters that waitqueue reads.
-				return e.kind == "redis" || e.kind == "postgres" || e.kind == "mysql", nil
+			if cond == "fair" {
+				return e.fair, nil
 			}
 			if cond == "root" {
 				return os.Geteuid() == 0, nil

@@ -104,6 +104,12 @@ func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, er
 		f.Close()
 		return nil, &lock.BusyError{Holder: m.holder(time.Now())}
 	}
+	// A semaphore slot kept by a hold holds no shared flock on lockPath.
+	if h, ok := b.heldSlot(req.Key); ok {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+		return nil, &lock.BusyError{Holder: h}
+	}
 	l, err := b.initLease(ctx, f, req, metaPath, tokenPath, granted)
 	if err != nil {
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
