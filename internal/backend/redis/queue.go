@@ -23,9 +23,11 @@ package redis
 // pruned within about 2*max(1s, ttl/3).
 //
 // A try-once (--wait 0, and every waiter's first try) runs try_once.lua
-// (a semaphore's: sem_acquire.lua): while live waiters are queued it is busy, so it cannot take the lock from
-// the first in line in the moment between a release and that waiter's next
-// step; the check and the acquisition are one script, one round trip.
+// (a semaphore's: sem_acquire.lua): while live waiters are queued it is
+// busy, so it cannot take the lock (a slot) from the first in line in the
+// moment between a release and that waiter's next step, and it never
+// joins the queue; the check and the acquisition are one script, one
+// round trip.
 
 import (
 	"context"
@@ -144,10 +146,11 @@ func (b *Backend) leaveQueue(ctx context.Context, req lock.Request) {
 
 // queueContender is a contender for a mutex or a semaphore's slot. Before
 // its first Wait each Try is a try-once (tryOnce, semTryOnce: admitted
-// only when nobody is queued). Its first
-// Wait subscribes to its own wake channel; from then on each Try runs
-// queue_acquire.lua, which joins the queue (or refreshes our place) and
-// takes the lock only when it is free and we are first in line. Only the
+// only when nobody is queued). Its first Wait subscribes to its own wake
+// channel; from then on each Try runs queue_acquire.lua
+// (sem_queue_acquire.lua), which joins the queue (or refreshes our place)
+// and takes the lock (a slot) only when it is free and we are first in
+// line. Only the
 // first in line listens to the key's release channel.
 type queueContender struct {
 	b         *Backend

@@ -102,7 +102,11 @@ func (b *Backend) semTryOnce(ctx context.Context, req lock.Request) (lock.Lease,
 	}
 	switch {
 	case len(res) == 3 && res[0] == int64(1):
-		return b.slotLease(req, res[1], res[2], granted)
+		l, err := b.slotLease(req, res[1], res[2], granted)
+		if err != nil {
+			return nil, err // not a typed nil in the interface
+		}
+		return l, nil
 	case len(res) == 5 && res[0] == int64(0):
 		return nil, &lock.BusyError{Holder: queuedHolder(req.Key, res[1], res[2], res[4])}
 	case len(res) == 2 && res[0] == int64(-1):
