@@ -399,6 +399,14 @@ func forkedRunsIn(p *forkPlan, name uintptr, pgid int) bool {
 	if i == 6 {
 		return false
 	}
+	// getpgid(2) first: cheap, where /proc/PID/stat is not.
+	pid := 0
+	for j := 6; j < i && j < len(p.path); j++ {
+		pid = pid*10 + int(p.path[j]-'0')
+	}
+	if g, _, e := syscall.RawSyscall6(unix.SYS_GETPGID, uintptr(pid), 0, 0, 0, 0, 0); e != 0 || int(g) != pgid {
+		return false
+	}
 	for j := 0; j < 6 && i < len(p.path); j++ {
 		p.path[i] = "/stat\x00"[j]
 		i++
