@@ -96,6 +96,7 @@ type HandoverStat struct {
 // HolderStat is an idle holder after the watch period.
 type HolderStat struct {
 	RSSkB          int64   `json:"rss_kb"`
+	AnonkB         int64   `json:"rss_anon_kb"` // private: RSS less the binary's pages (shared by every distlock)
 	CPUms          float64 `json:"cpu_ms"`
 	Renewals       int     `json:"renewals_expected"`
 	Requests       int64   `json:"engine_requests"`
@@ -402,6 +403,9 @@ func holder(bin, key string, e engine, d time.Duration) (HolderStat, error) {
 			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 				h.RSSkB, _ = strconv.ParseInt(strings.Fields(v)[0], 10, 64)
 			}
+			if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
+				h.AnonkB, _ = strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+			}
 		}
 	}
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
@@ -519,7 +523,7 @@ func printTable(w io.Writer, r *Results, cmds []command, engines []engine, bins 
 		}
 		fmt.Fprintf(w, "%-30s %9.2f %9.2f %12.1f %14s\n", k, h.P50ms, h.P99ms, h.PerSecond, req)
 	}
-	fmt.Fprintf(w, "\n%-30s %9s %9s %16s\n", "idle holder", "RSS kB", "CPU ms", "req/renewal")
+	fmt.Fprintf(w, "\n%-30s %9s %9s %9s %16s\n", "idle holder", "RSS kB", "anon kB", "CPU ms", "req/renewal")
 	for _, e := range engines {
 		for _, b := range bins {
 			h := r.Holder[b.name(e.name)]
@@ -527,7 +531,7 @@ func printTable(w io.Writer, r *Results, cmds []command, engines []engine, bins 
 			if h.Renewals > 0 && e.requests != nil {
 				req = fmt.Sprintf("%.2f", h.ReqPerRenewal)
 			}
-			fmt.Fprintf(w, "%-30s %9d %9.0f %16s\n", b.name(e.name), h.RSSkB, h.CPUms, req)
+			fmt.Fprintf(w, "%-30s %9d %9d %9.0f %16s\n", b.name(e.name), h.RSSkB, h.AnonkB, h.CPUms, req)
 		}
 	}
 	for _, n := range r.Notes {
