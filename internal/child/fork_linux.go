@@ -51,6 +51,7 @@ const maxKeep = 8
 // fork. It holds no Go pointers that the forked code writes.
 type forkPlan struct {
 	n      int              // descriptors in fds
+	ctlW   int              // distlock's end of the watcher's pipe: closed first
 	fds    [maxKeep + 2]int // to keep, in order: distlock's pipe, the ready pipe, the lock files
 	tmp    [maxKeep + 2]int
 	pinP   [2]int32 // the pin's pipe (made by the watcher)
@@ -101,6 +102,7 @@ func startWatcherFork(keep []*os.File) (*watcher, error) {
 	for i, f := range files {
 		p.fds[i] = int(f.Fd()) // Fd leaves f blocking: the forked code reads it blocking
 	}
+	p.ctlW = int(ctlW.Fd())
 	p.sigIgn[0] = 1 // SIG_IGN; SIG_DFL is 0
 	p.all = ^uint64(0)
 	copy(p.wname[:], "distlock-watch")
@@ -246,6 +248,9 @@ func watcherBody(p *forkPlan) {
 	syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_NAME, uintptr(unsafe.Pointer(&p.wname[0])), 0, 0, 0, 0)
 	forkedCmdline(p, &p.wcmd)
 	forkedSignals(p, true)
+	// Never our own copy of distlock's end of the pipe, even if closing
+	// the rest fails below: it would keep us from ever seeing EOF.
+	syscall.RawSyscall6(unix.SYS_CLOSE, uintptr(p.ctlW), 0, 0, 0, 0, 0)
 	// Our descriptors to 3, 4, ..., every other one closed.
 	lo := uintptr(3 + p.n)
 	for i := 0; i < p.n && i < len(p.fds); i++ {
@@ -261,6 +266,10 @@ func watcherBody(p *forkPlan) {
 		}
 	}
 	if _, _, e := syscall.RawSyscall6(unix.SYS_CLOSE_RANGE, lo, ^uintptr(0)>>1, 0, 0, 0, 0); e != 0 {
+		// No close_range (Linux < 5.9): the usual range, one by one.
+		for fd := lo; fd < 1024; fd++ {
+			syscall.RawSyscall6(unix.SYS_CLOSE, fd, 0, 0, 0, 0, 0)
+		}
 		for i := 0; i < p.n && i < len(p.tmp); i++ {
 			syscall.RawSyscall6(unix.SYS_CLOSE, uintptr(p.tmp[i]), 0, 0, 0, 0, 0)
 		}
