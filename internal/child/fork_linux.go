@@ -41,7 +41,16 @@ import (
 // watcher holds, and waits for EOF on it.
 
 // newGroupWatcher starts the watcher that makes the command's group.
-func newGroupWatcher(keep []*os.File) (*watcher, error) { return startWatcherFork(keep) }
+// If the fork cannot be made (more lock files than the plan holds, or a
+// full fork refused for memory under strict overcommit where an exec
+// would pass), the watcher is started the old way, by re-executing
+// distlock, with the same guarantees.
+func newGroupWatcher(keep []*os.File) (*watcher, error) {
+	if w, err := startWatcherFork(keep); err == nil {
+		return w, nil
+	}
+	return startWatcher(0, keep)
+}
 
 // maxKeep bounds the lock files handed to the watcher (the file engine's
 // semaphore hands out two).
@@ -189,6 +198,18 @@ func forkedSignals(p *forkPlan, keepChld bool) {
 	}
 }
 
+// forkedUnblock unblocks every signal once forkedSignals has set them all
+// to be ignored (or to their default). Left blocked, an ignored signal is
+// not dropped but kept pending, and real-time signals queue: a command
+// that signals its own group would fill the user's RLIMIT_SIGPENDING
+// through the pin for as long as the run lasts.
+//
+//go:nosplit
+//go:norace
+func forkedUnblock(p *forkPlan) {
+	syscall.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&p.none)), 0, 8, 0, 0)
+}
+
 // forkedCmdline overwrites the forked process's copy of the command line
 // with text (NUL-padded, cut short if the command line is shorter).
 //
@@ -248,6 +269,7 @@ func watcherBody(p *forkPlan) {
 	syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_NAME, uintptr(unsafe.Pointer(&p.wname[0])), 0, 0, 0, 0)
 	forkedCmdline(p, &p.wcmd)
 	forkedSignals(p, true)
+	forkedUnblock(p)
 	// Never our own copy of distlock's end of the pipe, even if closing
 	// the rest fails below: it would keep us from ever seeing EOF.
 	syscall.RawSyscall6(unix.SYS_CLOSE, uintptr(p.ctlW), 0, 0, 0, 0, 0)
@@ -413,7 +435,9 @@ func forkedRunsIn(p *forkPlan, name uintptr, pgid int) bool {
 	for j := 6; j < i && j < len(p.path); j++ {
 		pid = pid*10 + int(p.path[j]-'0')
 	}
-	if g, _, e := syscall.RawSyscall6(unix.SYS_GETPGID, uintptr(pid), 0, 0, 0, 0, 0); e != 0 || int(g) != pgid {
+	// Only "no such process" or another group rules it out: a getpgid
+	// refused (a security module) leaves /proc/PID/stat to tell.
+	if g, _, e := syscall.RawSyscall6(unix.SYS_GETPGID, uintptr(pid), 0, 0, 0, 0, 0); e == syscall.ESRCH || (e == 0 && int(g) != pgid) {
 		return false
 	}
 	for j := 0; j < 6 && i < len(p.path); j++ {
@@ -462,6 +486,7 @@ func pinBody(p *forkPlan) {
 	syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_NAME, uintptr(unsafe.Pointer(&p.pname[0])), 0, 0, 0, 0)
 	forkedCmdline(p, &p.pcmd)
 	forkedSignals(p, false)
+	forkedUnblock(p)
 	if p.pinP[0] != 0 {
 		if _, _, e := syscall.RawSyscall6(unix.SYS_DUP3, uintptr(p.pinP[0]), 0, 0, 0, 0, 0); e != 0 {
 			forkedExit(71)

@@ -151,7 +151,9 @@ func groupMembers(pgid, except int) ([]member, error) {
 		// /proc/PID/stat formats fifty (~30 µs each on a loaded 2-core
 		// machine; the scan read it for every process). Linux answers it
 		// for any process in our pid namespace.
-		if g, err := syscall.Getpgid(pid); err != nil || g != pgid {
+		// Only "no such process" or another group rules it out: a getpgid
+		// refused (a security module) leaves /proc/PID/stat to tell.
+		if g, err := syscall.Getpgid(pid); err == syscall.ESRCH || (err == nil && g != pgid) {
 			continue
 		}
 		if m, pgrp, ok := readMember(pid); ok && pgrp == pgid {
