@@ -29,6 +29,9 @@ type engine struct {
 	direct bool
 	// real: a real server process that can be stopped, killed and restarted.
 	real bool
+	// fair: the engine serves waiters in arrival order, for a mutex and a
+	// semaphore's slots alike (scenarios say [fair] / [!fair]).
+	fair bool
 	// start brings up a fresh instance for one script.
 	start func(env *testscript.Env, st *engineState) error
 	// available reports nil, or why the engine cannot run here.
@@ -74,7 +77,7 @@ func engines() []*engine {
 			},
 		},
 		{
-			name: "miniredis", kind: "redis",
+			name: "miniredis", kind: "redis", fair: true,
 			available: func() error { return nil },
 			start: func(env *testscript.Env, st *engineState) error {
 				m := miniredis.NewMiniRedis()
@@ -87,7 +90,7 @@ func engines() []*engine {
 			},
 		},
 		{
-			name: "redis-server", kind: "redis", real: true,
+			name: "redis-server", kind: "redis", real: true, fair: true,
 			available: binaryOnPath("redis-server"),
 			start: func(env *testscript.Env, st *engineState) error {
 				p, err := server.StartRedis(filepath.Join(env.WorkDir, ".redis"))
@@ -104,7 +107,7 @@ func engines() []*engine {
 			// one replica to acknowledge every grant and renewal (wait=1).
 			// Two replicas, so that after a failover the new master still
 			// has one to acknowledge the holder's renewals.
-			name: "redis-sentinel", kind: "redis-sentinel", family: "redis", real: true, direct: true,
+			name: "redis-sentinel", kind: "redis-sentinel", family: "redis", real: true, direct: true, fair: true,
 			available: binaryOnPath("redis-server"),
 			start: func(env *testscript.Env, st *engineState) error {
 				s, err := server.StartRedisSentinel(filepath.Join(env.WorkDir, ".redis-sentinel"), 2)
@@ -120,7 +123,7 @@ func engines() []*engine {
 		},
 		{
 			// Three masters sharing the hash slots.
-			name: "redis-cluster", kind: "redis-cluster", family: "redis", real: true, direct: true,
+			name: "redis-cluster", kind: "redis-cluster", family: "redis", real: true, direct: true, fair: true,
 			available: binaryOnPath("redis-server"),
 			start: func(env *testscript.Env, st *engineState) error {
 				c, err := server.StartRedisCluster(filepath.Join(env.WorkDir, ".redis-cluster"), 3)
@@ -151,7 +154,7 @@ func engines() []*engine {
 			},
 		},
 		{
-			name: "embedded-etcd", kind: "etcd",
+			name: "embedded-etcd", kind: "etcd", fair: true,
 			available: func() error { return nil },
 			start: func(env *testscript.Env, st *engineState) error {
 				ep, stop, err := embedetcd.Start(filepath.Join(env.WorkDir, ".etcd"))
@@ -163,7 +166,7 @@ func engines() []*engine {
 			},
 		},
 		{
-			name: "etcd", kind: "etcd", real: true,
+			name: "etcd", kind: "etcd", real: true, fair: true,
 			available: binaryOnPath("etcd"),
 			start: func(env *testscript.Env, st *engineState) error {
 				p, err := server.StartEtcd(filepath.Join(env.WorkDir, ".etcd"))
@@ -176,7 +179,7 @@ func engines() []*engine {
 			},
 		},
 		{
-			name: "postgres", kind: "postgres", real: true,
+			name: "postgres", kind: "postgres", real: true, fair: true,
 			available: serverAvailable("postgres"),
 			start: func(env *testscript.Env, st *engineState) error {
 				p, err := server.StartPostgres(filepath.Join(env.WorkDir, ".postgres"))
@@ -191,7 +194,7 @@ func engines() []*engine {
 			},
 		},
 		{
-			name: "mariadb", kind: "mysql", real: true,
+			name: "mariadb", kind: "mysql", real: true, fair: true,
 			available: serverAvailable("mariadb"),
 			start: func(env *testscript.Env, st *engineState) error {
 				p, err := server.StartMariaDB(filepath.Join(env.WorkDir, ".mariadb"))

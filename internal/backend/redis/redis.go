@@ -136,13 +136,9 @@ func (b *Backend) Guarantee() string {
 // Close implements lock.Backend.
 func (b *Backend) Close() error { return b.c.Close() }
 
-// Contend implements lock.Backend: the mutex's waiters queue in arrival
-// order (queue.go); a semaphore's waiters poll, woken by releases
-// (semaphore.go).
+// Contend implements lock.Backend: waiters queue in arrival order, for a
+// mutex and a semaphore's slots alike (queue.go, semaphore.go).
 func (b *Backend) Contend(req lock.Request) lock.Contender {
-	if req.Limit > 1 {
-		return b.semContender(req)
-	}
 	return &queueContender{b: b, req: req}
 }
 
@@ -219,9 +215,8 @@ func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Hol
 	return h, nil
 }
 
-// notify subscribes to the key's release channel. The subscription is
-// confirmed before it returns, so a release published after notify returns
-// is never missed.
+// notify wakes a waiter on every message on the key's release channel (a
+// Redlock waiter listens on every node this way).
 func (b *Backend) notify(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	ps := b.c.Subscribe(ctx, b.channel(key))
 	if _, err := ps.Receive(ctx); err != nil {
