@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/distlock/distlock/internal/lock"
 )
@@ -106,4 +107,20 @@ func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Hol
 		return lock.Holder{}, lock.ErrNotHeld
 	}
 	return h, &lock.BusyError{Holder: h}
+}
+
+// LeaseLeft is the time left on key's lease with token by the database's
+// clock, negative once it has expired (found is false when the row is
+// gone). For tests and tools: status and list never show expired leases.
+func (b *Backend) LeaseLeft(ctx context.Context, key string, token uint64) (left time.Duration, found bool, err error) {
+	var us int64
+	err = b.db.QueryRowContext(ctx, "SELECT expires_us - "+nowUS+" FROM distlock_lease WHERE prefix = ? AND lock_key = ? AND token = ?",
+		b.prefix, key, token).Scan(&us)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, b.unavailable(err)
+	}
+	return time.Duration(us) * time.Microsecond, true, nil
 }

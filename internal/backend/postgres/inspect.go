@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -108,4 +109,20 @@ func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Hol
 		return lock.Holder{}, lock.ErrNotHeld
 	}
 	return h, &lock.BusyError{Holder: h}
+}
+
+// LeaseLeft is the time left on key's lease with token by the database's
+// clock, negative once it has expired (found is false when the row is
+// gone). For tests and tools: status and list never show expired leases.
+func (b *Backend) LeaseLeft(ctx context.Context, key string, token uint64) (left time.Duration, found bool, err error) {
+	var ms int64
+	err = b.pool.QueryRow(ctx, "SELECT (extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::bigint FROM distlock_lease WHERE prefix = $1 AND lock_key = $2 AND token = $3",
+		b.prefix, key, int64(token)).Scan(&ms)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, b.unavailable(err)
+	}
+	return time.Duration(ms) * time.Microsecond, true, nil
 }
