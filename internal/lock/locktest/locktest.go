@@ -56,6 +56,7 @@ func Run(t *testing.T, o Options) {
 		{"FairWaitInArrivalOrder", s.fairWait},
 		{"FairSemaphoreWaitInArrivalOrder", s.fairSemaphoreWait},
 		{"FairTryOnceNeverJumpsTheLine", s.fairTryOnce},
+		{"LeaseLeftGoesNegative", s.leaseLeft},
 	} {
 		t.Run(tc.name, tc.f)
 	}
@@ -571,5 +572,43 @@ func closeOnce(c chan struct{}) {
 	case <-c:
 	default:
 		close(c)
+	}
+}
+
+// leaseLeft: engines that keep an expired lease's record and can say how
+// long ago it expired (LeaseLeft, for tests and tools: the test harness's
+// deadbeforeexpiry judges a lease at a child's death with it) read it as
+// negative once the lease has expired, and find no lease for another token.
+func (s suite) leaseLeft(t *testing.T) {
+	b, ctx := s.open(t), ctxT(t)
+	ll, ok := b.(interface {
+		LeaseLeft(ctx context.Context, key string, token uint64) (time.Duration, bool, error)
+	})
+	if !ok {
+		t.Skip("the engine does not keep expired leases' records (no LeaseLeft)")
+	}
+	req := s.req("left", "o", 1)
+	req.TTL = 300 * time.Millisecond
+	l := mustAcquire(t, ctx, b, req)
+	left, found, err := ll.LeaseLeft(ctx, "left", l.Token())
+	if err != nil || !found || left <= 0 || left > req.TTL {
+		t.Fatalf("live lease: left %v, found %v, %v", left, found, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left, found, err = ll.LeaseLeft(ctx, "left", l.Token())
+		if err != nil || !found {
+			t.Fatalf("expired lease: found %v, %v", found, err)
+		}
+		if left < 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still %v left 5s after a %v lease", left, req.TTL)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, found, err := ll.LeaseLeft(ctx, "left", l.Token()+1); err != nil || found {
+		t.Fatalf("another token: found %v, %v", found, err)
 	}
 }
