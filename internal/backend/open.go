@@ -15,6 +15,7 @@ import (
 	"github.com/distlock/distlock/internal/backend/mysql"
 	"github.com/distlock/distlock/internal/backend/postgres"
 	"github.com/distlock/distlock/internal/backend/redis"
+	"github.com/distlock/distlock/internal/backend/zookeeper"
 	"github.com/distlock/distlock/internal/lock"
 )
 
@@ -97,8 +98,16 @@ func Open(ctx context.Context, rawURL string, opts Options) (lock.Backend, error
 		cfg.Prefix = opts.Prefix
 		cfg.ConnectTimeout = opts.ConnectTimeout
 		return mysql.New(ctx, cfg)
+	case "zk":
+		cfg, err := zookeeper.ParseURL(rawURL)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Prefix = opts.Prefix
+		cfg.ConnectTimeout = opts.ConnectTimeout
+		return zookeeper.New(ctx, cfg)
 	default:
-		return nil, lock.Invalidf("backend scheme %q is not supported: use file://, redis://, rediss://, etcd://, etcds://, postgres://, postgresql:// or mysql://", scheme)
+		return nil, lock.Invalidf("backend scheme %q is not supported: use file://, redis://, rediss://, etcd://, etcds://, zk://, postgres://, postgresql:// or mysql://", scheme)
 	}
 }
 

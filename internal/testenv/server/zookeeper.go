@@ -87,6 +87,11 @@ func StartZooKeeper(dir string) (*Process, error) {
 				"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
 				"-Xms32m", "-Xmx256m", "-Djava.awt.headless=true",
 				"-Dorg.slf4j.simpleLogger.showDateTime=true",
+				// TTL nodes (distlock's holds), and a container check every
+				// 100ms instead of every minute, so that expired holds and
+				// empty key nodes go quickly.
+				"-Dzookeeper.extendedTypesEnabled=true",
+				"-Dznode.container.checkIntervalMs=100",
 				"-cp", classpath,
 				"org.apache.zookeeper.server.ZooKeeperServerMain", cfgPath,
 			},
