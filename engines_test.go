@@ -112,6 +112,19 @@ func engines() []*engine {
 			},
 		},
 		{
+			name: "zookeeper", kind: "zookeeper", real: true,
+			available: serverAvailable("zookeeper"),
+			start: func(env *testscript.Env, st *engineState) error {
+				p, err := server.StartZooKeeper(filepath.Join(env.WorkDir, ".zookeeper"))
+				if err != nil {
+					return err
+				}
+				env.Defer(func() { p.Close() })
+				st.server = p
+				return st.proxyTo(env, "zk", p.Addr())
+			},
+		},
+		{
 			name: "postgres", kind: "postgres", real: true,
 			available: serverAvailable("postgres"),
 			start: func(env *testscript.Env, st *engineState) error {

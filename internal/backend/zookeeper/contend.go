@@ -327,4 +327,3 @@ func (c *contender) Leave() {
 	c.s.close(time.Second)
 	c.s, c.node = nil, ""
 }
-
