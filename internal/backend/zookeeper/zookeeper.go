@@ -166,7 +166,8 @@ func escapeName(s string) string {
 
 // session is one ZooKeeper session on its own connection.
 type session struct {
-	conn *zk.Conn
+	conn  *zk.Conn
+	hosts *hostProvider
 	sid  int64 // the session id it started with
 	// negotiated is the session timeout the server granted, in ms (read
 	// from the server's connect response by the dialer).
@@ -181,7 +182,7 @@ func (quiet) Printf(string, ...any) {}
 // dial opens a session asking for timeout and waits, until ctx ends, for
 // the server to grant it.
 func (b *Backend) dial(ctx context.Context, timeout time.Duration) (*session, error) {
-	s := &session{}
+	s := &session{hosts: &hostProvider{}}
 	dialer := func(network, address string, to time.Duration) (net.Conn, error) {
 		c, err := net.DialTimeout(network, address, to)
 		if err != nil {
@@ -191,7 +192,7 @@ func (b *Backend) dial(ctx context.Context, timeout time.Duration) (*session, er
 	}
 	has := make(chan struct{}, 1)
 	conn, _, err := zk.Connect(b.servers, timeout,
-		zk.WithLogger(quiet{}), zk.WithLogInfo(false), zk.WithDialer(dialer),
+		zk.WithLogger(quiet{}), zk.WithLogInfo(false), zk.WithDialer(dialer), zk.WithHostProvider(s.hosts),
 		zk.WithEventCallback(func(ev zk.Event) {
 			if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
 				select {
@@ -244,6 +245,7 @@ func probe(servers []string) string {
 // at most wait for that to be done; go-zookeeper's Close can block for
 // seconds against a silent server.
 func (s *session) close(wait time.Duration) {
+	s.hosts.closed.Store(true)
 	done := make(chan struct{})
 	go func() {
 		s.conn.Close()
@@ -255,6 +257,56 @@ func (s *session) close(wait time.Duration) {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// hostProvider hands go-zookeeper the servers in turn. Its own provider
+// waits a whole second after each round of failed connections; a lease of
+// a few seconds cannot spare that after a server restart, so this one
+// waits 50ms doubling to 400ms between rounds instead. Once the session is
+// closed it reports the end of a round at once, which is where the client
+// notices that it was closed.
+type hostProvider struct {
+	mu      sync.Mutex
+	servers []string
+	next    int
+	failed  int // servers tried since the last connection
+	rounds  int // rounds without a connection
+	closed  atomic.Bool
+}
+
+func (h *hostProvider) Init(servers []string) error {
+	if len(servers) == 0 {
+		return errors.New("no servers")
+	}
+	h.servers = servers
+	return nil
+}
+
+func (h *hostProvider) Len() int { return len(h.servers) }
+
+func (h *hostProvider) Next() (string, bool) {
+	h.mu.Lock()
+	server := h.servers[h.next]
+	h.next = (h.next + 1) % len(h.servers)
+	h.failed++
+	var pause time.Duration
+	if h.failed > len(h.servers) {
+		h.failed = 1
+		pause = min(50*time.Millisecond<<min(h.rounds, 3), 400*time.Millisecond)
+		h.rounds++
+	}
+	h.mu.Unlock()
+	if h.closed.Load() {
+		return server, true
+	}
+	time.Sleep(pause)
+	return server, h.closed.Load()
+}
+
+func (h *hostProvider) Connected() {
+	h.mu.Lock()
+	h.failed, h.rounds = 0, 0
+	h.mu.Unlock()
 }
 
 // lostSession reports whether the client gave up our session and made a
