@@ -168,7 +168,7 @@ func escapeName(s string) string {
 type session struct {
 	conn  *zk.Conn
 	hosts *hostProvider
-	sid  int64 // the session id it started with
+	sid   int64 // the session id it started with
 	// negotiated is the session timeout the server granted, in ms (read
 	// from the server's connect response by the dialer).
 	negotiated atomic.Int32
