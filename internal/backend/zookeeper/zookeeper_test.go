@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/distlock/distlock/internal/acquire"
 	"github.com/distlock/distlock/internal/lock"
+	"github.com/distlock/distlock/internal/testenv/faultproxy"
 	"github.com/distlock/distlock/internal/testenv/server"
 	"github.com/distlock/distlock/internal/testenv/wait"
 )
@@ -51,3 +54,161 @@ func request(key, owner string, ttl time.Duration) lock.Request {
 }
 
 func ctx(t *testing.T) context.Context { return wait.Context(t, 20*time.Second) }
+
+// TestSessionShorterThanTTLRefused: a server that grants a shorter session
+// than --ttl is refused at once (64), naming what was granted.
+func TestSessionShorterThanTTLRefused(t *testing.T) {
+	p := startServer(t)
+	b := open(t, p.Addr(), "short")
+	// The test server's maxSessionTimeout is 600000ms.
+	_, err := lock.TryOnce(ctx(t), b, request("k", "o", 700*time.Second))
+	if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "grants sessions of at most 10m0s, shorter than --ttl 11m40s") {
+		t.Fatalf("TTL above maxSessionTimeout: %v; want lock.ErrInvalid naming the granted timeout", err)
+	}
+	// A session granted as asked, and the lock works.
+	l, err := lock.TryOnce(ctx(t), b, request("k", "o", 2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.(*Lease).s.negotiated.Load(); got != 2000 {
+		t.Fatalf("negotiated session timeout read as %dms, want 2000", got)
+	}
+	l.Release(ctx(t))
+}
+
+// TestTryOnceLeavesNothing: a busy try-once leaves no node in the line; a
+// released lock leaves no key node behind, and the next acquirer creates
+// it again.
+func TestTryOnceLeavesNothing(t *testing.T) {
+	p := startServer(t)
+	b := open(t, p.Addr(), "tidy")
+	l, err := lock.TryOnce(ctx(t), b, request("k", "alice", 2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := lock.TryOnce(ctx(t), b, request("k", "bob", 2*time.Second)); !errors.Is(err, lock.ErrHeld) {
+			t.Fatalf("try-once on a held key: %v", err)
+		}
+	}
+	names, _, err := b.admin.conn.Children(b.keyDir("k"))
+	if err != nil || len(names) != 1 {
+		t.Fatalf("the line after three busy try-onces: %v, %v; want alice's node alone", names, err)
+	}
+	if err := l.Release(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := b.admin.conn.Exists(b.keyDir("k")); err != nil || ok {
+		t.Fatalf("the key's node after the release: exists=%v err=%v; want it removed", ok, err)
+	}
+	l, err = lock.TryOnce(ctx(t), b, request("k", "bob", 2*time.Second))
+	if err != nil {
+		t.Fatalf("acquire after the key's node was removed: %v", err)
+	}
+	l.Release(ctx(t))
+}
+
+// TestBreakAlertsHolder: the holder's watch on its own node tells it of a
+// break at once, and its renewal then answers ErrNotHeld.
+func TestBreakAlertsHolder(t *testing.T) {
+	p := startServer(t)
+	b := open(t, p.Addr(), "alert")
+	l, err := lock.TryOnce(ctx(t), b, request("k", "alice", 2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Alerts():
+		t.Fatal("an alert before anything happened")
+	case <-time.After(100 * time.Millisecond):
+	}
+	if _, err := b.Break(ctx(t), "k", l.Token()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Alerts():
+	case <-time.After(5 * time.Second):
+		t.Fatal("no alert within 5s of a break")
+	}
+	if err := l.Renew(ctx(t)); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("renew after a break: %v, want lock.ErrNotHeld", err)
+	}
+}
+
+// TestRenewBoundedAndSessionExpiry: against a silent server a renewal
+// returns when its context ends; once the server has expired the session,
+// the renewal after the silence answers ErrNotHeld and the lock is free.
+func TestRenewBoundedAndSessionExpiry(t *testing.T) {
+	p := startServer(t)
+	px, err := faultproxy.New(p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { px.Close() })
+	b := open(t, px.Addr(), "expiry")
+	direct := open(t, p.Addr(), "expiry")
+	l, err := lock.TryOnce(ctx(t), b, request("k", "alice", time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	px.Pause()
+	rctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	start := time.Now()
+	err = l.Renew(rctx)
+	cancel()
+	if err == nil || errors.Is(err, lock.ErrNotHeld) || time.Since(start) > 400*time.Millisecond {
+		t.Fatalf("renew against a paused server: %v after %s; want a transient error within ~200ms", err, time.Since(start))
+	}
+	wait.Until(t, 10*time.Second, "the server expires the session", func() bool {
+		_, held, err := direct.Inspect(ctx(t), "k")
+		return err == nil && !held
+	})
+	px.Resume()
+	wait.Until(t, 10*time.Second, "renew answers ErrNotHeld", func() bool {
+		c, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		return errors.Is(l.Renew(c), lock.ErrNotHeld)
+	})
+	if _, err := lock.TryOnce(ctx(t), direct, request("k", "bob", time.Second)); err != nil {
+		t.Fatalf("acquire after the session expired: %v", err)
+	}
+}
+
+// TestHoldKeepsPlaceAndExpires: a hold replaces the holder's node in its
+// place in line: a waiter queued behind it waits until the hold expires
+// (by the server's clock), then gets the lock with a greater token.
+func TestHoldKeepsPlaceAndExpires(t *testing.T) {
+	p := startServer(t)
+	b := open(t, p.Addr(), "hold")
+	l, err := lock.TryOnce(ctx(t), b, request("k", "alice", 2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan lock.Lease, 1)
+	go func() {
+		w, err := acquire.Acquire(ctx(t), b, request("k", "bob", 2*time.Second), acquire.Options{Wait: 15 * time.Second})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- w
+	}()
+	wait.Until(t, 10*time.Second, "bob queues", func() bool {
+		names, _, _ := b.admin.conn.Children(b.keyDir("k"))
+		return len(names) == 2
+	})
+	held := time.Now()
+	if err := l.Hold(ctx(t), 1500*time.Millisecond, lock.HoldMinHold); err != nil {
+		t.Fatal(err)
+	}
+	w := <-got
+	if w == nil {
+		t.FailNow()
+	}
+	if d := time.Since(held); d < 1400*time.Millisecond {
+		t.Fatalf("bob got the lock %s after a 1.5s hold began", d)
+	}
+	if w.Token() <= l.Token() {
+		t.Fatalf("bob's token %d not greater than the hold's %d", w.Token(), l.Token())
+	}
+	w.Release(ctx(t))
+}
