@@ -40,7 +40,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (lock.Backend, error
 	}
 	scheme, _, ok := strings.Cut(rawURL, "://")
 	if !ok {
-		return nil, lock.Invalidf("backend %q is not a URL: use file://DIR, redis://HOST:PORT or etcd://HOST:PORT", Redact(rawURL))
+		return nil, lock.Invalidf("backend %q is not a URL: use file://DIR, redis://HOST:PORT, etcd://HOST:PORT, zk://HOST:PORT, postgres://… or mysql://…", Redact(rawURL))
 	}
 	switch strings.ToLower(scheme) {
 	case "file":
