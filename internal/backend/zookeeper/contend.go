@@ -281,7 +281,10 @@ func (c *contender) Wait(ctx context.Context) (lock.Retry, error) {
 	}
 	var ev <-chan zk.Event
 	if c.limit > 1 {
-		_, _, ch, err := c.s.conn.ChildrenW(c.dir)
+		ch, err := call(ctx, func() (<-chan zk.Event, error) {
+			_, _, ch, err := c.s.conn.ChildrenW(c.dir)
+			return ch, err
+		})
 		if err != nil {
 			return lock.Retry{After: 0}, nil // Try reads again (and reports)
 		}
