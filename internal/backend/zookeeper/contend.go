@@ -67,6 +67,20 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 		c.s = s
 	}
 	for attempt := 0; ; attempt++ {
+		if c.node == "" && c.attempted {
+			// A create whose answer was lost may have made our node: look
+			// for it (by our nonce) before making another.
+			names, err := c.b.children(ctx, c.s, c.dir)
+			if err != nil {
+				return nil, c.b.opError("read the line of "+c.req.Key, err)
+			}
+			for _, e := range parseLine(names) {
+				if e.nonce == c.nonce && e.lock != "" {
+					c.node = e.lock
+				}
+			}
+			c.attempted = false
+		}
 		if c.node == "" {
 			if err := c.join(ctx); err != nil {
 				return nil, err
