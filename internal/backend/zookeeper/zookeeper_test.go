@@ -212,3 +212,41 @@ func TestHoldKeepsPlaceAndExpires(t *testing.T) {
 	}
 	w.Release(ctx(t))
 }
+
+// TestHoldWithoutTTLNodesRefused: on servers that refuse TTL nodes (the
+// default), a hold is refused with one line saying what to set (64), and
+// the lock is still held by its session, so the caller can release it.
+func TestHoldWithoutTTLNodesRefused(t *testing.T) {
+	p, err := server.StartZooKeeperWithoutTTLNodes(t.TempDir())
+	if errors.Is(err, server.ErrNoBinary) {
+		if os.Getenv("DISTLOCK_TEST_REQUIRE_SERVERS") == "1" {
+			t.Fatalf("DISTLOCK_TEST_REQUIRE_SERVERS=1 but: %v", err)
+		}
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	b := open(t, p.Addr(), "nottl")
+	l, err := lock.TryOnce(ctx(t), b, request("k", "alice", 2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = l.Hold(ctx(t), 5*time.Second, lock.HoldHandle)
+	if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "zookeeper.extendedTypesEnabled=true") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("hold without TTL nodes: %v; want one lock.ErrInvalid line naming extendedTypesEnabled", err)
+	}
+	if err := l.Renew(ctx(t)); err != nil {
+		t.Fatalf("renew after a refused hold: %v", err)
+	}
+	if err := l.Release(ctx(t)); err != nil {
+		t.Fatalf("release after a refused hold: %v", err)
+	}
+	checks := b.Doctor(ctx(t), lock.DoctorRequest{TTL: 2 * time.Second, Timeout: 5 * time.Second})
+	for _, c := range checks {
+		if c.Name == "ttl-nodes" && (c.Status != lock.CheckWarning || !strings.Contains(c.Fix, "extendedTypesEnabled")) {
+			t.Errorf("doctor's ttl-nodes check: %+v", c)
+		}
+	}
+}
