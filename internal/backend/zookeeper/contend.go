@@ -55,11 +55,18 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 		return nil, err
 	}
 	if c.s == nil {
-		s, err := c.b.dial(ctx, c.req.TTL)
+		// The session is the lease, so it is asked for with the TTL; a
+		// lease held at once (distlock acquire) only lives as a session
+		// until Hold makes it a TTL node, so any session will do.
+		timeout := c.req.TTL
+		if c.req.HeldAtOnce {
+			timeout = min(timeout, adminSession)
+		}
+		s, err := c.b.dial(ctx, timeout)
 		if err != nil {
 			return nil, err
 		}
-		if got := time.Duration(s.negotiated.Load()) * time.Millisecond; got < c.req.TTL {
+		if got := time.Duration(s.negotiated.Load()) * time.Millisecond; got < timeout {
 			s.close(time.Second)
 			return nil, lock.Invalidf("zookeeper at %s grants sessions of at most %s, shorter than --ttl %s: a lock there lasts only as long as its session; use --ttl %s or less, or raise the servers' maxSessionTimeout (20 ticks by default)",
 				c.b.desc, got, c.req.TTL, got)

@@ -250,3 +250,31 @@ func TestHoldWithoutTTLNodesRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldAtOnceNeedsNoLongSession: distlock acquire (HeldAtOnce) may ask
+// for a hold longer than any session the server grants: only the hold
+// (a TTL node) has to last that long.
+func TestHeldAtOnceNeedsNoLongSession(t *testing.T) {
+	p := startServer(t)
+	b := open(t, p.Addr(), "atonce")
+	req := request("k", "alice", 700*time.Second) // above maxSessionTimeout (600s)
+	req.HeldAtOnce = true
+	l, err := lock.TryOnce(ctx(t), b, req)
+	if err != nil {
+		t.Fatalf("acquire to hold at once: %v", err)
+	}
+	if err := l.Hold(ctx(t), req.TTL, lock.HoldHandle); err != nil {
+		t.Fatal(err)
+	}
+	h, held, err := b.Inspect(ctx(t), "k")
+	if err != nil || !held || h.Hold != lock.HoldHandle || h.ExpiresIn < 690*time.Second {
+		t.Fatalf("inspect the hold: %+v held=%v err=%v", h, held, err)
+	}
+	r, err := b.Resume(ctx(t), l.Handle())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Release(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+}
