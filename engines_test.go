@@ -18,7 +18,8 @@ import (
 // fresh instance of it for each script.
 type engine struct {
 	name string
-	// kind groups engines that share engine-specific scenarios: file, redis, etcd.
+	// kind groups engines that share engine-specific scenarios: file, redis,
+	// etcd, zookeeper (testdata/script/<kind>/).
 	kind string
 	// real: a real server process that can be stopped, killed and restarted.
 	real bool

@@ -84,6 +84,7 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 			for _, e := range parseLine(names) {
 				if e.nonce == c.nonce && e.lock != "" {
 					c.node = e.lock
+					c.s.sid = c.s.conn.SessionID()
 				}
 			}
 			c.attempted = false
@@ -102,25 +103,16 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 		for i, e := range line {
 			if e.nonce == c.nonce {
 				mine = i
-				if c.node == "" {
-					c.node = e.lock // a create whose answer was lost
-				}
 			}
 		}
-		if mine < 0 || line[mine].lock == "" {
+		if mine < 0 || line[mine].lock != c.node {
 			// Our node is gone (our session expired, or a break): join
 			// again, at the back.
 			c.node, c.attempted = "", false
-			if c.s.lostSession() {
-				c.s.sid = c.s.conn.SessionID()
-			}
 			if attempt < 2 {
 				continue
 			}
 			return nil, &lock.BusyError{Holder: c.lastHolder()}
-		}
-		if c.node == "" {
-			continue
 		}
 		for _, e := range line[:mine] {
 			if e.limit != c.limit {
@@ -162,6 +154,10 @@ func (c *contender) join(ctx context.Context) error {
 		switch {
 		case err == nil:
 			c.node, c.attempted = path[len(c.dir)+1:], false
+			// The node lives as long as the session it was made on: if
+			// the client replaced an expired session, this is the new
+			// one (a later replacement is then the loss of the lease).
+			c.s.sid = c.s.conn.SessionID()
 			return nil
 		case errors.Is(err, zk.ErrNoNode) && attempt < 3:
 			c.attempted = false
