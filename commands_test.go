@@ -635,14 +635,14 @@ func cmdHeldBy(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// waitqueue [-t D] KEY N: wait until N waiters are queued for KEY in the
-// Redis engine's fair queue, read on the server directly (not through the
-// proxy). Only valid on Redis: guard it with [engine:redis].
-
+// waitqueue [-t D] KEY N: wait until N waiters are in line for KEY in the
+// engine's fair queue (Redis, etcd: mutex and semaphore waiters alike), read
+// on the server directly (not through the proxy). Only valid on engines
+// that queue waiters: guard it with [fair].
 func cmdWaitQueue(ts *testscript.TestScript, neg bool, args []string) {
 	timeout, args := timeoutArg(ts, args)
 	if neg || len(args) != 2 {
-		ts.Fatalf("usage: [engine:redis] waitqueue [-t D] KEY N")
+		ts.Fatalf("usage: [fair] waitqueue [-t D] KEY N")
 	}
 	want, err := strconv.ParseInt(args[1], 10, 64)
 	ts.Check(err)
@@ -654,7 +654,7 @@ func cmdWaitQueue(ts *testscript.TestScript, neg bool, args []string) {
 		QueueLen(ctx context.Context, key string) (int64, error)
 	})
 	if !ok {
-		ts.Fatalf("waitqueue: the engine has no fair queue (Redis only)")
+		ts.Fatalf("waitqueue: the engine keeps no line of waiters (guard with [fair])")
 	}
 	waitUntil(ts, args[1]+" waiters queued for "+args[0], timeout, func() bool {
 		n, err := q.QueueLen(ctx, args[0])

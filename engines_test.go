@@ -23,6 +23,9 @@ type engine struct {
 	kind string
 	// real: a real server process that can be stopped, killed and restarted.
 	real bool
+	// fair: the engine serves waiters in arrival order, for a mutex and a
+	// semaphore's slots alike (scenarios say [fair] / [!fair]).
+	fair bool
 	// start brings up a fresh instance for one script.
 	start func(env *testscript.Env, st *engineState) error
 	// available reports nil, or why the engine cannot run here.
@@ -62,7 +65,7 @@ func engines() []*engine {
 			},
 		},
 		{
-			name: "miniredis", kind: "redis",
+			name: "miniredis", kind: "redis", fair: true,
 			available: func() error { return nil },
 			start: func(env *testscript.Env, st *engineState) error {
 				m := miniredis.NewMiniRedis()
@@ -75,7 +78,7 @@ func engines() []*engine {
 			},
 		},
 		{
-			name: "redis-server", kind: "redis", real: true,
+			name: "redis-server", kind: "redis", real: true, fair: true,
 			available: binaryOnPath("redis-server"),
 			start: func(env *testscript.Env, st *engineState) error {
 				p, err := server.StartRedis(filepath.Join(env.WorkDir, ".redis"))
@@ -88,7 +91,7 @@ func engines() []*engine {
 			},
 		},
 		{
-			name: "embedded-etcd", kind: "etcd",
+			name: "embedded-etcd", kind: "etcd", fair: true,
 			available: func() error { return nil },
 			start: func(env *testscript.Env, st *engineState) error {
 				ep, stop, err := embedetcd.Start(filepath.Join(env.WorkDir, ".etcd"))
@@ -100,7 +103,7 @@ func engines() []*engine {
 			},
 		},
 		{
-			name: "etcd", kind: "etcd", real: true,
+			name: "etcd", kind: "etcd", real: true, fair: true,
 			available: binaryOnPath("etcd"),
 			start: func(env *testscript.Env, st *engineState) error {
 				p, err := server.StartEtcd(filepath.Join(env.WorkDir, ".etcd"))
@@ -126,7 +129,7 @@ func engines() []*engine {
 			},
 		},
 		{
-			name: "postgres", kind: "postgres", real: true,
+			name: "postgres", kind: "postgres", real: true, fair: true,
 			available: serverAvailable("postgres"),
 			start: func(env *testscript.Env, st *engineState) error {
 				p, err := server.StartPostgres(filepath.Join(env.WorkDir, ".postgres"))
@@ -141,7 +144,7 @@ func engines() []*engine {
 			},
 		},
 		{
-			name: "mariadb", kind: "mysql", real: true,
+			name: "mariadb", kind: "mysql", real: true, fair: true,
 			available: serverAvailable("mariadb"),
 			start: func(env *testscript.Env, st *engineState) error {
 				p, err := server.StartMariaDB(filepath.Join(env.WorkDir, ".mariadb"))

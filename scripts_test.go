@@ -77,6 +77,9 @@ func params(e *engine, dir string) testscript.Params {
 			if cond == "real" {
 				return e.real, nil
 			}
+			if cond == "fair" {
+				return e.fair, nil
+			}
 			if cond == "root" {
 				return os.Geteuid() == 0, nil
 			}

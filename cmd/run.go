@@ -77,10 +77,6 @@ func (o *runOptions) validate() (wait time.Duration, err error) {
 	if o.Limit < 1 || o.Limit > 1000 {
 		return 0, lock.Invalidf("--limit must be 1-1000, got %d", o.Limit)
 	}
-	if o.Limit > 1 && o.MinHold > 0 {
-		// Slot leases cannot be held without a process yet.
-		return 0, lock.Invalidf("--min-hold cannot be combined with --limit yet")
-	}
 	return wait, nil
 }
 

@@ -84,7 +84,7 @@ func Start(spec Spec) (*Process, error) {
 		// On Linux the watcher comes first and makes the command's group.
 		var pgid int
 		if watcherLeads {
-			p.watcher, p.watchErr = startWatcher(0, spec.KeepOpen)
+			p.watcher, p.watchErr = newGroupWatcher(spec.KeepOpen)
 			if p.watcher != nil {
 				pgid = p.watcher.pgid
 			}

@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // The command's process group, as /proc shows it. On Linux it is made by
@@ -30,12 +33,50 @@ func (m member) running() bool { return m.state != 'Z' && m.state != 'X' }
 // stopped: not running code until continued (SIGSTOP'd, SIGTSTP'd, traced).
 func (m member) stopped() bool { return m.state == 'T' || m.state == 't' }
 
+// stopComing reports whether process pid has a SIGSTOP pending, as a
+// process in uninterruptible sleep (D) does when the group's SIGSTOP came
+// while it waited in the kernel: it stops the moment it leaves, before it
+// runs another instruction of its own. (A shell waiting in vfork(2) for a
+// child that was stopped before it could exec is such a process: it stays
+// in D until that child is continued.)
+func stopComing(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	const stop = uint64(1) << (syscall.SIGSTOP - 1)
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		name, val, ok := bytes.Cut(line, []byte(":"))
+		if !ok || (string(name) != "SigPnd" && string(name) != "ShdPnd") {
+			continue
+		}
+		if mask, err := strconv.ParseUint(string(bytes.TrimSpace(val)), 16, 64); err == nil && mask&stop != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // readMember reads /proc/PID/stat; ok is false when the process is gone.
+// Plain system calls into a buffer on the stack: when the command ends,
+// the group check reads this for every process on the machine (issue 11:
+// os.ReadFile's poller registration, fstat and allocations made the scan
+// cost more than distlock's whole start-up).
 func readMember(pid int) (m member, pgrp int, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	var path [32]byte
+	name := strconv.AppendInt(append(path[:0], "/proc/"...), int64(pid), 10)
+	name = append(name, "/stat\x00"...)
+	fd, err := openProc(name)
 	if err != nil {
 		return member{}, 0, false
 	}
+	var buf [1024]byte
+	n, err := readFull(fd, buf[:])
+	syscall.Close(fd)
+	if err != nil {
+		return member{}, 0, false
+	}
+	b := buf[:n]
 	// "pid (comm) state ppid pgrp ...": comm may hold spaces and ')'.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 || i+2 >= len(b) {
@@ -51,6 +92,41 @@ func readMember(pid int) (m member, pgrp int, ok bool) {
 		return member{}, 0, false
 	}
 	return member{pid: pid, ppid: ppid, state: f[0][0]}, pgrp, true
+}
+
+// openProc opens the NUL-terminated path name read-only.
+func openProc(name []byte) (int, error) {
+	for {
+		fd, _, e := syscall.Syscall6(syscall.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&name[0])), syscall.O_RDONLY|syscall.O_CLOEXEC, 0, 0, 0)
+		if e == syscall.EINTR {
+			continue
+		}
+		if e != 0 {
+			return -1, e
+		}
+		return int(fd), nil
+	}
+}
+
+var atFDCWD = unix.AT_FDCWD
+
+// readFull reads fd until EOF or until buf is full.
+func readFull(fd int, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := syscall.Read(fd, buf[n:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return n, nil
 }
 
 // groupMembers lists every process of group pgid (zombies included) but
@@ -69,6 +145,15 @@ func groupMembers(pgid, except int) ([]member, error) {
 	for _, n := range names {
 		pid, err := strconv.Atoi(n)
 		if err != nil || pid == except {
+			continue
+		}
+		// getpgid(2) first: a system call that reads one field, where
+		// /proc/PID/stat formats fifty (~30 µs each on a loaded 2-core
+		// machine; the scan read it for every process). Linux answers it
+		// for any process in our pid namespace.
+		// Only "no such process" or another group rules it out: a getpgid
+		// refused (a security module) leaves /proc/PID/stat to tell.
+		if g, err := syscall.Getpgid(pid); err == syscall.ESRCH || (err == nil && g != pgid) {
 			continue
 		}
 		if m, pgrp, ok := readMember(pid); ok && pgrp == pgid {
@@ -184,15 +269,16 @@ func (p *Process) unsignallable() []int {
 }
 
 // allStopped reports whether every running member of the command's group
-// (but the pin) is stopped; when force is set and some are not, it
-// SIGSTOPs the group.
+// (but the pin) is stopped, or in the kernel with a SIGSTOP that takes
+// effect when it leaves (stopComing); when force is set and some are not,
+// it SIGSTOPs the group.
 func (p *Process) allStopped(force bool) bool {
 	ms, err := groupMembers(p.pgid, p.pin())
 	if err != nil {
 		return false
 	}
 	for _, m := range ms {
-		if m.running() && !m.stopped() {
+		if m.running() && !m.stopped() && !(m.state == 'D' && stopComing(m.pid)) {
 			if force {
 				syscall.Kill(-p.pgid, syscall.SIGSTOP)
 			}

@@ -56,7 +56,8 @@ const goodbye = 'q'
 // distlock's lock is freed only once the watcher exits, after the last
 // process of the command's group is gone.
 type watcher struct {
-	cmd  *exec.Cmd
+	pid  int
+	reap func()   // waits for the watcher to exit
 	w    *os.File // the pipe's write end
 	pgid int      // the group watched: the pin's (Linux) or the command's
 }
@@ -101,24 +102,26 @@ func startWatcher(pgid int, keep []*os.File) (*watcher, error) {
 		w.Close()
 		return nil, err
 	}
-	// "r" and the group's number, once the watcher is ready.
+	n, err := readReady(ready)
+	if err != nil {
+		c.Process.Kill()
+		w.Close()
+		c.Wait()
+		return nil, err
+	}
+	return &watcher{pid: c.Process.Pid, reap: func() { c.Wait() }, w: w, pgid: n}, nil
+}
+
+// readReady reads the watcher's "r<pgid>\n": it is ready, and the group's
+// number.
+func readReady(ready *os.File) (int, error) {
 	ready.SetReadDeadline(time.Now().Add(watcherReady))
 	line, err := bufio.NewReader(ready).ReadString('\n')
 	n, perr := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(line), "r"))
 	if err != nil || !strings.HasPrefix(line, "r") || perr != nil || n <= 1 {
-		c.Process.Kill()
-		w.Close()
-		c.Wait()
-		return nil, fmt.Errorf("the group watcher did not start: %q, %v", line, err)
+		return 0, fmt.Errorf("the group watcher did not start: %q, %v", line, err)
 	}
-	return &watcher{cmd: c, w: w, pgid: n}, nil
-}
-
-func (w *watcher) pid() int {
-	if w == nil {
-		return 0
-	}
-	return w.cmd.Process.Pid
+	return n, nil
 }
 
 // release says goodbye and reaps the watcher, then the pin (which distlock
@@ -134,7 +137,7 @@ func (w *watcher) release() {
 	w.w.Write([]byte{goodbye})
 	w.w.Close()
 	go func() {
-		w.cmd.Wait()
+		w.reap()
 		if watcherLeads {
 			var ws syscall.WaitStatus
 			syscall.Wait4(w.pgid, &ws, 0, nil) // ECHILD if init got it
@@ -145,7 +148,8 @@ func (w *watcher) release() {
 // WatchMain is the watcher process: ignore signals, make the command's
 // group (no args) or take the one named, say it is ready, wait for the
 // goodbye on stdin; on EOF without it, distlock is gone: kill the group it
-// left, and exit once no process of it runs.
+// left, and exit once no process of it runs. (On Linux on amd64 and
+// arm64 the watcher is forked instead: fork_linux.go.)
 func WatchMain(args []string) int {
 	ignoreSignals()
 	var pgid int

@@ -123,7 +123,3 @@ func (e *LimitMismatchError) Error() string {
 func (e *LimitMismatchError) Is(target error) bool {
 	return target == ErrLimitMismatch || target == ErrInvalid
 }
-
-// ErrSlotHold: a semaphore slot cannot be kept after its process ends
-// (--min-hold with --limit, distlock acquire --limit) yet.
-var ErrSlotHold = Invalidf("a semaphore slot cannot be held without its process yet: drop --limit or --min-hold")

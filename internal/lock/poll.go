@@ -13,14 +13,40 @@ import (
 // holder's lease expiring; <0 unknown). Wake, when set, opens the engine's
 // notification of releases (Redis pub/sub, PostgreSQL LISTEN) the first
 // time the contender waits; stop ends it.
+//
+// Queue, when set, makes waiting fair (arrival order): the first Wait
+// takes a place in the engine's line with Queue.Step, and from then on
+// every Try is a Queue.Step (refresh our place; take the lock only when
+// as few waiters are ahead of us as there are free places). A try-once,
+// before any Wait, never takes a place. Leave gives the place back.
 type Polling struct {
 	TryOnce func(ctx context.Context) (l Lease, freeIn time.Duration, err error)
 	Cap     time.Duration
 	Wake    func(ctx context.Context) (ch <-chan struct{}, stop func(), err error)
+	Queue   *PollQueue
 
 	freeIn time.Duration // from the last busy answer
 	wake   <-chan struct{}
 	stop   func()
+	queued bool // a Queue.Step ran: we may hold a place
+	// stepped is the answer of the step that joined the line in Wait, for
+	// the next Try to return.
+	stepped *pollStep
+}
+
+// PollQueue is an engine's line of waiters for Polling. A waiter must step
+// at least every Cap, and its place must outlast that many times over
+// (the engine prunes places that are not refreshed: a dead waiter cannot
+// block the line).
+type PollQueue struct {
+	Step  func(ctx context.Context) (l Lease, freeIn time.Duration, err error)
+	Leave func() // best effort, on a fresh context: an unrefreshed place expires by itself
+}
+
+type pollStep struct {
+	l      Lease
+	freeIn time.Duration
+	err    error
 }
 
 // HolderExpiry is the freeIn of a mutex: the busy holder's time left.
@@ -34,11 +60,27 @@ func HolderExpiry(err error) time.Duration {
 
 // Try implements Contender.
 func (p *Polling) Try(ctx context.Context) (Lease, error) {
-	l, freeIn, err := p.TryOnce(ctx)
+	var (
+		l      Lease
+		freeIn time.Duration
+		err    error
+	)
+	switch {
+	case p.stepped != nil:
+		l, freeIn, err = p.stepped.l, p.stepped.freeIn, p.stepped.err
+		p.stepped = nil
+	case p.queued:
+		l, freeIn, err = p.Queue.Step(ctx)
+	default:
+		l, freeIn, err = p.TryOnce(ctx)
+	}
 	p.freeIn = freeIn
-	if err == nil && p.stop != nil {
-		p.stop()
-		p.stop = nil
+	if err == nil {
+		p.queued = false // a grant gave our place up
+		if p.stop != nil {
+			p.stop()
+			p.stop = nil
+		}
 	}
 	return l, err
 }
@@ -48,6 +90,17 @@ func (p *Polling) Try(ctx context.Context) (Lease, error) {
 // otherwise wait for the poll. A failed subscription is not fatal: the
 // waiter still polls.
 func (p *Polling) Wait(ctx context.Context) (Retry, error) {
+	if p.Queue != nil && !p.queued {
+		// Take our place now, so that a waiter is in line when its first
+		// Wait returns (and says it waits); the next Try returns this step.
+		p.queued = true
+		l, freeIn, err := p.Queue.Step(ctx)
+		p.stepped = &pollStep{l: l, freeIn: freeIn, err: err}
+		if err != nil && !errors.Is(err, ErrHeld) {
+			return Retry{After: 0}, nil
+		}
+		p.freeIn = freeIn
+	}
 	if p.Wake != nil && p.stop == nil && p.wake == nil {
 		if ch, stop, err := p.Wake(ctx); err == nil {
 			p.wake, p.stop = ch, stop
@@ -59,6 +112,15 @@ func (p *Polling) Wait(ctx context.Context) (Retry, error) {
 
 // Leave implements Contender.
 func (p *Polling) Leave() {
+	if p.stepped != nil && p.stepped.l != nil {
+		// Granted while joining, and never taken by a Try: give it back.
+		_ = p.stepped.l.Release(context.Background())
+		p.stepped = nil
+	}
+	if p.queued {
+		p.Queue.Leave()
+		p.queued = false
+	}
 	if p.stop != nil {
 		p.stop()
 		p.stop = nil

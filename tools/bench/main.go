@@ -3,6 +3,10 @@
 //
 //	go run ./tools/bench                 # table on stdout, bench.json
 //	go run ./tools/bench -rounds 80 -json /tmp/b.json
+//	go run ./tools/bench -baseline /tmp/distlock-old   # before/after, interleaved
+//
+// With -baseline, every distlock measurement is made for that binary too
+// ("before"), interleaved with this tree's ("after") round by round.
 //
 // It builds distlock, starts a real redis-server and etcd when they are on
 // PATH (and skips what is missing, saying so), then measures:
@@ -39,6 +43,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/distlock/distlock/internal/testenv/server"
@@ -49,8 +54,9 @@ func main() {
 	sections := flag.Int("sections", 5, "critical sections per contender in the handover test (8 contenders)")
 	hold := flag.Duration("hold", 10*time.Second, "how long the idle holder is watched")
 	jsonOut := flag.String("json", "bench.json", "where to write the results as JSON (empty: nowhere)")
+	baseline := flag.String("baseline", "", "a distlock binary to measure too, as \"before\" (this tree's build is \"after\")")
 	flag.Parse()
-	if err := run(*rounds, *sections, *hold, *jsonOut); err != nil {
+	if err := run(*rounds, *sections, *hold, *jsonOut, *baseline); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -60,6 +66,7 @@ func main() {
 type Results struct {
 	Machine  string                  `json:"machine"`
 	When     time.Time               `json:"when"`
+	LoadAvg  []string                `json:"load_average"` // /proc/loadavg at the start and the end
 	Rounds   int                     `json:"rounds"`
 	Startup  map[string]Stat         `json:"startup_ms"`
 	Ratios   map[string]float64      `json:"ratios"`
@@ -89,6 +96,7 @@ type HandoverStat struct {
 // HolderStat is an idle holder after the watch period.
 type HolderStat struct {
 	RSSkB          int64   `json:"rss_kb"`
+	AnonkB         int64   `json:"rss_anon_kb"` // private: RSS less the binary's pages (shared by every distlock)
 	CPUms          float64 `json:"cpu_ms"`
 	Renewals       int     `json:"renewals_expected"`
 	Requests       int64   `json:"engine_requests"`
@@ -102,7 +110,30 @@ type engine struct {
 	requests func() (int64, error) // engine requests served so far; nil: unknown
 }
 
-func run(rounds, sections int, hold time.Duration, jsonOut string) error {
+// binary is one distlock build under test.
+type binary struct {
+	label string // "" alone; "before" / "after" with -baseline
+	path  string
+}
+
+// name is a measurement's name for this binary.
+func (b binary) name(s string) string {
+	if b.label == "" {
+		return s
+	}
+	return s + " [" + b.label + "]"
+}
+
+func loadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func run(rounds, sections int, hold time.Duration, jsonOut, baseline string) error {
 	tmp, err := os.MkdirTemp("", "distlock-bench-")
 	if err != nil {
 		return err
@@ -116,12 +147,20 @@ func run(rounds, sections int, hold time.Duration, jsonOut string) error {
 	note := func(format string, args ...any) {
 		res.Notes = append(res.Notes, fmt.Sprintf(format, args...))
 	}
+	res.LoadAvg = append(res.LoadAvg, loadAvg())
 
 	bin := filepath.Join(tmp, "distlock")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("go build: %w", err)
+	}
+	bins := []binary{{"", bin}}
+	if baseline != "" {
+		if _, err := os.Stat(baseline); err != nil {
+			return err
+		}
+		bins = []binary{{"before", baseline}, {"after", bin}}
 	}
 
 	engines := []engine{{name: "file", url: "file://" + filepath.Join(tmp, "locks")}}
@@ -140,19 +179,34 @@ func run(rounds, sections int, hold time.Duration, jsonOut string) error {
 	} else {
 		note("etcd: %v (skipped)", err)
 	}
+	if p, err := server.StartPostgres(filepath.Join(tmp, "postgres")); err == nil {
+		defer p.Close()
+		engines = append(engines, engine{name: "postgres", url: "postgres://" + server.PostgresUser + "@" + p.Addr() + "/postgres?sslmode=disable"})
+	} else {
+		note("postgres: %v (skipped)", err)
+	}
+	if p, err := server.StartMariaDB(filepath.Join(tmp, "mariadb")); err == nil {
+		defer p.Close()
+		engines = append(engines, engine{name: "mariadb", url: "mysql://" + server.MariaDBUser + "@" + p.Addr() + "/" + server.MariaDBDatabase})
+	} else {
+		note("mariadb: %v (skipped)", err)
+	}
 
 	// Start-up, interleaved round by round.
-	cmds := []command{
-		{"distlock version", []string{bin, "version"}},
-		{"true", []string{"true"}},
+	var cmds []command
+	for _, b := range bins {
+		cmds = append(cmds, command{b.name("distlock version"), []string{b.path, "version"}})
 	}
+	cmds = append(cmds, command{"true", []string{"true"}})
 	if p, err := exec.LookPath("flock"); err == nil {
 		cmds = append(cmds, command{"flock f true", []string{p, filepath.Join(tmp, "flock-startup"), "true"}})
 	} else {
 		note("flock not on PATH: no file peer")
 	}
 	for _, e := range engines {
-		cmds = append(cmds, command{"distlock run " + e.name, []string{bin, "--backend", e.url, "run", "--key", "startup", "--", "true"}})
+		for _, b := range bins {
+			cmds = append(cmds, command{b.name("distlock run " + e.name), []string{b.path, "--backend", e.url, "run", "--key", "startup", "--", "true"}})
+		}
 	}
 	if p, err := exec.LookPath("etcdctl"); err == nil && etcdAddr != "" {
 		cmds = append(cmds, command{"etcdctl lock", []string{p, "--endpoints=" + etcdAddr, "lock", "startup", "true"}})
@@ -183,13 +237,15 @@ func run(rounds, sections int, hold time.Duration, jsonOut string) error {
 	for name, ds := range times {
 		res.Startup[name] = stat(ds)
 	}
-	floor := res.Startup["distlock version"].Median + res.Startup["true"].Median
 	peers := map[string]string{"file": "flock f true", "redis": "redis-cli SET NX PX + DEL", "etcd": "etcdctl lock"}
-	for _, e := range engines {
-		ours := res.Startup["distlock run "+e.name].Median
-		res.Overhead[e.name] = round2(ours - floor)
-		if peer, ok := res.Startup[peers[e.name]]; ok {
-			res.Ratios[e.name+" / "+peers[e.name]] = round2(ours / peer.Median)
+	for _, b := range bins {
+		floor := res.Startup[b.name("distlock version")].Median + res.Startup["true"].Median
+		for _, e := range engines {
+			ours := res.Startup[b.name("distlock run "+e.name)].Median
+			res.Overhead[b.name(e.name)] = round2(ours - floor)
+			if peer, ok := res.Startup[peers[e.name]]; ok {
+				res.Ratios[b.name(e.name+" / "+peers[e.name])] = round2(ours / peer.Median)
+			}
 		}
 	}
 
@@ -203,7 +259,9 @@ func run(rounds, sections int, hold time.Duration, jsonOut string) error {
 	var tools []tool
 	for i := range engines {
 		e := &engines[i]
-		tools = append(tools, tool{"distlock " + e.name, []string{bin, "--backend", e.url, "run", "--key", "handover", "--wait", "120s", "--"}, e})
+		for _, b := range bins {
+			tools = append(tools, tool{b.name("distlock " + e.name), []string{b.path, "--backend", e.url, "run", "--key", "handover", "--wait", "120s", "--"}, e})
+		}
 	}
 	if p, err := exec.LookPath("flock"); err == nil {
 		tools = append(tools, tool{"flock", []string{p, filepath.Join(tmp, "flock-handover")}, nil})
@@ -221,14 +279,17 @@ func run(rounds, sections int, hold time.Duration, jsonOut string) error {
 
 	// An idle holder.
 	for _, e := range engines {
-		h, err := holder(bin, e, hold)
-		if err != nil {
-			return fmt.Errorf("holder %s: %w", e.name, err)
+		for _, b := range bins {
+			h, err := holder(b.path, b.name("idle"), e, hold)
+			if err != nil {
+				return fmt.Errorf("holder %s: %w", e.name, err)
+			}
+			res.Holder[b.name(e.name)] = h
 		}
-		res.Holder[e.name] = h
 	}
+	res.LoadAvg = append(res.LoadAvg, loadAvg())
 
-	printTable(os.Stdout, res, cmds, engines)
+	printTable(os.Stdout, res, cmds, engines, bins)
 	if jsonOut != "" {
 		b, _ := json.MarshalIndent(res, "", "  ")
 		if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
@@ -321,13 +382,19 @@ func handover(tmp, name string, prefix []string, n, sections int, e *engine) (Ha
 
 // holder starts a run that sleeps, watches it for d, and reads its RSS,
 // CPU time and the engine requests it made meanwhile.
-func holder(bin string, e engine, d time.Duration) (HolderStat, error) {
+func holder(bin, key string, e engine, d time.Duration) (HolderStat, error) {
 	const ttl = 3 * time.Second
-	c := exec.Command(bin, "--backend", e.url, "run", "--key", "idle", "--ttl", ttl.String(), "--", "sleep", strconv.Itoa(int((d+5*time.Second)/time.Second)))
+	c := exec.Command(bin, "--backend", e.url, "run", "--key", strings.NewReplacer(" [", "-", "]", "").Replace(key), "--ttl", ttl.String(), "--", "sleep", strconv.Itoa(int((d+5*time.Second)/time.Second)))
 	if err := c.Start(); err != nil {
 		return HolderStat{}, err
 	}
-	defer func() { c.Process.Kill(); c.Wait() }()
+	defer func() {
+		// SIGTERM: the run ends its command and releases the lock.
+		c.Process.Signal(syscall.SIGTERM)
+		t := time.AfterFunc(10*time.Second, func() { c.Process.Kill() })
+		c.Wait()
+		t.Stop()
+	}()
 	time.Sleep(500 * time.Millisecond) // past acquisition: count renewals only
 	var before int64
 	if e.requests != nil {
@@ -347,6 +414,9 @@ func holder(bin string, e engine, d time.Duration) (HolderStat, error) {
 		for _, line := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 				h.RSSkB, _ = strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+			}
+			if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
+				h.AnonkB, _ = strconv.ParseInt(strings.Fields(v)[0], 10, 64)
 			}
 		}
 	}
@@ -430,16 +500,18 @@ type command struct {
 	argv []string
 }
 
-func printTable(w io.Writer, r *Results, cmds []command, engines []engine) {
-	fmt.Fprintf(w, "distlock benchmark — %s, %d rounds\n\n", r.Machine, r.Rounds)
-	fmt.Fprintf(w, "%-32s %10s %10s\n", "start-up (whole process)", "median ms", "p90 ms")
+func printTable(w io.Writer, r *Results, cmds []command, engines []engine, bins []binary) {
+	fmt.Fprintf(w, "distlock benchmark — %s, %d rounds; load average %s\n\n", r.Machine, r.Rounds, strings.Join(r.LoadAvg, " → "))
+	fmt.Fprintf(w, "%-40s %10s %10s\n", "start-up (whole process)", "median ms", "p90 ms")
 	for _, c := range cmds {
 		s := r.Startup[c.name]
-		fmt.Fprintf(w, "%-32s %10.2f %10.2f\n", c.name, s.Median, s.P90)
+		fmt.Fprintf(w, "%-40s %10.2f %10.2f\n", c.name, s.Median, s.P90)
 	}
 	fmt.Fprintln(w)
 	for _, e := range engines {
-		fmt.Fprintf(w, "distlock run %-8s over its floor (version + true): %+.2f ms\n", e.name, r.Overhead[e.name])
+		for _, b := range bins {
+			fmt.Fprintf(w, "distlock run %-18s over its floor (version + true): %+.2f ms\n", b.name(e.name), r.Overhead[b.name(e.name)])
+		}
 	}
 	keys := make([]string, 0, len(r.Ratios))
 	for k := range r.Ratios {
@@ -447,9 +519,9 @@ func printTable(w io.Writer, r *Results, cmds []command, engines []engine) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		fmt.Fprintf(w, "ratio %-40s %.2f\n", k, r.Ratios[k])
+		fmt.Fprintf(w, "ratio %-48s %.2f\n", k, r.Ratios[k])
 	}
-	fmt.Fprintf(w, "\n%-20s %9s %9s %12s %14s\n", "handover (8 waiters)", "p50 ms", "p99 ms", "sections/s", "req/handover")
+	fmt.Fprintf(w, "\n%-30s %9s %9s %12s %14s\n", "handover (8 waiters)", "p50 ms", "p99 ms", "sections/s", "req/handover")
 	hk := make([]string, 0, len(r.Handover))
 	for k := range r.Handover {
 		hk = append(hk, k)
@@ -461,16 +533,18 @@ func printTable(w io.Writer, r *Results, cmds []command, engines []engine) {
 		if h.Requests > 0 {
 			req = fmt.Sprintf("%.1f", h.ReqPerHandov)
 		}
-		fmt.Fprintf(w, "%-20s %9.2f %9.2f %12.1f %14s\n", k, h.P50ms, h.P99ms, h.PerSecond, req)
+		fmt.Fprintf(w, "%-30s %9.2f %9.2f %12.1f %14s\n", k, h.P50ms, h.P99ms, h.PerSecond, req)
 	}
-	fmt.Fprintf(w, "\n%-20s %9s %9s %16s\n", "idle holder", "RSS kB", "CPU ms", "req/renewal")
+	fmt.Fprintf(w, "\n%-30s %9s %9s %9s %16s\n", "idle holder", "RSS kB", "anon kB", "CPU ms", "req/renewal")
 	for _, e := range engines {
-		h := r.Holder[e.name]
-		req := "-"
-		if h.Renewals > 0 && e.requests != nil {
-			req = fmt.Sprintf("%.2f", h.ReqPerRenewal)
+		for _, b := range bins {
+			h := r.Holder[b.name(e.name)]
+			req := "-"
+			if h.Renewals > 0 && e.requests != nil {
+				req = fmt.Sprintf("%.2f", h.ReqPerRenewal)
+			}
+			fmt.Fprintf(w, "%-30s %9d %9d %9.0f %16s\n", b.name(e.name), h.RSSkB, h.AnonkB, h.CPUms, req)
 		}
-		fmt.Fprintf(w, "%-20s %9d %9.0f %16s\n", e.name, h.RSSkB, h.CPUms, req)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "note:", n)

@@ -21,6 +21,20 @@ type entry struct {
 	id      clientv3.LeaseID
 	rev     int64 // create revision of etcdKey: the fencing token
 	rec     record
+	// slot is set when etcdKey is a semaphore slot: its value then also
+	// carries the limit and the slot (slotRecord).
+	slot *slotRecord
+}
+
+// value is what etcdKey holds for rec: rec itself, or for a slot rec with
+// the slot's limit and index.
+func (e *entry) value(rec record) string {
+	if e.slot != nil {
+		sr := *e.slot
+		sr.record = rec
+		return encodeJSON(sr)
+	}
+	return rec.encode()
 }
 
 // cleanupTimeout caps the fresh context used to leave the queue.

@@ -11,8 +11,8 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// Hold implements lock.Lease. etcd cannot change a lease's TTL, so our
-// key moves to a new lease of d (rounded up to whole seconds) in a
+// Hold implements lock.Lease (for a mutex and a semaphore slot alike).
+// etcd cannot change a lease's TTL, so our key moves to a new lease of d (rounded up to whole seconds) in a
 // transaction that checks it is still ours; the key keeps its create
 // revision (the fencing token) and its place at the head of the queue.
 // The old lease is then revoked.
@@ -33,7 +33,7 @@ func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
 	rec.Hold, rec.TTLms = mode, d.Milliseconds()
 	resp, err := l.b.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(l.e.etcdKey), "=", l.e.rev)).
-		Then(clientv3.OpPut(l.e.etcdKey, rec.encode(), clientv3.WithLease(g.ID))).
+		Then(clientv3.OpPut(l.e.etcdKey, l.e.value(rec), clientv3.WithLease(g.ID))).
 		Commit()
 	switch {
 	case err != nil:

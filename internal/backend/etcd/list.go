@@ -29,8 +29,8 @@ func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 	for _, kv := range resp.Kvs {
 		rest := strings.TrimPrefix(string(kv.Key), base)
 		esc, id, ok := strings.Cut(rest, "/")
-		if !ok || !contenderID(id) {
-			continue // not a lock key of ours
+		if !ok || !contenderID(id) || strings.Contains(esc, "#") {
+			continue // not a lock key of ours ('#': a semaphore's waiter, semwait.go)
 		}
 		key, err := url.PathUnescape(esc)
 		if err != nil || !strings.HasPrefix(key, keyPrefix) {

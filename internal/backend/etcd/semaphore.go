@@ -28,10 +28,10 @@ package etcd
 //
 // # Waiting
 //
-// A semaphore waiter watches the slot prefix for deletions (a release, a
-// break, or a lease that expired) and then tries again. Semaphore waiters
-// are not queued in arrival order (unlike the mutex): every waiter wakes on
-// a freed slot and the quickest takes it.
+// Semaphore waiters queue in arrival order, each in a key of its own
+// outside the queue prefix (semwait.go). A try-once takes a slot only while
+// no waiter is in line (a compare in the taking transaction): it never
+// jumps the line, and never joins it.
 
 import (
 	"context"
@@ -60,63 +60,6 @@ func (b *Backend) slotPrefix(key string) string { return b.queuePrefix(key) + "s
 // semFallbackPoll bounds a waiter's sleep should a watch stay silent.
 const semFallbackPoll = 5 * time.Second
 
-// semContender waits for a slot: each Try is a try-once (semAttempt), and
-// a waiter watches the slots for a deletion after the revision it read
-// them at, with semFallbackPoll as the bound should the watch stay silent.
-// Semaphore waiters are not queued: the quickest takes a freed slot.
-type semContender struct {
-	b       *Backend
-	req     lock.Request
-	rev     int64
-	unwatch context.CancelFunc
-}
-
-// Try implements lock.Contender.
-func (c *semContender) Try(ctx context.Context) (lock.Lease, error) {
-	c.stopWatch()
-	if err := checkRequest(c.req); err != nil {
-		return nil, err
-	}
-	l, rev, err := c.b.semAttempt(ctx, c.req)
-	if err != nil {
-		c.rev = rev
-		return nil, err
-	}
-	return l, nil
-}
-
-// Wait implements lock.Contender.
-func (c *semContender) Wait(ctx context.Context) (lock.Retry, error) {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	c.unwatch = cancel
-	ch := c.b.cli.Watch(wctx, c.b.slotPrefix(c.req.Key), clientv3.WithPrefix(), clientv3.WithRev(c.rev+1), clientv3.WithFilterPut())
-	wake := make(chan struct{}, 1)
-	go func() {
-		defer func() { wake <- struct{}{} }()
-		for {
-			select {
-			case <-wctx.Done():
-				return
-			case wr, ok := <-ch:
-				if !ok || wr.Canceled || wr.Err() != nil || len(wr.Events) > 0 {
-					return
-				}
-			}
-		}
-	}()
-	return lock.Retry{Wake: wake, After: semFallbackPoll}, nil
-}
-
-// Leave implements lock.Contender: a busy try holds nothing.
-func (c *semContender) Leave() { c.stopWatch() }
-
-func (c *semContender) stopWatch() {
-	if c.unwatch != nil {
-		c.unwatch()
-		c.unwatch = nil
-	}
-}
-
 // semAttempt grants a lease and takes the lowest free slot with it; when
 // every slot is held it revokes the lease and returns a *lock.BusyError
 // naming the oldest holder, with the revision the slots were read at.
@@ -136,61 +79,43 @@ func (b *Backend) semAttempt(ctx context.Context, req lock.Request) (*SlotLease,
 }
 
 func (b *Backend) semTake(ctx context.Context, req lock.Request, id clientv3.LeaseID, granted time.Time) (*SlotLease, int64, error) {
-	qp, n := b.queuePrefix(req.Key), req.Limit
+	qp, wp, n := b.queuePrefix(req.Key), b.semWaitPrefix(req.Key), req.Limit
 	for {
-		resp, err := b.cli.Get(ctx, qp, clientv3.WithPrefix())
+		resp, err := b.cli.Txn(ctx).Then(
+			clientv3.OpGet(qp, clientv3.WithPrefix()),
+			clientv3.OpGet(wp, clientv3.WithFirstCreate()...),
+		).Commit()
 		if err != nil {
 			return nil, 0, b.opError("read the slots of "+req.Key, err)
 		}
-		held := make([]bool, n)
-		var oldest *mvccpb.KeyValue
-		for _, kv := range resp.Kvs {
-			idx, isSlot := strings.CutPrefix(strings.TrimPrefix(string(kv.Key), qp), "slot/")
-			if !isSlot {
-				return nil, 0, &lock.LimitMismatchError{Key: req.Key, Want: n, Have: 1}
-			}
-			i, err := strconv.Atoi(idx)
-			if err != nil || i < 0 {
-				continue // not a key of ours
-			}
-			var rec slotRecord
-			if json.Unmarshal(kv.Value, &rec) == nil && rec.Limit > 0 && rec.Limit != n {
-				return nil, 0, &lock.LimitMismatchError{Key: req.Key, Want: n, Have: rec.Limit}
-			}
-			if i >= n { // only a holder with a larger limit can be there
-				return nil, 0, &lock.LimitMismatchError{Key: req.Key, Want: n, Have: max(rec.Limit, i+1)}
-			}
-			held[i] = true
-			if oldest == nil || kv.CreateRevision < oldest.CreateRevision {
-				oldest = kv
-			}
+		rev := resp.Header.Revision
+		sr, err := readSlots(req, qp, resp.Responses[0].GetResponseRange().Kvs)
+		if err != nil {
+			return nil, 0, err
 		}
-		free := -1
-		for i, h := range held {
-			if !h {
-				free = i
-				break
-			}
+		if waiters := resp.Responses[1].GetResponseRange().Kvs; len(waiters) > 0 || sr.free < 0 {
+			// Full, or others wait in line: a try-once does not jump it.
+			return nil, rev, &lock.BusyError{Holder: b.semBusyHolder(ctx, req.Key, sr.oldest, waiters)}
 		}
-		if free < 0 {
-			return nil, resp.Header.Revision, &lock.BusyError{Holder: b.holderOf(ctx, req.Key, oldest)}
-		}
-		sk := b.slotPrefix(req.Key) + strconv.Itoa(free)
-		rec := slotRecord{record: newRecord(req, time.Now()), Limit: n, Slot: free}
+		sk := b.slotPrefix(req.Key) + strconv.Itoa(sr.free)
+		rec := slotRecord{record: newRecord(req, time.Now()), Limit: n, Slot: sr.free}
 		rec.QueuedAt = time.Time{}
 		tr, err := b.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(qp).WithPrefix(), "<", resp.Header.Revision+1)).
+			If(
+				clientv3.Compare(clientv3.ModRevision(qp).WithPrefix(), "<", rev+1),
+				clientv3.Compare(clientv3.CreateRevision(wp).WithPrefix(), "=", 0), // nobody in line
+			).
 			Then(clientv3.OpPut(sk, encodeJSON(rec), clientv3.WithLease(id))).
 			Commit()
 		if err != nil {
 			return nil, 0, b.opError("take a slot of "+req.Key, err)
 		}
 		if tr.Succeeded {
-			e := &entry{key: req.Key, qp: qp, etcdKey: sk, id: id, rev: tr.Header.Revision, rec: rec.record}
-			return &SlotLease{l: b.newLease(e, granted), slot: free}, 0, nil
+			e := &entry{key: req.Key, qp: qp, etcdKey: sk, id: id, rev: tr.Header.Revision, rec: rec.record, slot: &rec}
+			return &SlotLease{l: b.newLease(e, granted), slot: sr.free}, 0, nil
 		}
-		// Someone changed the key's slots or queue since our read: read
-		// again, after a moment so that racing acquirers spread out.
+		// Someone changed the key's slots, queue or line since our read:
+		// read again, after a moment so that racing acquirers spread out.
 		t := time.NewTimer(time.Duration(rand.Int64N(int64(5 * time.Millisecond))))
 		select {
 		case <-ctx.Done():
@@ -199,6 +124,62 @@ func (b *Backend) semTake(ctx context.Context, req lock.Request, id clientv3.Lea
 		case <-t.C:
 		}
 	}
+}
+
+// slotsRead is what one read of a key's queue prefix says of its slots.
+type slotsRead struct {
+	free   int              // the lowest free slot below the limit; -1 none
+	oldest *mvccpb.KeyValue // the slot holder with the lowest create revision; nil none
+}
+
+// readSlots reads the keys under the queue prefix qp for req: a
+// *lock.LimitMismatchError when a mutex contender is there or a slot holder
+// uses another limit.
+func readSlots(req lock.Request, qp string, kvs []*mvccpb.KeyValue) (slotsRead, error) {
+	n := req.Limit
+	held := make([]bool, n)
+	var oldest *mvccpb.KeyValue
+	for _, kv := range kvs {
+		idx, isSlot := strings.CutPrefix(strings.TrimPrefix(string(kv.Key), qp), "slot/")
+		if !isSlot {
+			return slotsRead{}, &lock.LimitMismatchError{Key: req.Key, Want: n, Have: 1}
+		}
+		i, err := strconv.Atoi(idx)
+		if err != nil || i < 0 {
+			continue // not a key of ours
+		}
+		var rec slotRecord
+		if json.Unmarshal(kv.Value, &rec) == nil && rec.Limit > 0 && rec.Limit != n {
+			return slotsRead{}, &lock.LimitMismatchError{Key: req.Key, Want: n, Have: rec.Limit}
+		}
+		if i >= n { // only a holder with a larger limit can be there
+			return slotsRead{}, &lock.LimitMismatchError{Key: req.Key, Want: n, Have: max(rec.Limit, i+1)}
+		}
+		held[i] = true
+		if oldest == nil || kv.CreateRevision < oldest.CreateRevision {
+			oldest = kv
+		}
+	}
+	sr := slotsRead{free: -1, oldest: oldest}
+	for i, h := range held {
+		if !h {
+			sr.free = i
+			break
+		}
+	}
+	return sr, nil
+}
+
+// semBusyHolder names whom a busy semaphore acquirer waits for: the oldest
+// slot holder, else the first waiter in line (waiters: its key, if any).
+func (b *Backend) semBusyHolder(ctx context.Context, key string, oldest *mvccpb.KeyValue, waiters []*mvccpb.KeyValue) lock.Holder {
+	switch {
+	case oldest != nil:
+		return b.holderOf(ctx, key, oldest)
+	case len(waiters) > 0:
+		return waiterHolder(key, waiters[0])
+	}
+	return lock.Holder{Key: key, ExpiresIn: -1}
 }
 
 // semRevoke drops a lease on a fresh short context.
@@ -281,10 +262,11 @@ func (s *SlotLease) Slot() int { return s.slot }
 // Alerts implements lock.Lease: etcd sends no news; renewals find out.
 func (s *SlotLease) Alerts() <-chan struct{} { return nil }
 
-// Hold implements lock.Lease. A slot cannot be kept without its process
-// yet (--min-hold with --limit is refused before it gets here).
+// Hold implements lock.Lease (see Lease.Hold): the slot key moves to a
+// lease of its own for d, keeping its create revision (the token) and its
+// limit and slot.
 func (s *SlotLease) Hold(ctx context.Context, d time.Duration, mode string) error {
-	return lock.ErrSlotHold
+	return s.l.Hold(ctx, d, mode)
 }
 
 // Handle implements lock.Lease.

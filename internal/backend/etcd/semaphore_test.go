@@ -230,3 +230,59 @@ func TestSemaphoreWaitTimesOutBusy(t *testing.T) {
 		c.Release(ctx)
 	})
 }
+
+// TestSemaphoreDeadWaiterIsSkipped: a waiter in line whose process died
+// (it joined and was never heard of again: nobody keeps its lease alive)
+// does not block the waiter behind it: its key expires with its lease and
+// the live waiter gets the freed slot. Waiters are never listed as locks.
+func TestSemaphoreDeadWaiterIsSkipped(t *testing.T) {
+	eachServer(t, func(t *testing.T, s server) {
+		b := newBackend(t, s)
+		ctx := wait.Context(t, 30*time.Second)
+		var hs []lock.Lease
+		for _, o := range []string{"a", "b"} {
+			l, err := lock.TryOnce(ctx, b, semReq("dw", o, 2, 3*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs = append(hs, l)
+		}
+		dead := b.Contend(semReq("dw", "dead", 2, time.Second))
+		if _, err := dead.Try(ctx); err == nil {
+			t.Fatal("dead got a slot of a full semaphore")
+		}
+		if _, err := dead.Wait(ctx); err != nil { // in line, and never again
+			t.Fatal(err)
+		}
+		got := make(chan error, 1)
+		go func() {
+			l, err := waitFor(ctx, b, semReq("dw", "live", 2, 3*time.Second), nil)
+			if err == nil {
+				err = l.Release(ctx)
+			}
+			got <- err
+		}()
+		wait.Until(t, 5*time.Second, "two waiters in line", func() bool {
+			n, err := b.QueueLen(ctx, "dw")
+			return err == nil && n == 2
+		})
+		if listed, err := b.List(ctx, ""); err != nil || len(listed) != 1 || listed[0].Key != "dw" {
+			t.Fatalf("list with waiters in line = %+v, %v; want the one semaphore", listed, err)
+		}
+		if err := hs[0].Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("the live waiter stayed stuck behind the dead one")
+		}
+		if n, err := b.QueueLen(ctx, "dw"); err != nil || n != 0 {
+			t.Errorf("%d waiters left in line (%v)", n, err)
+		}
+		hs[1].Release(ctx)
+	})
+}

@@ -73,12 +73,18 @@ func (b *Backend) Close() error { return nil }
 const pollCap = 200 * time.Millisecond
 
 // Contend implements lock.Backend: the file engine keeps no line, so
-// waiters poll (see lock.Polling).
+// waiters poll (see lock.Polling); a mutex's waiters are also woken by
+// the kernel when the holder lets go (wake_linux.go).
 func (b *Backend) Contend(req lock.Request) lock.Contender {
-	return &lock.Polling{Cap: pollCap, TryOnce: func(ctx context.Context) (lock.Lease, time.Duration, error) {
+	p := &lock.Polling{Cap: pollCap, TryOnce: func(ctx context.Context) (lock.Lease, time.Duration, error) {
 		l, err := b.tryOnce(ctx, req)
 		return l, lock.HolderExpiry(err), err
 	}}
+	if req.Limit <= 1 {
+		lockPath, _, _ := b.paths(req.Key)
+		p.Wake = func(ctx context.Context) (<-chan struct{}, func(), error) { return watchReleases(ctx, lockPath) }
+	}
+	return p
 }
 
 // tryOnce makes one attempt at req.
@@ -103,6 +109,12 @@ func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, er
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 		return nil, &lock.BusyError{Holder: m.holder(time.Now())}
+	}
+	// A semaphore slot kept by a hold holds no shared flock on lockPath.
+	if h, ok := b.heldSlot(req.Key); ok {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+		return nil, &lock.BusyError{Holder: h}
 	}
 	l, err := b.initLease(ctx, f, req, metaPath, tokenPath, granted)
 	if err != nil {

@@ -50,6 +50,7 @@ func (l *Lease) record() ownRecord {
 // letGo drops the flock. Call it with l.mu held.
 func (l *Lease) letGo() {
 	syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	touchReleased(l.f) // wakes the waiters (wake_linux.go)
 	l.f.Close()
 	l.f = nil
 }

@@ -279,6 +279,15 @@ func scanSlots(p semPaths, n int) (mine *freeSlot, held []slotHolder, err error)
 			return nil, nil, &lock.UnavailableError{Msg: fmt.Sprintf("cannot open lock file %s: %v", path, errors.Unwrap(err)), Err: err}
 		}
 		err = flock(f, syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			// No process holds the slot; a hold (min-hold) may keep it.
+			// Hold writes its record before it lets go of the flock.
+			if m, ok, _ := readSlotMeta(p.slotMeta(i)); ok && m.heldWithoutProcess(time.Now()) {
+				unlockClose(f)
+				held = append(held, slotHolder{slot: i, m: m, ok: true})
+				continue
+			}
+		}
 		switch {
 		case err == nil && i < n && mine == nil:
 			mine = &freeSlot{slot: i, f: f}
@@ -312,16 +321,36 @@ func heldSlots(p semPaths) ([]slotHolder, error) {
 		if err != nil {
 			return nil, err
 		}
+		m, ok, _ := readSlotMeta(p.slotMeta(i))
 		if !locked {
 			if !exists(path) {
 				break
 			}
+			if ok && m.heldWithoutProcess(time.Now()) {
+				held = append(held, slotHolder{slot: i, m: m, ok: true})
+			}
 			continue
 		}
-		m, ok, _ := readSlotMeta(p.slotMeta(i))
 		held = append(held, slotHolder{slot: i, m: m, ok: ok})
 	}
 	return held, nil
+}
+
+// heldSlot describes the oldest slot of key kept by a hold (min-hold),
+// which no process holds a flock for: a mutex acquirer that got the key's
+// lock file must still find the key busy. ok is false when there is none.
+func (b *Backend) heldSlot(key string) (h lock.Holder, ok bool) {
+	p := b.semPaths(key)
+	var kept []slotHolder
+	for i := 0; i < maxLimit && exists(p.slotLock(i)); i++ {
+		if m, ok, _ := readSlotMeta(p.slotMeta(i)); ok && m.Key == key && m.heldWithoutProcess(time.Now()) {
+			kept = append(kept, slotHolder{slot: i, m: m, ok: true})
+		}
+	}
+	if len(kept) == 0 {
+		return lock.Holder{}, false
+	}
+	return oldest(kept).holder(key, time.Now()), true
 }
 
 // inspectSlots is Inspect's hook for semaphores: when any slot of key is
@@ -410,7 +439,7 @@ func (b *Backend) breakSlots(ctx context.Context, key string, token uint64) (h l
 			continue
 		}
 		broken = append(broken, s)
-		if s.m.PID > 0 && s.m.Host == b.host {
+		if s.m.Hold == "" && s.m.PID > 0 && s.m.Host == b.host { // a hold's process is gone
 			pokeHolder(s.m.PID)
 		}
 	}
@@ -464,10 +493,38 @@ func (l *SlotLease) Granted() time.Time { return l.granted }
 // instead (poke.go), which the runner turns into a renewal at once.
 func (l *SlotLease) Alerts() <-chan struct{} { return nil }
 
-// Hold implements lock.Lease. A slot cannot be kept without its process
-// yet (--min-hold with --limit is refused before it gets here).
+// Hold implements lock.Lease, as for the mutex (Lease.Hold): a flock dies
+// with its process, so the hold is recorded in the slot's sidecar (mode
+// and RenewedAt+d) and both flocks are let go. Acquirers (scanSlots),
+// Inspect and a mutex acquirer (heldSlot) honour an unexpired hold; the
+// record is written before the flocks go, so none of them sees the slot
+// free in between.
 func (l *SlotLease) Hold(ctx context.Context, d time.Duration, mode string) error {
-	return lock.ErrSlotHold
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return lock.ErrNotHeld
+	}
+	ours, err := l.record().release(ctx, func() error {
+		m := l.meta
+		m.Hold, m.RenewedAt, m.TTLms = mode, time.Now(), max(d.Milliseconds(), 1)
+		err := writeSlotMeta(l.metaPath, m)
+		if err == nil {
+			l.meta = m
+		}
+		return err
+	}, func() {
+		unlockClose(l.f)
+		unlockClose(l.mode)
+		l.f, l.mode = nil, nil
+	})
+	if err != nil {
+		return err
+	}
+	if !ours {
+		return lock.ErrNotHeld
+	}
+	return nil
 }
 
 // Handle implements lock.Lease.

@@ -9,6 +9,10 @@ const nowUS = "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)"
 const holderCols = "owner, token, host, pid, username, command, note, acquired_us, ttl_ms, hold, (expires_us - " + nowUS + ") DIV 1000"
 
 const (
+	// leaveLineSQL gives a waiter's place in the key's line back. Args:
+	// prefix, key, owner.
+	leaveLineSQL = "DELETE FROM distlock_waiter WHERE prefix = ? AND lock_key = ? AND owner = ?"
+
 	// renewSQL extends our live lease to a full TTL from now. Args: ttl_ms,
 	// prefix, key, slot, owner. One row matched: renewed.
 	renewSQL = "UPDATE distlock_lease SET expires_us = " + nowUS + " + ? * 1000" +

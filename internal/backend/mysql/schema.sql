@@ -1,7 +1,7 @@
 -- distlock's MySQL/MariaDB schema, created on first use when missing (in
 -- the URL's database). A DBA who would rather not give distlock's user
 -- CREATE can run this once; distlock's user then needs SELECT, INSERT,
--- UPDATE, DELETE on both tables.
+-- UPDATE, DELETE on its three tables.
 
 -- Fencing tokens: one counter row, updated in every acquiring transaction
 -- (which also serializes them) to max(value + 1, the database's clock in
@@ -36,4 +36,19 @@ CREATE TABLE IF NOT EXISTS distlock_lease (
     command     TEXT         NOT NULL,
     note        TEXT         NOT NULL,
     PRIMARY KEY (prefix, lock_key, slot)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- Fair waiting: one place per waiter in a key's line, in arrival order
+-- (ticket: the counter's value of the attempt that took the place). A
+-- waiter refreshes alive_us while it waits; a place not refreshed in time
+-- is pruned, so a dead waiter cannot block the line.
+CREATE TABLE IF NOT EXISTS distlock_waiter (
+    prefix      VARBINARY(255)  NOT NULL,
+    lock_key    VARBINARY(512)  NOT NULL,
+    owner       VARBINARY(128)  NOT NULL,
+    ticket      BIGINT UNSIGNED NOT NULL,
+    alive_us    BIGINT          NOT NULL,
+    host        VARCHAR(255)    NOT NULL,
+    pid         INT             NOT NULL,
+    PRIMARY KEY (prefix, lock_key, owner)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

@@ -73,22 +73,43 @@ func hashHex(s string) string {
 	return hex.EncodeToString(h[:16])
 }
 
-// Contend implements lock.Backend: waiters poll, woken by a NOTIFY on every release (LISTEN on the key's
-// channel), with the soonest expiry of a live lease as the bound for holders
-// that die without releasing. Waiters are not queued in
-// arrival order: the quickest after a release takes the lock.
+// Contend implements lock.Backend: waiters take a place in the key's line
+// (distlock_waiter, arrival order) and poll, woken by a NOTIFY on every
+// release (LISTEN on the key's channel), with the soonest expiry of a live
+// lease as the bound for holders that die without releasing. A slot goes
+// to the first waiters in line; a try-once gets it only when nobody waits.
 func (b *Backend) Contend(req lock.Request) lock.Contender {
 	return &lock.Polling{
-		Cap:     time.Second,
+		Cap:     pollCap,
 		Wake:    func(ctx context.Context) (<-chan struct{}, func(), error) { return b.notify(ctx, req.Key) },
-		TryOnce: func(ctx context.Context) (lock.Lease, time.Duration, error) { return b.try(ctx, req) },
+		TryOnce: func(ctx context.Context) (lock.Lease, time.Duration, error) { return b.try(ctx, req, false) },
+		Queue: &lock.PollQueue{
+			Step:  func(ctx context.Context) (lock.Lease, time.Duration, error) { return b.try(ctx, req, true) },
+			Leave: func() { b.leaveLine(req) },
+		},
 	}
+}
+
+// pollCap caps a waiter's backoff; a waiter steps (and so refreshes its
+// place) at least this often.
+const pollCap = time.Second
+
+// placeLasts is how long a waiter's place lasts without a refresh: many
+// polls, so that only a waiter that is gone (or cut off) loses it.
+const placeLasts = 3 * pollCap
+
+// leaveLine gives our place in the key's line back, on a fresh short
+// context; if that fails, the place expires by itself.
+func (b *Backend) leaveLine(req lock.Request) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, _ = b.pool.Exec(ctx, leaveLineSQL, b.prefix, req.Key, req.Owner)
 }
 
 // try makes one attempt and also reports, when busy, the time left on the
 // live lease that expires first (<0 unknown): a semaphore's slot frees
 // then even if its holder is not the oldest.
-func (b *Backend) try(ctx context.Context, req lock.Request) (lock.Lease, time.Duration, error) {
+func (b *Backend) try(ctx context.Context, req lock.Request, waiting bool) (lock.Lease, time.Duration, error) {
 	limit := max(1, req.Limit)
 	var (
 		lease   *Lease
@@ -96,7 +117,7 @@ func (b *Backend) try(ctx context.Context, req lock.Request) (lock.Lease, time.D
 		err     error
 	)
 	err = b.withSchema(ctx, func() error {
-		lease, soonest, err = b.attempt(ctx, req, limit)
+		lease, soonest, err = b.attempt(ctx, req, limit, waiting)
 		return err
 	})
 	if err != nil {
@@ -110,12 +131,13 @@ func (b *Backend) try(ctx context.Context, req lock.Request) (lock.Lease, time.D
 
 // attempt sends the key lock and acquire.sql as one batch: one round trip,
 // one implicit transaction.
-func (b *Backend) attempt(ctx context.Context, req lock.Request, limit int) (*Lease, time.Duration, error) {
+func (b *Backend) attempt(ctx context.Context, req lock.Request, limit int, waiting bool) (*Lease, time.Duration, error) {
 	granted := time.Now()
 	batch := &pgx.Batch{}
 	batch.Queue(keyLockSQL, b.prefix, req.Key)
 	batch.Queue(acquireSQL, b.prefix, req.Key, req.Owner, req.TTL.Milliseconds(), int64(limit),
-		req.Meta.Host, int64(req.Meta.PID), req.Meta.User, req.Meta.Command, req.Meta.Note)
+		req.Meta.Host, int64(req.Meta.PID), req.Meta.User, req.Meta.Command, req.Meta.Note,
+		waiting, placeLasts.Milliseconds())
 	br := b.pool.SendBatch(ctx, batch)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
@@ -124,9 +146,11 @@ func (b *Backend) attempt(ctx context.Context, req lock.Request, limit int) (*Le
 	var (
 		slot, token, have, soonest *int64
 		hc                         holderCols
+		nextHost                   *string
+		nextPID                    *int32
 	)
 	dest := append([]any{&slot, &token, &have}, hc.dest()...)
-	dest = append(dest, &soonest)
+	dest = append(dest, &soonest, &nextHost, &nextPID)
 	if err := br.QueryRow().Scan(dest...); err != nil {
 		return nil, -1, b.opError(err)
 	}
@@ -141,6 +165,13 @@ func (b *Backend) attempt(ctx context.Context, req lock.Request, limit int) (*Le
 		return nil, -1, &lock.LimitMismatchError{Key: req.Key, Want: limit, Have: int(*have)}
 	}
 	h, ok := hc.holder(req.Key)
+	if !ok && nextHost != nil {
+		// Free, but others are ahead in line: name the first of them.
+		h, ok = lock.Holder{Key: req.Key, ExpiresIn: -1, Meta: lock.Meta{Host: *nextHost}}, true
+		if nextPID != nil {
+			h.Meta.PID = int(*nextPID)
+		}
+	}
 	if !ok {
 		// Every slot looked free but the grant lost a race it cannot lose
 		// under the key lock: say so rather than guess.
@@ -161,4 +192,18 @@ func (b *Backend) opError(err error) error {
 		return err // withSchema creates the schema and tries again
 	}
 	return b.unavailable(err)
+}
+
+// QueueLen is how many waiters have a place in key's line, places not yet
+// pruned included (for tests and tools).
+func (b *Backend) QueueLen(ctx context.Context, key string) (int64, error) {
+	var n int64
+	err := b.pool.QueryRow(ctx, "SELECT count(*) FROM distlock_waiter WHERE prefix = $1 AND lock_key = $2", b.prefix, key).Scan(&n)
+	if isUndefined(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, b.unavailable(err)
+	}
+	return n, nil
 }

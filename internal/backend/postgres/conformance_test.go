@@ -13,6 +13,7 @@ func TestConformance(t *testing.T) {
 	p := startServer(t)
 	var n atomic.Int64
 	locktest.Run(t, locktest.Options{
+		Fair: true,
 		Open: func(t *testing.T) lock.Backend { return open(t, p.Addr(), fmt.Sprintf("conformance%d", n.Add(1))) },
 	})
 }

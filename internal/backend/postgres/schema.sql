@@ -34,3 +34,18 @@ CREATE TABLE IF NOT EXISTS distlock_lease (
     note        text        NOT NULL DEFAULT '',
     PRIMARY KEY (prefix, lock_key, slot)
 );
+
+-- Fair waiting: one place per waiter in a key's line, in arrival order
+-- (ticket, from distlock_token too). A waiter refreshes alive_until while
+-- it waits; a place not refreshed in time is pruned, so a dead waiter
+-- cannot block the line.
+CREATE TABLE IF NOT EXISTS distlock_waiter (
+    prefix      text        NOT NULL,
+    lock_key    text        NOT NULL,
+    owner       text        NOT NULL,            -- secret owner id of the waiter
+    ticket      bigint      NOT NULL,            -- arrival order
+    alive_until timestamptz NOT NULL,
+    host        text        NOT NULL DEFAULT '',
+    pid         integer     NOT NULL DEFAULT 0,
+    PRIMARY KEY (prefix, lock_key, owner)
+);

@@ -1,8 +1,8 @@
 package redis
 
-// Fair waiting for the Redis mutex: waiters take the lock in arrival
-// order, a waiter that dies cannot block the queue, and a release wakes
-// one waiter (no herd).
+// Fair waiting on Redis, for a mutex and for a semaphore's slots alike:
+// waiters take the lock (a slot) in arrival order, a waiter that dies
+// cannot block the queue, and a release wakes one waiter (no herd).
 //
 // # Layout (all in the key's hash tag, see queue_lib.lua)
 //
@@ -11,9 +11,10 @@ package redis
 //	<prefix>:{KEY}:waiting  hash owner -> "host<TAB>pid", to name the next in line
 //	<prefix>:{KEY}:wake:<owner>  each waiter's own channel
 //
-// A waiter runs queue_acquire.lua: it joins (or refreshes its deadline),
-// prunes waiters whose deadline passed, and takes the lock only if it is
-// free and the caller is the first live waiter. Only the first waiter
+// A waiter runs queue_acquire.lua (a semaphore's: sem_queue_acquire.lua):
+// it joins (or refreshes its deadline), prunes waiters whose deadline
+// passed, and takes the lock (the lowest free slot) only if it is free and
+// the caller is the first live waiter. Only the first waiter
 // subscribes to the key's release channel (release.lua and break.lua
 // publish there); the others sleep on their own channel until a script
 // makes them first (the first took the lock, left, or was pruned), or
@@ -21,10 +22,12 @@ package redis
 // max(1s, ttl/3) and the place lasts twice that, so a dead waiter is
 // pruned within about 2*max(1s, ttl/3).
 //
-// A try-once (--wait 0, and every waiter's first try) runs try_once.lua:
-// while live waiters are queued it is busy, so it cannot take the lock from
-// the first in line in the moment between a release and that waiter's next
-// step; the check and the acquisition are one script, one round trip.
+// A try-once (--wait 0, and every waiter's first try) runs try_once.lua
+// (a semaphore's: sem_acquire.lua): while live waiters are queued it is
+// busy, so it cannot take the lock (a slot) from the first in line in the
+// moment between a release and that waiter's next step, and it never
+// joins the queue; the check and the acquisition are one script, one
+// round trip.
 
 import (
 	"context"
@@ -91,7 +94,8 @@ func queuedHolder(key string, fields, pttl, next any) lock.Holder {
 // step is one answer of queue_acquire.lua.
 type step struct {
 	token    uint64 // acquired when != 0
-	have     int    // > 0: the key is a semaphore of this limit
+	slot     int    // the slot acquired, for a semaphore
+	have     int    // > 0: the key is held with this other limit
 	holder   lock.Holder
 	pttl     time.Duration // the holder's time left; <0 none or unknown
 	first    bool          // we are first in line
@@ -99,6 +103,9 @@ type step struct {
 }
 
 func (b *Backend) queueStep(ctx context.Context, req lock.Request, lasts time.Duration) (step, error) {
+	if req.Limit > 1 {
+		return b.semQueueStep(ctx, req, lasts)
+	}
 	res, err := queueAcquireScript.Run(ctx, b.c,
 		[]string{b.lockKey(req.Key), b.tokenKey(req.Key), b.queueKey(req.Key), b.aliveKey(req.Key), b.waitingKey(req.Key)},
 		req.Owner, req.TTL.Milliseconds(), req.Meta.Host, req.Meta.PID, req.Meta.User, req.Meta.Command, req.Meta.Note,
@@ -137,11 +144,13 @@ func (b *Backend) leaveQueue(ctx context.Context, req lock.Request) {
 		req.Owner, b.wakePrefix(req.Key)).Err()
 }
 
-// queueContender is a mutex contender. Before its first Wait each Try is
-// a try-once (tryOnce: admitted only when nobody is queued). Its first
-// Wait subscribes to its own wake channel; from then on each Try runs
-// queue_acquire.lua, which joins the queue (or refreshes our place) and
-// takes the lock only when it is free and we are first in line. Only the
+// queueContender is a contender for a mutex or a semaphore's slot. Before
+// its first Wait each Try is a try-once (tryOnce, semTryOnce: admitted
+// only when nobody is queued). Its first Wait subscribes to its own wake
+// channel; from then on each Try runs queue_acquire.lua
+// (sem_queue_acquire.lua), which joins the queue (or refreshes our place)
+// and takes the lock (a slot) only when it is free and we are first in
+// line. Only the
 // first in line listens to the key's release channel.
 type queueContender struct {
 	b         *Backend
@@ -161,6 +170,9 @@ type queueContender struct {
 // Try implements lock.Contender.
 func (c *queueContender) Try(ctx context.Context) (lock.Lease, error) {
 	if c.w == nil {
+		if c.req.Limit > 1 {
+			return c.b.semTryOnce(ctx, c.req)
+		}
 		return c.b.tryOnce(ctx, c.req)
 	}
 	if j := c.joinedWith; j.l != nil || j.err != nil {
@@ -180,6 +192,9 @@ func (c *queueContender) step(ctx context.Context) (lock.Lease, error) {
 	switch {
 	case err != nil:
 		return nil, err
+	case s.acquired && c.req.Limit > 1:
+		c.w.close()
+		return &SlotLease{b: c.b, key: c.req.Key, owner: c.req.Owner, token: s.token, ttl: c.req.TTL, granted: granted, slot: s.slot, limit: c.req.Limit}, nil
 	case s.acquired:
 		c.w.close()
 		return &Lease{b: c.b, key: c.req.Key, owner: c.req.Owner, token: s.token, ttl: c.req.TTL, granted: granted}, nil
@@ -226,7 +241,7 @@ func (c *queueContender) Wait(ctx context.Context) (lock.Retry, error) {
 	every, _ := heartbeat(c.req.TTL)
 	d := every
 	if s.first && s.pttl >= 0 {
-		d = min(d, s.pttl+5*time.Millisecond) // the holder may die: look when its lease ends
+		d = min(d, s.pttl+5*time.Millisecond) // the holder may die: look when its lease (the soonest slot) ends
 	}
 	return lock.Retry{Wake: c.w.msgs, After: d}, nil
 }

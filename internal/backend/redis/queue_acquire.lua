@@ -18,19 +18,7 @@ if limit then
   q_wake_new_head(KEYS[3], before, ARGV[9], ARGV[1])
   return {-1, limit}
 end
-if not redis.call('ZSCORE', KEYS[3], ARGV[1]) then
-  local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
-  local ticket = 1
-  if last[2] then ticket = tonumber(last[2]) + 1 end
-  redis.call('ZADD', KEYS[3], ticket, ARGV[1])
-end
-local place = tonumber(ARGV[8])
-redis.call('ZADD', KEYS[4], now_ms + place, ARGV[1])
-redis.call('HSET', KEYS[5], ARGV[1], ARGV[3] .. '\t' .. ARGV[4])
-for i = 3, 5 do
-  -- The queue keys outlive the longest-lived place, then vanish.
-  if redis.call('PTTL', KEYS[i]) < place then redis.call('PEXPIRE', KEYS[i], place) end
-end
+q_join(KEYS[3], KEYS[4], KEYS[5], ARGV[1], now_ms, tonumber(ARGV[8]), ARGV[3] .. '\t' .. ARGV[4])
 local first = q_wake_new_head(KEYS[3], before, ARGV[9], ARGV[1])
 local owner = redis.call('HGET', KEYS[1], 'owner')
 if owner and owner ~= ARGV[1] then

@@ -1,6 +1,7 @@
--- Shared by the fair-queue scripts (queue_*.lua); prepended to each of them.
+-- Shared by the fair-queue scripts (queue_*.lua, try_once.lua and the
+-- semaphore's sem_acquire.lua, sem_queue_acquire.lua); prepended to each.
 --
--- Waiters for a mutex queue in arrival order:
+-- Waiters for a mutex, or for a semaphore's slots, queue in arrival order:
 --   <lock>:queue    sorted set, owner -> ticket (arrival order)
 --   <lock>:alive    sorted set, owner -> deadline (server ms); a waiter
 --                   that stops refreshing its deadline is pruned, so a dead
@@ -41,4 +42,22 @@ local function q_wake_new_head(q, before, wake_prefix, caller)
     redis.call('PUBLISH', wake_prefix .. h, 'first')
   end
   return h
+end
+
+-- q_join puts owner at the back of the queue unless it is there already,
+-- and refreshes its deadline (place_ms from now_ms) and who it is
+-- ("host<TAB>pid"). The queue keys outlive the longest-lived place, then
+-- vanish.
+local function q_join(q, alive, waiting, owner, now_ms, place, who)
+  if not redis.call('ZSCORE', q, owner) then
+    local last = redis.call('ZRANGE', q, -1, -1, 'WITHSCORES')
+    local ticket = 1
+    if last[2] then ticket = tonumber(last[2]) + 1 end
+    redis.call('ZADD', q, ticket, owner)
+  end
+  redis.call('ZADD', alive, now_ms + place, owner)
+  redis.call('HSET', waiting, owner, who)
+  for _, k in ipairs({q, alive, waiting}) do
+    if redis.call('PTTL', k) < place then redis.call('PEXPIRE', k, place) end
+  end
 end

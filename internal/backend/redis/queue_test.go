@@ -77,43 +77,56 @@ func TestQueueArrivalOrder(t *testing.T) {
 }
 
 // TestQueuePrunesDeadWaiter: a waiter that stops refreshing its place (its
-// process died) is dropped, and the next waiter gets the lock.
+// process died) is dropped, and the next waiter gets the lock, or the freed
+// slot of a semaphore.
 func TestQueuePrunesDeadWaiter(t *testing.T) {
 	eachRedis(t, func(t *testing.T, s testServer) {
-		b := newTestBackend(t, s)
-		ctx := wait.Context(t, 30*time.Second)
-		h, err := lock.TryOnce(ctx, b, req("prune", "holder", 1, 3*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		// "dead" joins the queue first, with a place lasting 300ms, and is
-		// never heard of again.
-		st, err := b.queueStep(ctx, req("prune", "dead", 0, 3*time.Second), 300*time.Millisecond)
-		if err != nil || st.acquired || !st.first {
-			t.Fatalf("dead joins: %+v %v", st, err)
-		}
-		got := make(chan error, 1)
-		go func() {
-			l, err := waitFor(ctx, b, req("prune", "live", 0, 3*time.Second), nil)
-			if err == nil {
-				err = l.Release(ctx)
-			}
-			got <- err
-		}()
-		wait.Until(t, 5*time.Second, "two waiters queued", func() bool { return queueLen(t, b, "prune") == 2 })
-		if err := h.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case err := <-got:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("the live waiter stayed stuck behind the dead one")
-		}
-		if _, err := b.c.ZScore(ctx, b.queueKey("prune"), "dead").Result(); err == nil {
-			t.Error("the dead waiter is still queued")
+		for _, limit := range []int{1, 2} {
+			t.Run(fmt.Sprint("limit", limit), func(t *testing.T) {
+				b := newTestBackend(t, s)
+				key := fmt.Sprint("prune", limit)
+				ctx := wait.Context(t, 30*time.Second)
+				var hs []lock.Lease
+				for i := range limit {
+					h, err := lock.TryOnce(ctx, b, req(key, fmt.Sprint("holder", i), limit, 3*time.Second))
+					if err != nil {
+						t.Fatal(err)
+					}
+					hs = append(hs, h)
+				}
+				// "dead" joins the queue first, with a place lasting 300ms, and is
+				// never heard of again.
+				st, err := b.queueStep(ctx, req(key, "dead", limit, 3*time.Second), 300*time.Millisecond)
+				if err != nil || st.acquired || !st.first {
+					t.Fatalf("dead joins: %+v %v", st, err)
+				}
+				got := make(chan error, 1)
+				go func() {
+					l, err := waitFor(ctx, b, req(key, "live", limit, 3*time.Second), nil)
+					if err == nil {
+						err = l.Release(ctx)
+					}
+					got <- err
+				}()
+				wait.Until(t, 5*time.Second, "two waiters queued", func() bool { return queueLen(t, b, key) == 2 })
+				if err := hs[0].Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case err := <-got:
+					if err != nil {
+						t.Fatal(err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("the live waiter stayed stuck behind the dead one")
+				}
+				if _, err := b.c.ZScore(ctx, b.queueKey(key), "dead").Result(); err == nil {
+					t.Error("the dead waiter is still queued")
+				}
+				for _, h := range hs[1:] {
+					h.Release(ctx)
+				}
+			})
 		}
 	})
 }

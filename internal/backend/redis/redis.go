@@ -84,13 +84,9 @@ func (b *Backend) Guarantee() string {
 // Close implements lock.Backend.
 func (b *Backend) Close() error { return b.c.Close() }
 
-// Contend implements lock.Backend: the mutex's waiters queue in arrival
-// order (queue.go); a semaphore's waiters poll, woken by releases
-// (semaphore.go).
+// Contend implements lock.Backend: waiters queue in arrival order, for a
+// mutex and a semaphore's slots alike (queue.go, semaphore.go).
 func (b *Backend) Contend(req lock.Request) lock.Contender {
-	if req.Limit > 1 {
-		return b.semContender(req)
-	}
 	return &queueContender{b: b, req: req}
 }
 
@@ -160,28 +156,6 @@ func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Hol
 		return h, &lock.BusyError{Holder: h}
 	}
 	return h, nil
-}
-
-// notify subscribes to the key's release channel. The subscription is
-// confirmed before it returns, so a release published after notify returns
-// is never missed.
-func (b *Backend) notify(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	ps := b.c.Subscribe(ctx, b.channel(key))
-	if _, err := ps.Receive(ctx); err != nil {
-		ps.Close()
-		return nil, nil, b.unavailable(err)
-	}
-	out := make(chan struct{}, 1)
-	msgs := ps.Channel()
-	go func() {
-		for range msgs {
-			select {
-			case out <- struct{}{}:
-			default:
-			}
-		}
-	}()
-	return out, func() { ps.Close() }, nil
 }
 
 // parseHolder reads the lock hash's fields (a flat name/value list) and PTTL.

@@ -17,10 +17,16 @@ package redis
 // describes the oldest holder to Inspect and List. Every script is given
 // all N slot keys, so each touches only keys it declares.
 //
-// Releases and breaks publish on the key's channel (<prefix>:{KEY}:released),
-// which semaphore waiters subscribe to: every waiter wakes and tries again
-// (no queue for semaphores), with a poll bounded by the soonest slot expiry
-// as the fallback for holders that die without releasing.
+// # Waiting
+//
+// Semaphore waiters queue in arrival order in the key's fair queue, the
+// mutex's (queue.go, queue_lib.lua): only the first live waiter may take a
+// freed slot (sem_queue_acquire.lua); once it has one it leaves the line
+// and the next becomes first. Releases and breaks publish on the key's
+// channel (<prefix>:{KEY}:released), to which only the first waiter
+// listens; it also looks again when the soonest slot would expire, for
+// holders that die without releasing. A try-once (sem_acquire.lua) is busy
+// while live waiters are queued, as for the mutex.
 
 import (
 	"context"
@@ -38,19 +44,27 @@ import (
 var (
 	//go:embed sem_lib.lua
 	semLibSrc string
+	//go:embed sem_take_lib.lua
+	semTakeLibSrc string
 	//go:embed sem_acquire.lua
 	semAcquireSrc string
+	//go:embed sem_queue_acquire.lua
+	semQueueAcquireSrc string
 	//go:embed sem_renew.lua
 	semRenewSrc string
 	//go:embed sem_release.lua
 	semReleaseSrc string
 	//go:embed sem_break.lua
 	semBreakSrc string
+	//go:embed sem_hold.lua
+	semHoldSrc string
 
-	semAcquireScript = goredis.NewScript(grantLibSrc + semLibSrc + semAcquireSrc)
-	semRenewScript   = goredis.NewScript(semLibSrc + semRenewSrc)
-	semReleaseScript = goredis.NewScript(semLibSrc + semReleaseSrc)
-	semBreakScript   = goredis.NewScript(semLibSrc + semBreakSrc)
+	semAcquireScript      = goredis.NewScript(grantLibSrc + queueLibSrc + semLibSrc + semTakeLibSrc + semAcquireSrc)
+	semQueueAcquireScript = goredis.NewScript(grantLibSrc + queueLibSrc + semLibSrc + semTakeLibSrc + semQueueAcquireSrc)
+	semRenewScript        = goredis.NewScript(semLibSrc + semRenewSrc)
+	semReleaseScript      = goredis.NewScript(semLibSrc + semReleaseSrc)
+	semBreakScript        = goredis.NewScript(semLibSrc + semBreakSrc)
+	semHoldScript         = goredis.NewScript(semLibSrc + semHoldSrc)
 )
 
 func (b *Backend) slotKey(key string, i int) string {
@@ -68,54 +82,80 @@ func (b *Backend) semKeys(key string, n int, extra ...string) []string {
 	return keys
 }
 
-// semContender waits for a slot: every try is a try-once; releases on the
-// key's channel wake the waiters, with a poll bounded by the soonest slot
-// expiry as the fallback for holders that die without releasing. Semaphore
-// waiters are not queued: the quickest takes a freed slot.
-func (b *Backend) semContender(req lock.Request) lock.Contender {
-	return &lock.Polling{
-		Cap: time.Second,
-		TryOnce: func(ctx context.Context) (lock.Lease, time.Duration, error) {
-			l, soonest, err := b.semAttempt(ctx, req)
-			if err != nil {
-				return nil, soonest, err
-			}
-			return l, soonest, nil
-		},
-		Wake: func(ctx context.Context) (<-chan struct{}, func(), error) { return b.notify(ctx, req.Key) },
-	}
+// semKeysQueued is semKeys with the counter and the queue keys, as the
+// acquire scripts take them: lock, counter, queue, alive, waiting, slots.
+func (b *Backend) semKeysQueued(key string, n int) []string {
+	return b.semKeys(key, n, b.tokenKey(key), b.queueKey(key), b.aliveKey(key), b.waitingKey(key))
 }
 
-// semAttempt takes a free slot, or returns a *lock.BusyError naming the
-// oldest holder and the time left on the slot that expires first (<0
-// unknown).
-func (b *Backend) semAttempt(ctx context.Context, req lock.Request) (*SlotLease, time.Duration, error) {
+// semTryOnce is a semaphore's try-once, one round trip (sem_acquire.lua):
+// the lowest free slot, unless live waiters are queued for the key (then
+// busy, naming the first in line when no slot holder is left to name).
+func (b *Backend) semTryOnce(ctx context.Context, req lock.Request) (lock.Lease, error) {
 	granted := time.Now()
-	res, err := semAcquireScript.Run(ctx, b.c, b.semKeys(req.Key, req.Limit, b.tokenKey(req.Key)),
+	res, err := semAcquireScript.Run(ctx, b.c, b.semKeysQueued(req.Key, req.Limit),
 		req.Owner, req.TTL.Milliseconds(), req.Meta.Host, req.Meta.PID, req.Meta.User, req.Meta.Command, req.Meta.Note, req.Limit,
+		b.wakePrefix(req.Key),
 	).Slice()
 	if err != nil {
-		return nil, -1, b.unavailable(err)
+		return nil, b.unavailable(err)
+	}
+	switch {
+	case len(res) == 3 && res[0] == int64(1):
+		l, err := b.slotLease(req, res[1], res[2], granted)
+		if err != nil {
+			return nil, err // not a typed nil in the interface
+		}
+		return l, nil
+	case len(res) == 5 && res[0] == int64(0):
+		return nil, &lock.BusyError{Holder: queuedHolder(req.Key, res[1], res[2], res[4])}
+	case len(res) == 2 && res[0] == int64(-1):
+		have, _ := strconv.Atoi(fmt.Sprint(res[1]))
+		return nil, &lock.LimitMismatchError{Key: req.Key, Want: req.Limit, Have: have}
+	}
+	return nil, fmt.Errorf("unexpected reply from the semaphore acquire script: %v", res)
+}
+
+// semQueueStep runs sem_queue_acquire.lua: join or refresh our place in
+// the key's queue, and take a slot if one is free and we are first.
+func (b *Backend) semQueueStep(ctx context.Context, req lock.Request, lasts time.Duration) (step, error) {
+	res, err := semQueueAcquireScript.Run(ctx, b.c, b.semKeysQueued(req.Key, req.Limit),
+		req.Owner, req.TTL.Milliseconds(), req.Meta.Host, req.Meta.PID, req.Meta.User, req.Meta.Command, req.Meta.Note, req.Limit,
+		lasts.Milliseconds(), b.wakePrefix(req.Key),
+	).Slice()
+	if err != nil {
+		return step{}, b.unavailable(err)
 	}
 	switch {
 	case len(res) == 3 && res[0] == int64(1):
 		tok, err := strconv.ParseUint(fmt.Sprint(res[1]), 10, 64)
 		slot, ok := res[2].(int64)
 		if err != nil || !ok {
-			return nil, -1, fmt.Errorf("unexpected reply from the semaphore acquire script: %v", res)
+			return step{}, fmt.Errorf("unexpected reply from the semaphore queue script: %v", res)
 		}
-		return &SlotLease{b: b, key: req.Key, owner: req.Owner, token: tok, ttl: req.TTL, granted: granted, slot: int(slot), limit: req.Limit}, -1, nil
-	case len(res) == 4 && res[0] == int64(0):
-		soonest := time.Duration(-1)
-		if ms, ok := res[3].(int64); ok && ms >= 0 {
-			soonest = time.Duration(ms) * time.Millisecond
-		}
-		return nil, soonest, &lock.BusyError{Holder: parseHolder(req.Key, res[1], res[2])}
+		return step{acquired: true, token: tok, slot: int(slot)}, nil
 	case len(res) == 2 && res[0] == int64(-1):
 		have, _ := strconv.Atoi(fmt.Sprint(res[1]))
-		return nil, -1, &lock.LimitMismatchError{Key: req.Key, Want: req.Limit, Have: have}
+		return step{have: max(have, 1)}, nil
+	case len(res) == 6 && res[0] == int64(0):
+		s := step{holder: queuedHolder(req.Key, res[1], res[2], res[4]), pttl: -1, first: res[3] == int64(1)}
+		if ms, ok := res[5].(int64); ok && ms >= 0 {
+			s.pttl = time.Duration(ms) * time.Millisecond // the soonest slot expiry
+		}
+		return s, nil
 	}
-	return nil, -1, fmt.Errorf("unexpected reply from the semaphore acquire script: %v", res)
+	return step{}, fmt.Errorf("unexpected reply from the semaphore queue script: %v", res)
+}
+
+// slotLease makes the lease of a granted slot from the script's token and
+// slot.
+func (b *Backend) slotLease(req lock.Request, token, slot any, granted time.Time) (*SlotLease, error) {
+	tok, err := strconv.ParseUint(fmt.Sprint(token), 10, 64)
+	i, ok := slot.(int64)
+	if err != nil || !ok {
+		return nil, fmt.Errorf("redis returned a bad token or slot: %v, %v", token, slot)
+	}
+	return &SlotLease{b: b, key: req.Key, owner: req.Owner, token: tok, ttl: req.TTL, granted: granted, slot: int(i), limit: req.Limit}, nil
 }
 
 // breakSemaphore is Break's hook for semaphores; handled is false when key
@@ -180,10 +220,20 @@ func (l *SlotLease) Granted() time.Time { return l.granted }
 // Alerts implements lock.Lease: Redis sends no news; renewals find out.
 func (l *SlotLease) Alerts() <-chan struct{} { return nil }
 
-// Hold implements lock.Lease. A slot cannot be kept without its process
-// yet (--min-hold with --limit is refused before it gets here).
+// Hold implements lock.Lease: an owner-checked PEXPIRE of our slot to d,
+// marked with mode (sem_hold.lua), as the mutex's Hold does for the lock
+// hash. The marker follows, so status shows the hold when the slot is the
+// oldest.
 func (l *SlotLease) Hold(ctx context.Context, d time.Duration, mode string) error {
-	return lock.ErrSlotHold
+	n, err := semHoldScript.Run(ctx, l.b.c, l.b.semKeys(l.key, l.limit), l.owner, max(d.Milliseconds(), 1), mode, l.slot, l.limit).Int()
+	if err != nil {
+		return l.b.unavailable(err)
+	}
+	if n != 1 {
+		return lock.ErrNotHeld
+	}
+	l.ttl = d
+	return nil
 }
 
 // Handle implements lock.Lease.

@@ -24,7 +24,8 @@ type Options struct {
 	// TTL is the lease length the suite uses (default 2s). An engine with a
 	// coarse TTL (etcd rounds up to whole seconds) may need more.
 	TTL time.Duration
-	// Fair: waiters for a mutex are served in arrival order.
+	// Fair: waiters are served in arrival order, for a mutex and for a
+	// semaphore's slots alike.
 	Fair bool
 }
 
@@ -48,7 +49,10 @@ func Run(t *testing.T, o Options) {
 		{"WaiterGetsReleasedLock", s.waiterGetsReleasedLock},
 		{"WaitEndsBusyAtDeadline", s.waitEndsBusyAtDeadline},
 		{"Semaphore", s.semaphore},
+		{"SemaphoreSlotHold", s.slotHold},
 		{"FairWaitInArrivalOrder", s.fairWait},
+		{"FairSemaphoreWaitInArrivalOrder", s.fairSemaphoreWait},
+		{"FairTryOnceNeverJumpsTheLine", s.fairTryOnce},
 	} {
 		t.Run(tc.name, tc.f)
 	}
@@ -370,12 +374,144 @@ func (s suite) semaphore(t *testing.T) {
 	}
 }
 
+// slotHold: a semaphore slot kept by Hold (--min-hold with --limit) stays
+// taken with no process renewing it, is described as a hold, keeps mutex
+// acquirers out, and leaves the other slots to others.
+func (s suite) slotHold(t *testing.T) {
+	b, ctx := s.open(t), ctxT(t)
+	kept := mustAcquire(t, ctx, b, s.req("sem", "kept", 2))
+	other := mustAcquire(t, ctx, b, s.req("sem", "other", 2))
+	if err := kept.Hold(ctx, s.o.TTL+10*time.Second, lock.HoldMinHold); err != nil {
+		t.Fatalf("hold a slot: %v", err)
+	}
+	// The oldest holder describes the semaphore: the kept slot.
+	h, held, err := b.Inspect(ctx, "sem")
+	if err != nil || !held || h.Token != kept.Token() || h.Hold != lock.HoldMinHold {
+		t.Fatalf("inspect a semaphore whose oldest slot is held: %+v held=%v err=%v, want token %d marked %q", h, held, err, kept.Token(), lock.HoldMinHold)
+	}
+	hs, err := b.List(ctx, "sem")
+	if err != nil || len(hs) != 1 || hs[0].Token != kept.Token() || hs[0].Hold != lock.HoldMinHold {
+		t.Fatalf("list: %+v, %v; want the kept slot marked %q", hs, err, lock.HoldMinHold)
+	}
+	_, err = lock.TryOnce(ctx, b, s.req("sem", "third", 2))
+	wantBusy(t, err)
+	if err := other.Release(ctx); err != nil {
+		t.Fatalf("release the other slot: %v", err)
+	}
+	// Only the kept slot is taken now: one more fits, then it is full again.
+	next := mustAcquire(t, ctx, b, s.req("sem", "next", 2))
+	if sl, ok := next.(lock.Slotted); !ok || sl.Slot() == kept.(lock.Slotted).Slot() {
+		t.Fatalf("a new holder got the kept slot")
+	}
+	_, err = lock.TryOnce(ctx, b, s.req("sem", "fourth", 2))
+	wantBusy(t, err)
+	if err := next.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A held slot alone still keeps the key a semaphore in use.
+	if _, err := lock.TryOnce(ctx, b, s.req("sem", "mutex", 1)); err == nil {
+		t.Fatalf("a mutex acquirer got a key whose slot is held")
+	}
+	var mm *lock.LimitMismatchError
+	if _, err := lock.TryOnce(ctx, b, s.req("sem", "three", 3)); !errors.As(err, &mm) {
+		t.Fatalf("another limit while a slot is held: %v, want *lock.LimitMismatchError", err)
+	}
+	if _, held, err := b.Inspect(ctx, "sem"); err != nil || !held {
+		t.Fatalf("the held slot alone: held=%v err=%v", held, err)
+	}
+	// It can be broken like any holder.
+	if _, err := b.Break(ctx, "sem", kept.Token()); err != nil {
+		t.Fatalf("break the held slot: %v", err)
+	}
+	if _, held, err := b.Inspect(ctx, "sem"); err != nil || held {
+		t.Fatalf("after breaking the held slot: held=%v err=%v", held, err)
+	}
+	mustAcquire(t, ctx, b, s.req("sem", "after", 1)).Release(ctx)
+}
+
 func (s suite) fairWait(t *testing.T) {
 	if !s.o.Fair {
 		t.Skip("this engine does not promise arrival order to waiters")
 	}
 	b, ctx := s.open(t), ctxT(t)
 	first := mustAcquire(t, ctx, b, s.req("q", "holder", 1))
+	s.waitInOrder(t, ctx, b, 1, first)
+}
+
+// fairSemaphoreWait: a semaphore's waiters take the slots in arrival order.
+// One slot stays held throughout, so the waiters take the other in turn.
+func (s suite) fairSemaphoreWait(t *testing.T) {
+	if !s.o.Fair {
+		t.Skip("this engine does not promise arrival order to waiters")
+	}
+	b, ctx := s.open(t), ctxT(t)
+	stays := mustAcquire(t, ctx, b, s.req("q", "stays", 2))
+	defer stays.Release(ctx)
+	first := mustAcquire(t, ctx, b, s.req("q", "holder", 2))
+	s.waitInOrder(t, ctx, b, 2, first)
+}
+
+// fairTryOnce: while a waiter is in line, a try-once is busy even when the
+// lock (or a slot) is free, and the waiter then gets it; a try-once never
+// joins the line. For a mutex and a semaphore alike.
+func (s suite) fairTryOnce(t *testing.T) {
+	if !s.o.Fair {
+		t.Skip("this engine does not promise arrival order to waiters")
+	}
+	for _, limit := range []int{1, 2} {
+		t.Run(fmt.Sprint("limit", limit), func(t *testing.T) {
+			b, ctx := s.open(t), ctxT(t)
+			var held []lock.Lease
+			for i := range limit {
+				held = append(held, mustAcquire(t, ctx, b, s.req("q", fmt.Sprint("h", i), limit)))
+			}
+			c := b.Contend(s.req("q", "waiter", limit))
+			got := false
+			defer func() {
+				if !got {
+					c.Leave()
+				}
+			}()
+			_, err := c.Try(ctx)
+			wantBusy(t, err)
+			if _, err := c.Wait(ctx); err != nil { // in line from here on
+				t.Fatalf("wait: %v", err)
+			}
+			if err := held[0].Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			_, err = lock.TryOnce(ctx, b, s.req("q", "try-once", limit))
+			wantBusy(t, err)
+			// The waiter gets its turn (a Try may first find the line moving).
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				l, err := c.Try(ctx)
+				if err == nil {
+					got = true
+					l.Release(ctx)
+					break
+				}
+				wantBusy(t, err)
+				if time.Now().After(deadline) {
+					t.Fatalf("the waiter never got the free place: %v", err)
+				}
+				if _, err := c.Wait(ctx); err != nil {
+					t.Fatalf("wait: %v", err)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			for _, l := range held[1:] {
+				l.Release(ctx)
+			}
+		})
+	}
+}
+
+// waitInOrder starts waiters for "q" (with limit) one after the other, each
+// once the one before it waits, then releases first: each waiter releases
+// as soon as it gets the lock, and they must get it in arrival order.
+func (s suite) waitInOrder(t *testing.T, ctx context.Context, b lock.Backend, limit int, first lock.Lease) {
+	t.Helper()
 	const n = 4
 	var (
 		mu    sync.Mutex
@@ -387,7 +523,7 @@ func (s suite) fairWait(t *testing.T) {
 		started := make(chan struct{})
 		go func() {
 			defer wg.Done()
-			l, err := acquire.Acquire(ctx, b, s.req("q", fmt.Sprint("w", i), 1), acquire.Options{
+			l, err := acquire.Acquire(ctx, b, s.req("q", fmt.Sprint("w", i), limit), acquire.Options{
 				Wait:     20 * time.Second,
 				Progress: func(lock.Holder) { closeOnce(started) },
 			})

@@ -1,0 +1,57 @@
+package file
+
+import (
+	"context"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// The file engine's release notification (issue 11). A waiter cannot block
+// in flock(2): a blocked call cannot be cancelled, and one granted after
+// its wait had ended would hold the lock for a moment (that was tried and
+// taken back). Instead the kernel wakes it through inotify: a holder that
+// lets go of the flock touches the lock file's times right after
+// (touchReleased), and a waiter watches the file for that change
+// (IN_ATTRIB), then makes an ordinary non-blocking try. Abandoning the
+// wait closes the inotify descriptor; the waiter never held, and never
+// asked the kernel for, the lock meanwhile, so an abandoned wait holds
+// nothing. A flock freed by the kernel (a holder that died) changes no
+// times: the waiter finds it free at its next poll, as before.
+
+// touchReleased marks the lock file of f as just released: the times of
+// the file change (IN_ATTRIB for the waiters' watches). Best effort: a
+// waiter still polls.
+func touchReleased(f *os.File) {
+	// utimensat(fd, NULL, NULL, 0): futimens(fd, NULL), both times now.
+	unix.Syscall6(unix.SYS_UTIMENSAT, f.Fd(), 0, 0, 0, 0, 0)
+}
+
+// watchReleases watches lockPath for releases (touchReleased), or its
+// removal or renaming; each sends on the channel (a value is kept, never
+// queued). stop ends the watch.
+func watchReleases(_ context.Context, lockPath string) (<-chan struct{}, func(), error) {
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := unix.InotifyAddWatch(fd, lockPath, unix.IN_ATTRIB|unix.IN_DELETE_SELF|unix.IN_MOVE_SELF); err != nil {
+		unix.Close(fd)
+		return nil, nil, err
+	}
+	f := os.NewFile(uintptr(fd), "inotify:"+lockPath) // non-blocking: read through the poller
+	out := make(chan struct{}, 1)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			if _, err := f.Read(buf); err != nil {
+				return // closed by stop
+			}
+			select {
+			case out <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return out, func() { f.Close() }, nil
+}

@@ -1,0 +1,507 @@
+//go:build linux && (amd64 || arm64)
+
+package child
+
+import (
+	"errors"
+	"os"
+	"runtime"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The group watcher and its pin without an exec (see watcher in watch.go
+// for what they are for). Re-executing distlock twice per run cost two
+// start-ups of a large binary (its runtime and package initialisation) on
+// every `distlock run`; forking is a copy of page tables. The forked
+// processes run no Go: from the fork on they execute only the functions
+// below, each marked nosplit (no stack check that could call into the
+// runtime) and norace, making raw system calls on memory prepared before
+// the fork (the same discipline as the syscall package's own
+// forkAndExecInChild). Signals are blocked on the forking thread across
+// the fork, so that no Go signal handler ever runs in a forked process;
+// each forked process then ignores (or resets) every signal before it
+// unblocks any.
+//
+// The watcher: its own process group (not the command's), every signal
+// ignored but SIGCHLD (left at its default, so the pin is never reaped
+// behind its back) and the fault signals (default: die), only its own
+// descriptors kept (the read end of distlock's pipe, the ready pipe, the
+// lock files; /dev/null as stdin, stdout and stderr). It forks the pin,
+// has it lead a new group, writes "r<pin>\n" on the ready pipe, and reads
+// distlock's pipe. A goodbye: it exits. Anything else (EOF: distlock is
+// dead, even by SIGKILL): it SIGKILLs the command's group, again and again,
+// until a scan of /proc finds none of it running, holding the lock files
+// all along; then it exits.
+//
+// The pin: leads the command's group, ignores every signal it can, keeps
+// no descriptor but the read end of a pipe whose write end only the
+// watcher holds, and waits for EOF on it.
+
+// newGroupWatcher starts the watcher that makes the command's group.
+// If the fork cannot be made (more lock files than the plan holds, or a
+// full fork refused for memory under strict overcommit where an exec
+// would pass), the watcher is started the old way, by re-executing
+// distlock, with the same guarantees.
+func newGroupWatcher(keep []*os.File) (*watcher, error) {
+	if w, err := startWatcherFork(keep); err == nil {
+		return w, nil
+	}
+	return startWatcher(0, keep)
+}
+
+// maxKeep bounds the lock files handed to the watcher (the file engine's
+// semaphore hands out two).
+const maxKeep = 8
+
+// forkPlan is all a forked watcher and its pin touch, prepared before the
+// fork. It holds no Go pointers that the forked code writes.
+type forkPlan struct {
+	n      int              // descriptors in fds
+	ctlW   int              // distlock's end of the watcher's pipe: closed first
+	fds    [maxKeep + 2]int // to keep, in order: distlock's pipe, the ready pipe, the lock files
+	tmp    [maxKeep + 2]int
+	pinP   [2]int32 // the pin's pipe (made by the watcher)
+	sigIgn [4]uint64
+	sigDfl [4]uint64
+	all    uint64 // a full signal mask
+	none   uint64 // an empty one
+	old    uint64 // the forking thread's mask
+	buf    [1]byte
+	ready  [24]byte // "r<pin>\n"
+	wname  [16]byte // comm of the watcher
+	pname  [16]byte // comm of the pin
+	null   [16]byte // "/dev/null"
+	sleep  [2]int64 // a timespec
+	// args is the memory of distlock's own command line (what
+	// /proc/PID/cmdline shows), which the forked processes overwrite in
+	// their copies with wcmd and pcmd: `pkill -9 -f 'distlock run ...'`
+	// must not match the watcher. nil if it could not be found.
+	args       []byte
+	wcmd, pcmd [40]byte
+	// for the /proc scan of the kill path
+	proc  [8]byte // "/proc"
+	path  [64]byte
+	stat  [1024]byte
+	dents [8192]byte
+}
+
+// startWatcherFork forks the watcher (and it the pin); it returns once the
+// pin leads its group.
+func startWatcherFork(keep []*os.File) (*watcher, error) {
+	if len(keep) > maxKeep {
+		return nil, errors.New("too many lock files for the group watcher")
+	}
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer ctlR.Close()
+	ready, readyW, err := os.Pipe()
+	if err != nil {
+		ctlW.Close()
+		return nil, err
+	}
+	defer ready.Close()
+	p := new(forkPlan)
+	files := append([]*os.File{ctlR, readyW}, keep...)
+	p.n = len(files)
+	for i, f := range files {
+		p.fds[i] = int(f.Fd()) // Fd leaves f blocking: the forked code reads it blocking
+	}
+	p.ctlW = int(ctlW.Fd())
+	p.sigIgn[0] = 1 // SIG_IGN; SIG_DFL is 0
+	p.all = ^uint64(0)
+	copy(p.wname[:], "distlock-watch")
+	copy(p.pname[:], "distlock-pin")
+	copy(p.null[:], "/dev/null")
+	copy(p.proc[:], "/proc")
+	copy(p.path[:], "/proc/")
+	p.args = argsMemory()
+	copy(p.wcmd[:], "distlock\x00"+WatchArg)
+	copy(p.pcmd[:], "distlock\x00"+PinArg)
+
+	// No descriptor may be created without O_CLOEXEC during the fork
+	// (the convention os/exec keeps); the forked code closes all but its
+	// own anyway.
+	syscall.ForkLock.Lock()
+	runtime.LockOSThread()
+	pid, errno := forkWatcherProcess(p)
+	runtime.UnlockOSThread()
+	syscall.ForkLock.Unlock()
+	runtime.KeepAlive(files)
+	readyW.Close()
+	if errno != 0 {
+		ctlW.Close()
+		return nil, os.NewSyscallError("clone", errno)
+	}
+	w := &watcher{pid: pid, w: ctlW}
+	w.reap = func() {
+		var ws syscall.WaitStatus
+		for {
+			if _, err := syscall.Wait4(pid, &ws, 0, nil); err != syscall.EINTR {
+				return
+			}
+		}
+	}
+	n, err := readReady(ready)
+	if err != nil {
+		syscall.Kill(pid, syscall.SIGKILL)
+		ctlW.Close()
+		w.reap()
+		return nil, err
+	}
+	w.pgid = n
+	return w, nil
+}
+
+// forkWatcherProcess blocks every signal on this thread, forks, and in the
+// parent restores the mask and returns the child's pid. The child never
+// returns from it.
+//
+//go:nosplit
+//go:norace
+func forkWatcherProcess(p *forkPlan) (int, syscall.Errno) {
+	syscall.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&p.all)), uintptr(unsafe.Pointer(&p.old)), 8, 0, 0)
+	r, _, errno := syscall.RawSyscall6(unix.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+	if errno == 0 && r == 0 {
+		watcherBody(p) // never returns
+	}
+	syscall.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&p.old)), 0, 8, 0, 0)
+	return int(r), errno
+}
+
+// forkedSignals sets every signal's action in a forked process: ignored,
+// but the fault signals (and SIGCHLD when keepChld) back to their
+// defaults. Go's handlers must not run there.
+//
+//go:nosplit
+//go:norace
+func forkedSignals(p *forkPlan, keepChld bool) {
+	for s := uintptr(1); s <= 64; s++ {
+		switch syscall.Signal(s) {
+		case syscall.SIGKILL, syscall.SIGSTOP:
+			continue
+		}
+		act := &p.sigIgn
+		switch syscall.Signal(s) {
+		case syscall.SIGSEGV, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGSYS:
+			act = &p.sigDfl
+		case syscall.SIGCHLD:
+			if keepChld {
+				act = &p.sigDfl
+			}
+		}
+		syscall.RawSyscall6(unix.SYS_RT_SIGACTION, s, uintptr(unsafe.Pointer(act)), 0, 8, 0, 0)
+	}
+}
+
+// forkedUnblock unblocks every signal once forkedSignals has set them all
+// to be ignored (or to their default). Left blocked, an ignored signal is
+// not dropped but kept pending, and real-time signals queue: a command
+// that signals its own group would fill the user's RLIMIT_SIGPENDING
+// through the pin for as long as the run lasts.
+//
+//go:nosplit
+//go:norace
+func forkedUnblock(p *forkPlan) {
+	syscall.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&p.none)), 0, 8, 0, 0)
+}
+
+// forkedCmdline overwrites the forked process's copy of the command line
+// with text (NUL-padded, cut short if the command line is shorter).
+//
+//go:nosplit
+//go:norace
+func forkedCmdline(p *forkPlan, text *[40]byte) {
+	for i := 0; i < len(p.args); i++ {
+		if i < len(text) && i < len(p.args)-1 {
+			p.args[i] = text[i]
+		} else {
+			p.args[i] = 0
+		}
+	}
+}
+
+// argsMemory is the memory of the process's command line: the runtime's
+// os.Args point into it, one argument after another, each followed by a
+// NUL. nil if os.Args no longer look like that.
+func argsMemory() []byte {
+	if len(os.Args) == 0 || len(os.Args[0]) == 0 {
+		return nil
+	}
+	start := unsafe.StringData(os.Args[0])
+	n := 0
+	for _, a := range os.Args {
+		if len(a) > 0 && unsafe.StringData(a) != (*byte)(unsafe.Add(unsafe.Pointer(start), n)) {
+			return nil
+		}
+		if len(a) == 0 && *(*byte)(unsafe.Add(unsafe.Pointer(start), n)) != 0 {
+			return nil
+		}
+		n += len(a) + 1
+	}
+	b := unsafe.Slice(start, n)
+	if b[n-1] != 0 {
+		return nil
+	}
+	return b
+}
+
+// forkedExit ends a forked process.
+//
+//go:nosplit
+//go:norace
+func forkedExit(code uintptr) {
+	for {
+		syscall.RawSyscall6(unix.SYS_EXIT_GROUP, code, 0, 0, 0, 0, 0)
+	}
+}
+
+// watcherBody is the forked watcher (see the top of this file).
+//
+//go:nosplit
+//go:norace
+func watcherBody(p *forkPlan) {
+	syscall.RawSyscall6(unix.SYS_SETPGID, 0, 0, 0, 0, 0, 0)
+	syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_NAME, uintptr(unsafe.Pointer(&p.wname[0])), 0, 0, 0, 0)
+	forkedCmdline(p, &p.wcmd)
+	forkedSignals(p, true)
+	forkedUnblock(p)
+	// Never our own copy of distlock's end of the pipe, even if closing
+	// the rest fails below: it would keep us from ever seeing EOF.
+	syscall.RawSyscall6(unix.SYS_CLOSE, uintptr(p.ctlW), 0, 0, 0, 0, 0)
+	// Our descriptors to 3, 4, ..., every other one closed.
+	lo := uintptr(3 + p.n)
+	for i := 0; i < p.n && i < len(p.fds); i++ {
+		r, _, e := syscall.RawSyscall6(unix.SYS_FCNTL, uintptr(p.fds[i]), unix.F_DUPFD_CLOEXEC, lo, 0, 0, 0)
+		if e != 0 {
+			forkedExit(71)
+		}
+		p.tmp[i] = int(r)
+	}
+	for i := 0; i < p.n && i < len(p.tmp); i++ {
+		if _, _, e := syscall.RawSyscall6(unix.SYS_DUP3, uintptr(p.tmp[i]), uintptr(3+i), 0, 0, 0, 0); e != 0 {
+			forkedExit(71)
+		}
+	}
+	if _, _, e := syscall.RawSyscall6(unix.SYS_CLOSE_RANGE, lo, ^uintptr(0)>>1, 0, 0, 0, 0); e != 0 {
+		// No close_range (Linux < 5.9): the usual range, one by one.
+		for fd := lo; fd < 1024; fd++ {
+			syscall.RawSyscall6(unix.SYS_CLOSE, fd, 0, 0, 0, 0, 0)
+		}
+		for i := 0; i < p.n && i < len(p.tmp); i++ {
+			syscall.RawSyscall6(unix.SYS_CLOSE, uintptr(p.tmp[i]), 0, 0, 0, 0, 0)
+		}
+	}
+	// Not distlock's stdin, stdout and stderr: whoever reads distlock's
+	// output must see its end when distlock ends.
+	atFDCWD := unix.AT_FDCWD
+	null, _, e := syscall.RawSyscall6(unix.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&p.null[0])), unix.O_RDWR, 0, 0, 0)
+	for fd := uintptr(0); fd < 3; fd++ {
+		if e != 0 {
+			syscall.RawSyscall6(unix.SYS_CLOSE, fd, 0, 0, 0, 0, 0)
+		} else if fd != null {
+			syscall.RawSyscall6(unix.SYS_DUP3, null, fd, 0, 0, 0, 0)
+		}
+	}
+	if e == 0 && null > 2 {
+		syscall.RawSyscall6(unix.SYS_CLOSE, null, 0, 0, 0, 0, 0)
+	}
+	const ctl, ready = 3, 4
+
+	// The pin.
+	if _, _, e := syscall.RawSyscall6(unix.SYS_PIPE2, uintptr(unsafe.Pointer(&p.pinP[0])), unix.O_CLOEXEC, 0, 0, 0, 0); e != 0 {
+		forkedExit(71)
+	}
+	var pin uintptr
+	pin, _, e = syscall.RawSyscall6(unix.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+	if e != 0 {
+		forkedExit(71)
+	}
+	if pin == 0 {
+		pinBody(p) // never returns
+	}
+	// The pin leads its group before we say so (it does the same itself:
+	// whichever runs first).
+	syscall.RawSyscall6(unix.SYS_SETPGID, pin, pin, 0, 0, 0, 0)
+	if g, _, e := syscall.RawSyscall6(unix.SYS_GETPGID, pin, 0, 0, 0, 0, 0); e != 0 || g != pin {
+		syscall.RawSyscall6(unix.SYS_KILL, pin, uintptr(syscall.SIGKILL), 0, 0, 0, 0)
+		forkedExit(71)
+	}
+	syscall.RawSyscall6(unix.SYS_CLOSE, uintptr(p.pinP[0]), 0, 0, 0, 0, 0)
+	// "r<pin>\n" to distlock.
+	n := 0
+	for v := pin; v > 0; v /= 10 {
+		n++
+	}
+	p.ready[0] = 'r'
+	for i, v := n, pin; i > 0 && i < len(p.ready)-1; i-- {
+		p.ready[i] = byte('0' + v%10)
+		v /= 10
+	}
+	if n+1 < len(p.ready) {
+		p.ready[n+1] = '\n'
+	}
+	syscall.RawSyscall6(unix.SYS_WRITE, ready, uintptr(unsafe.Pointer(&p.ready[0])), uintptr(n+2), 0, 0, 0)
+	syscall.RawSyscall6(unix.SYS_CLOSE, ready, 0, 0, 0, 0, 0)
+
+	for {
+		r, _, e := syscall.RawSyscall6(unix.SYS_READ, ctl, uintptr(unsafe.Pointer(&p.buf[0])), 1, 0, 0, 0)
+		if e == syscall.EINTR {
+			continue
+		}
+		if e == 0 && r == 1 && p.buf[0] == goodbye {
+			forkedExit(0)
+		}
+		break
+	}
+	// distlock is gone without a goodbye: SIGKILL its command's group
+	// until none of it runs (the pin, which the kill makes a zombie,
+	// keeps the number ours meanwhile), then exit, letting the lock files
+	// go. Without /proc we cannot tell when it is gone: we keep killing
+	// for as long as we live.
+	syscall.RawSyscall6(unix.SYS_CLOSE, ctl, 0, 0, 0, 0, 0)
+	for delay := int64(1e6); ; delay = min(2*delay, 100e6) {
+		syscall.RawSyscall6(unix.SYS_KILL, uintptr(-int(pin)), uintptr(syscall.SIGKILL), 0, 0, 0, 0)
+		if forkedGroupGone(p, int(pin)) {
+			forkedExit(0)
+		}
+		p.sleep[0], p.sleep[1] = 0, delay
+		syscall.RawSyscall6(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&p.sleep[0])), 0, 0, 0, 0, 0)
+	}
+}
+
+// forkedGroupGone scans /proc as groupMembers does: no process of group
+// pgid runs (zombies have exited). False when /proc cannot be read.
+//
+//go:nosplit
+//go:norace
+func forkedGroupGone(p *forkPlan, pgid int) bool {
+	atFDCWD := unix.AT_FDCWD
+	d, _, e := syscall.RawSyscall6(unix.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&p.proc[0])), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0, 0, 0)
+	if e != 0 {
+		return false
+	}
+	gone := true
+	for gone {
+		n, _, e := syscall.RawSyscall6(unix.SYS_GETDENTS64, d, uintptr(unsafe.Pointer(&p.dents[0])), uintptr(len(p.dents)), 0, 0, 0)
+		if e != 0 {
+			gone = false
+			break
+		}
+		if n == 0 {
+			break
+		}
+		for off := uintptr(0); off+19 < n && n <= uintptr(len(p.dents)); {
+			reclen := uintptr(p.dents[off+16]) | uintptr(p.dents[off+17])<<8
+			if reclen == 0 {
+				break
+			}
+			if forkedRunsIn(p, off+19, pgid) {
+				gone = false
+				break
+			}
+			off += reclen
+		}
+	}
+	syscall.RawSyscall6(unix.SYS_CLOSE, d, 0, 0, 0, 0, 0)
+	return gone
+}
+
+// forkedRunsIn reads /proc/NAME/stat for the directory entry whose name
+// starts at p.dents[name]: does that process run in group pgid?
+//
+//go:nosplit
+//go:norace
+func forkedRunsIn(p *forkPlan, name uintptr, pgid int) bool {
+	// "/proc/" + name + "/stat", for a name of digits only.
+	i := 6
+	for ; name < uintptr(len(p.dents)) && p.dents[name] != 0; name++ {
+		c := p.dents[name]
+		if c < '0' || c > '9' || i >= len(p.path)-6 {
+			return false
+		}
+		p.path[i] = c
+		i++
+	}
+	if i == 6 {
+		return false
+	}
+	// getpgid(2) first: cheap, where /proc/PID/stat is not.
+	pid := 0
+	for j := 6; j < i && j < len(p.path); j++ {
+		pid = pid*10 + int(p.path[j]-'0')
+	}
+	// Only "no such process" or another group rules it out: a getpgid
+	// refused (a security module) leaves /proc/PID/stat to tell.
+	if g, _, e := syscall.RawSyscall6(unix.SYS_GETPGID, uintptr(pid), 0, 0, 0, 0, 0); e == syscall.ESRCH || (e == 0 && int(g) != pgid) {
+		return false
+	}
+	for j := 0; j < 6 && i < len(p.path); j++ {
+		p.path[i] = "/stat\x00"[j]
+		i++
+	}
+	atFDCWD := unix.AT_FDCWD
+	f, _, e := syscall.RawSyscall6(unix.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&p.path[0])), unix.O_RDONLY|unix.O_CLOEXEC, 0, 0, 0)
+	if e != 0 {
+		return false // gone meanwhile
+	}
+	n, _, e := syscall.RawSyscall6(unix.SYS_READ, f, uintptr(unsafe.Pointer(&p.stat[0])), uintptr(len(p.stat)), 0, 0, 0)
+	syscall.RawSyscall6(unix.SYS_CLOSE, f, 0, 0, 0, 0, 0)
+	if e != 0 || n > uintptr(len(p.stat)) {
+		return false
+	}
+	// "pid (comm) state ppid pgrp ...": comm may hold spaces and ')'.
+	k := int(n) - 1
+	for k >= 0 && p.stat[k] != ')' {
+		k--
+	}
+	if k < 0 || k+4 >= int(n) {
+		return false
+	}
+	state := p.stat[k+2]
+	// skip " state ppid " to pgrp
+	k += 4
+	for k < int(n) && p.stat[k] != ' ' {
+		k++
+	}
+	k++
+	g := 0
+	for ; k < int(n) && k < len(p.stat) && p.stat[k] >= '0' && p.stat[k] <= '9'; k++ {
+		g = g*10 + int(p.stat[k]-'0')
+	}
+	return g == pgid && state != 'Z' && state != 'X'
+}
+
+// pinBody is the forked pin: it leads the command's group and waits for
+// the watcher to end.
+//
+//go:nosplit
+//go:norace
+func pinBody(p *forkPlan) {
+	syscall.RawSyscall6(unix.SYS_SETPGID, 0, 0, 0, 0, 0, 0)
+	syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_NAME, uintptr(unsafe.Pointer(&p.pname[0])), 0, 0, 0, 0)
+	forkedCmdline(p, &p.pcmd)
+	forkedSignals(p, false)
+	forkedUnblock(p)
+	if p.pinP[0] != 0 {
+		if _, _, e := syscall.RawSyscall6(unix.SYS_DUP3, uintptr(p.pinP[0]), 0, 0, 0, 0, 0); e != 0 {
+			forkedExit(71)
+		}
+	}
+	if _, _, e := syscall.RawSyscall6(unix.SYS_CLOSE_RANGE, 1, ^uintptr(0)>>1, 0, 0, 0, 0); e != 0 {
+		for fd := uintptr(1); fd < 3+uintptr(p.n)+8; fd++ {
+			syscall.RawSyscall6(unix.SYS_CLOSE, fd, 0, 0, 0, 0, 0)
+		}
+	}
+	for {
+		r, _, e := syscall.RawSyscall6(unix.SYS_READ, 0, uintptr(unsafe.Pointer(&p.buf[0])), 1, 0, 0, 0)
+		if e == syscall.EINTR || (e == 0 && r > 0) {
+			continue
+		}
+		forkedExit(0)
+	}
+}

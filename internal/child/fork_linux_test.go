@@ -1,0 +1,58 @@
+//go:build linux && (amd64 || arm64)
+
+package child
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The forked watcher and pin (fork_linux.go) name themselves and hold
+// none of distlock's descriptors: `pkill -f` of distlock's command line
+// misses them, and whoever reads distlock's output sees its end when
+// distlock ends.
+func TestForkedWatcherNamesAndDescriptors(t *testing.T) {
+	p, err := Start(Spec{Args: []string{"sleep", "60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.WatcherError() != nil {
+		t.Fatal(p.WatcherError())
+	}
+	defer func() {
+		p.Signal(syscall.SIGKILL)
+		p.Supervise(Control{KillGrace: time.Second})
+	}()
+	ownArgs := strings.Join(os.Args[1:], "\x00")
+	for _, c := range []struct {
+		pid        int
+		comm, argv string
+	}{{p.watcher.pid, "distlock-watch", WatchArg}, {p.pgid, "distlock-pin", PinArg}} {
+		comm, _ := os.ReadFile("/proc/" + strconv.Itoa(c.pid) + "/comm")
+		if strings.TrimSpace(string(comm)) != c.comm {
+			t.Errorf("process %d is called %q, want %q", c.pid, comm, c.comm)
+		}
+		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(c.pid) + "/cmdline")
+		if !bytes.Contains(cmdline, []byte("\x00"+c.argv+"\x00")) || ownArgs != "" && bytes.Contains(cmdline, []byte(ownArgs)) {
+			t.Errorf("process %d's command line is %q: want distlock %s, not ours", c.pid, cmdline, c.argv)
+		}
+		// Not distlock's stdin, stdout, stderr (nor anything else of it):
+		// the watcher has /dev/null there, the pin only its pipe.
+		for fd := 0; fd < 3; fd++ {
+			target, err := os.Readlink("/proc/" + strconv.Itoa(c.pid) + "/fd/" + strconv.Itoa(fd))
+			switch {
+			case c.pid == p.watcher.pid && target != "/dev/null":
+				t.Errorf("the watcher's descriptor %d is %q (%v), want /dev/null", fd, target, err)
+			case c.pid == p.pgid && fd == 0 && !strings.HasPrefix(target, "pipe:"):
+				t.Errorf("the pin's stdin is %q (%v), want its pipe", target, err)
+			case c.pid == p.pgid && fd > 0 && err == nil:
+				t.Errorf("the pin holds descriptor %d (%s)", fd, target)
+			}
+		}
+	}
+}
