@@ -116,7 +116,7 @@ func engines() []*engine {
 			},
 		},
 		{
-			name: "zookeeper", kind: "zookeeper", real: true,
+			name: "zookeeper", kind: "zookeeper", real: true, fair: true,
 			available: serverAvailable("zookeeper"),
 			start: func(env *testscript.Env, st *engineState) error {
 				p, err := server.StartZooKeeper(filepath.Join(env.WorkDir, ".zookeeper"))

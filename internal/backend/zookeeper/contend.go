@@ -120,10 +120,16 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 			}
 		}
 		c.holdLeft = -1
-		if mine > 0 && line[0].lock == "" {
-			// A hold is at the head of the line: is it still live, by the
-			// server's clock?
-			expired, left, err := c.holdExpired(ctx, line[0])
+		var holds []entry
+		for i, e := range line[:min(len(line), c.limit)] {
+			if i != mine && e.lock == "" {
+				holds = append(holds, e)
+			}
+		}
+		if len(holds) > 0 {
+			// Holds are among the holders (the first limit places): are
+			// they still live, by the server's clock?
+			expired, left, err := c.holdsExpired(ctx, holds)
 			if err != nil {
 				return nil, err
 			}
@@ -133,7 +139,7 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 			c.holdLeft = left
 		}
 		if mine < c.limit {
-			return c.takeOver(ctx, line[:mine])
+			return c.takeOver(ctx, line)
 		}
 		c.ahead = line[mine-1].node()
 		return nil, c.busy(ctx, line[0])
@@ -170,17 +176,21 @@ func (c *contender) join(ctx context.Context) error {
 	}
 }
 
-// holdExpired reads the hold at the head of the line and the server's
-// clock (the mtime of a write of our own node); an expired hold is
-// deleted (compare-and-delete on its version). left is the hold's time
-// left when it is live.
-func (c *contender) holdExpired(ctx context.Context, head entry) (expired bool, left time.Duration, err error) {
-	d, ok, err := c.b.read(ctx, c.s, c.dir+"/"+head.hold)
-	if err != nil {
-		return false, 0, c.b.opError("read the hold on "+c.req.Key, err)
-	}
-	if !ok {
-		return true, 0, nil
+// holdsExpired reads the holds among the holders and the server's clock
+// (the mtime of a write of our own node); an expired hold is deleted
+// (compare-and-delete on its version). expired says one was; left is the
+// least time left of the live ones (-1 when none is live).
+func (c *contender) holdsExpired(ctx context.Context, holds []entry) (expired bool, left time.Duration, err error) {
+	ds := make([]described, 0, len(holds))
+	for _, h := range holds {
+		d, ok, err := c.b.read(ctx, c.s, c.dir+"/"+h.hold)
+		if err != nil {
+			return false, 0, c.b.opError("read the hold on "+c.req.Key, err)
+		}
+		if !ok {
+			return true, 0, nil
+		}
+		ds = append(ds, d)
 	}
 	st, err := call(ctx, func() (*zk.Stat, error) {
 		return c.s.conn.Set(c.dir+"/"+c.node, c.rec.encode(), -1)
@@ -191,15 +201,22 @@ func (c *contender) holdExpired(ctx context.Context, head entry) (expired bool, 
 	if err != nil {
 		return false, 0, c.b.opError("read the server's clock", err)
 	}
-	left = time.Duration(holdExpiry(d)-st.Mtime) * time.Millisecond
-	if left > 0 {
-		return false, left, nil
+	left = -1
+	for i, d := range ds {
+		l := time.Duration(holdExpiry(d)-st.Mtime) * time.Millisecond
+		if l > 0 {
+			if left < 0 || l < left {
+				left = l
+			}
+			continue
+		}
+		err = do(ctx, func() error { return c.s.conn.Delete(c.dir+"/"+holds[i].hold, d.stat.Version) })
+		if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
+			return false, 0, c.b.opError("delete the expired hold on "+c.req.Key, err)
+		}
+		expired = true
 	}
-	err = do(ctx, func() error { return c.s.conn.Delete(c.dir+"/"+head.hold, d.stat.Version) })
-	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
-		return false, 0, c.b.opError("delete the expired hold on "+c.req.Key, err)
-	}
-	return true, 0, nil
+	return expired, left, nil
 }
 
 // busy describes the holder (reading its node only when it changed).
@@ -227,27 +244,12 @@ func (c *contender) lastHolder() lock.Holder {
 // stamp the acquisition time on our node with a write, which also proves,
 // through the leader, that our node (so our session) was alive after the
 // moment it was sent: the lease's validity counts from that moment.
-func (c *contender) takeOver(ctx context.Context, ahead []entry) (lock.Lease, error) {
+func (c *contender) takeOver(ctx context.Context, line []entry) (lock.Lease, error) {
 	slot := -1
 	if c.limit > 1 {
-		for i := range c.limit {
-			err := do(ctx, func() error {
-				_, err := c.s.conn.Create(c.dir+"/"+slotName(i), []byte(c.nonce), zk.FlagEphemeral, acl)
-				return err
-			})
-			if err == nil {
-				slot = i
-				break
-			}
-			if errors.Is(err, zk.ErrNodeExists) {
-				// Ours, from a try whose answer was lost?
-				if d, ok, err := c.b.read(ctx, c.s, c.dir+"/"+slotName(i)); err == nil && ok && string(d.raw) == c.nonce {
-					slot = i
-					break
-				}
-				continue
-			}
-			return nil, c.b.opError("take a slot of "+c.req.Key, err)
+		var err error
+		if slot, err = c.claimSlot(ctx, line); err != nil {
+			return nil, err
 		}
 		if slot < 0 {
 			// A holder ahead is leaving: try again at once.
@@ -276,12 +278,81 @@ func (c *contender) takeOver(ctx context.Context, ahead []entry) (lock.Lease, er
 	c.rec = rec
 	l := &Lease{
 		b: c.b, s: c.s, key: c.req.Key, dir: c.dir, node: c.node, nonce: c.nonce,
-		token: uint64(st.Czxid), granted: granted, rec: rec, slot: slot,
+		token: uint64(st.Czxid), granted: granted, rec: rec, limit: c.limit, slot: slot,
 		alerts: make(chan struct{}, 1),
 	}
 	l.watchOwn()
 	c.s = nil // the lease owns the session now
 	return l, nil
+}
+
+// claimSlot claims a free slot-<i> node for us (-1: none is free). A
+// session holder's slot is its ephemeral slot-<i> node; a held slot (a hold
+// node, with no session) has none, only the Slot in its record. So slots
+// named by hold nodes are passed over, and a slot node we made is checked
+// against the hold nodes once more after it was made: a holder that made
+// its hold (which it does before deleting its slot node) after our read
+// of the line is seen then, and we give that slot back.
+func (c *contender) claimSlot(ctx context.Context, line []entry) (int, error) {
+	used, err := c.heldSlots(ctx, line)
+	if err != nil {
+		return -1, err
+	}
+	for i := range c.limit {
+		if used[i] {
+			continue
+		}
+		path := c.dir + "/" + slotName(i)
+		err := do(ctx, func() error {
+			_, err := c.s.conn.Create(path, []byte(c.nonce), zk.FlagEphemeral, acl)
+			return err
+		})
+		if errors.Is(err, zk.ErrNodeExists) {
+			// Ours, from a try whose answer was lost?
+			d, ok, rerr := c.b.read(ctx, c.s, path)
+			if rerr != nil || !ok || string(d.raw) != c.nonce {
+				continue
+			}
+			err = nil
+		}
+		if err != nil {
+			return -1, c.b.opError("take a slot of "+c.req.Key, err)
+		}
+		names, err := c.b.children(ctx, c.s, c.dir)
+		if err == nil {
+			used, err = c.heldSlots(ctx, parseLine(names))
+		}
+		if err != nil {
+			_ = do(context.WithoutCancel(ctx), func() error { return c.s.conn.Delete(path, -1) })
+			return -1, c.b.opError("read the line of "+c.req.Key, err)
+		}
+		if used[i] {
+			if err := do(ctx, func() error { return c.s.conn.Delete(path, -1) }); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return -1, c.b.opError("give back a slot of "+c.req.Key, err)
+			}
+			continue
+		}
+		return i, nil
+	}
+	return -1, nil
+}
+
+// heldSlots reads the slots of the hold nodes in line (other than ours).
+func (c *contender) heldSlots(ctx context.Context, line []entry) (map[int]bool, error) {
+	used := map[int]bool{}
+	for _, e := range line {
+		if e.hold == "" || e.nonce == c.nonce {
+			continue
+		}
+		d, ok, err := c.b.read(ctx, c.s, c.dir+"/"+e.hold)
+		if err != nil {
+			return nil, c.b.opError("read the hold on "+c.req.Key, err)
+		}
+		if ok {
+			used[d.rec.Slot] = true
+		}
+	}
+	return used, nil
 }
 
 // Wait implements lock.Contender: a mutex waiter watches the node just

@@ -30,13 +30,13 @@ func seqOf(name string) int64 {
 // session ends. The hold node is created before the lock node is deleted,
 // so the place is never empty; if the lock node was already gone (broken,
 // expired), the hold node is deleted again and the answer is
-// lock.ErrNotHeld. Holding again (distlock extend) rewrites the hold
+// lock.ErrNotHeld. A semaphore slot is kept the same way: the hold node's
+// record names the slot, and the slot node (ephemeral, so it could not
+// outlive the session) is deleted with the lock node, in one multi; new
+// holders pass over slots named by hold nodes (see claimSlot). Holding again (distlock extend) rewrites the hold
 // node, or, for a longer hold than the node's own TTL, replaces it by a
 // node of the next generation, created first.
 func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
-	if l.slot >= 0 {
-		return lock.ErrSlotHold
-	}
 	if l.released {
 		return fmt.Errorf("%s: %w", l.key, lock.ErrNotHeld)
 	}
@@ -47,11 +47,15 @@ func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
 	if l.node != "" {
 		rec.NodeTTL = rec.HoldMs
 		seq := seqOf(l.node)
-		name := holdName(1, l.nonce, 0, seq)
+		name := holdName(l.limit, l.nonce, 0, seq)
 		if err := l.createHold(ctx, s, name, rec); err != nil {
 			return err
 		}
-		err := do(ctx, func() error { return s.conn.Delete(l.dir+"/"+l.node, -1) })
+		ops := []any{&zk.DeleteRequest{Path: l.dir + "/" + l.node, Version: -1}}
+		if l.slot >= 0 {
+			ops = append(ops, &zk.DeleteRequest{Path: l.dir + "/" + slotName(l.slot), Version: -1})
+		}
+		err := multi(ctx, s, ops...)
 		if err != nil {
 			_ = do(context.WithoutCancel(ctx), func() error { return s.conn.Delete(l.dir+"/"+name, -1) })
 			if errors.Is(err, zk.ErrNoNode) {
@@ -78,7 +82,7 @@ func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
 		return nil
 	}
 	rec.NodeTTL = rec.HoldMs
-	name := holdName(1, l.nonce, l.holdGen+1, l.holdSeq)
+	name := holdName(l.limit, l.nonce, l.holdGen+1, l.holdSeq)
 	if err := l.createHold(ctx, s, name, rec); err != nil {
 		return err
 	}
@@ -135,9 +139,13 @@ func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 		if !time.Now().Before(time.UnixMilli(holdExpiry(d))) {
 			break // expired: a waiter may delete it at any moment
 		}
+		slot := -1
+		if e.limit > 1 {
+			slot = d.rec.Slot
+		}
 		return &Lease{
 			b: b, key: h.Key, dir: dir, nonce: e.nonce, token: h.Token, granted: time.Now(),
-			rec: d.rec, slot: -1, hold: e.hold, holdGen: e.gen, holdSeq: e.seq, holdVer: d.stat.Version,
+			rec: d.rec, limit: e.limit, slot: slot, hold: e.hold, holdGen: e.gen, holdSeq: e.seq, holdVer: d.stat.Version,
 		}, nil
 	}
 	return nil, fmt.Errorf("%s (token %d): %w", h.Key, h.Token, lock.ErrNotHeld)

@@ -24,6 +24,7 @@ type Lease struct {
 	token   uint64
 	granted time.Time
 	rec     record
+	limit   int
 	slot    int // -1 for a mutex
 
 	hold     string // our hold node, once held with no process
