@@ -42,6 +42,7 @@ type contender struct {
 	rec       record
 
 	ahead    string        // the node just ahead of us (mutex), at the last Try
+	seen     int32         // the line's version (the key node's cversion) at the last Try
 	holdLeft time.Duration // the head's hold: time until it may expire (<0: none)
 
 	shown  string // the holder's node as last described
@@ -94,10 +95,11 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 				return nil, err
 			}
 		}
-		names, err := c.b.children(ctx, c.s, c.dir)
+		names, cv, err := c.b.childrenV(ctx, c.s, c.dir)
 		if err != nil {
 			return nil, c.b.opError("read the line of "+c.req.Key, err)
 		}
+		c.seen = cv
 		line := parseLine(names)
 		mine := -1
 		for i, e := range line {
@@ -369,14 +371,23 @@ func (c *contender) Wait(ctx context.Context) (lock.Retry, error) {
 	}
 	var ev <-chan zk.Event
 	if c.limit > 1 {
-		ch, err := call(ctx, func() (<-chan zk.Event, error) {
-			_, _, ch, err := c.s.conn.ChildrenW(c.dir)
-			return ch, err
-		})
-		if err != nil {
-			return lock.Retry{After: 0}, nil // Try reads again (and reports)
+		type r struct {
+			cv int32
+			ch <-chan zk.Event
 		}
-		ev = ch
+		got, err := call(ctx, func() (r, error) {
+			_, st, ch, err := c.s.conn.ChildrenW(c.dir)
+			if err != nil {
+				return r{}, err
+			}
+			return r{st.Cversion, ch}, nil
+		})
+		if err != nil || got.cv != c.seen {
+			// The line moved since Try read it (a change before the
+			// watch was set would never wake us): Try reads again.
+			return lock.Retry{After: 0}, nil
+		}
+		ev = got.ch
 	} else {
 		type r struct {
 			ok bool

@@ -96,14 +96,28 @@ func parseLine(children []string) []entry {
 
 // children lists dir on s; a missing dir is an empty line.
 func (b *Backend) children(ctx context.Context, s *session, dir string) ([]string, error) {
-	names, err := call(ctx, func() ([]string, error) {
-		names, _, err := s.conn.Children(dir)
-		return names, err
+	names, _, err := b.childrenV(ctx, s, dir)
+	return names, err
+}
+
+// childrenV is children with dir's cversion (-1 when dir is missing),
+// which every create and delete of a child raises.
+func (b *Backend) childrenV(ctx context.Context, s *session, dir string) ([]string, int32, error) {
+	type r struct {
+		names []string
+		cv    int32
+	}
+	got, err := call(ctx, func() (r, error) {
+		names, st, err := s.conn.Children(dir)
+		if err != nil {
+			return r{}, err
+		}
+		return r{names, st.Cversion}, nil
 	})
 	if err != nil && errors.Is(err, zk.ErrNoNode) {
-		return nil, nil
+		return nil, -1, nil
 	}
-	return names, err
+	return got.names, got.cv, err
 }
 
 // described is a node read for its holder's description.
