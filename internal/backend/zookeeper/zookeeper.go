@@ -7,7 +7,7 @@
 //
 //	<chroot>/<prefix>/<escaped KEY>/lock-<limit>-<nonce>-<seq>       a contender (ephemeral, sequential)
 //	<chroot>/<prefix>/<escaped KEY>/hold-<limit>-<nonce>-<gen>-<seq> a held lock with no process (TTL node)
-//	<chroot>/<prefix>/<escaped KEY>/slot-<i>                         semaphore slot i (ephemeral; data: nonce)
+//	<chroot>/<prefix>/<escaped KEY>/slot-<i>                         semaphore slot i of a running holder (ephemeral; data: nonce)
 //
 // KEY is escaped with url.PathEscape (so it never holds a '/'); the key's
 // node is a container node, which the server removes once it is empty, and
@@ -46,9 +46,12 @@
 // servers' zookeeper.extendedTypesEnabled=true. It is live until its
 // modification time plus the hold's length, by the server's clock; the
 // server deletes it some time after that (its container check runs every
-// minute by default), and a contender that finds an expired hold at the
-// head of the line deletes it (compare-and-delete on its version), judging
-// by the server's clock as read from a write of its own node.
+// minute by default), and a contender that finds an expired hold in the
+// holders' places (the first limit) deletes it (compare-and-delete on its
+// version), judging by the server's clock as read from a write of its own
+// node. A held semaphore slot has no slot-<i> node (it was ephemeral): the
+// hold node's record names the slot, and new holders pass over it
+// (claimSlot in contend.go).
 package zookeeper
 
 import (
