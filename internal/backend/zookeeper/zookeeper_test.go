@@ -278,3 +278,50 @@ func TestHeldAtOnceNeedsNoLongSession(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSlotHeldAfterLineReadIsPassedOver: a slot kept by a hold that was
+// made after a new holder read the line (so the new holder saw a running
+// holder, whose slot node the hold then deleted) is not taken: the new
+// holder checks the hold nodes again once its slot node is made.
+func TestSlotHeldAfterLineReadIsPassedOver(t *testing.T) {
+	p := startServer(t)
+	b := open(t, p.Addr(), "slotrace")
+	req := func(owner string) lock.Request {
+		r := request("sem", owner, 3*time.Second)
+		r.Limit = 3
+		return r
+	}
+	kept, err := lock.TryOnce(ctx(t), b, req("kept"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := kept.(*Lease).Slot(); s != 0 {
+		t.Fatalf("first holder got slot %d, want 0", s)
+	}
+	c := b.Contend(req("next")).(*contender)
+	defer c.Leave()
+	s, err := b.dial(ctx(t), 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.s = s
+	if err := c.join(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	names, err := b.children(ctx(t), c.s, c.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := parseLine(names) // read while "kept" still runs on slot 0
+	if err := kept.Hold(ctx(t), 10*time.Second, lock.HoldMinHold); err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.takeOver(ctx(t), line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx(t))
+	if got := l.(*Lease).Slot(); got == 0 {
+		t.Fatalf("the new holder took slot 0, which the hold keeps")
+	}
+}
