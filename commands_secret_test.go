@@ -28,6 +28,14 @@ func cmdEnginePassword(ts *testscript.TestScript, neg bool, args []string) {
 		mysqlPassword(ts, st, pw)
 		return
 	}
+	if st.sentinel != nil {
+		sentinelPassword(ts, st, pw)
+		return
+	}
+	if st.cluster != nil {
+		clusterPassword(ts, st, pw)
+		return
+	}
 	if st.engine.kind != "redis" {
 		return
 	}
@@ -78,4 +86,52 @@ func mysqlPassword(ts *testscript.TestScript, st *engineState, pw string) {
 	defer cancel()
 	_, err = db.ExecContext(ctx, "ALTER USER 'root'@'127.0.0.1' IDENTIFIED BY '"+pw+"'")
 	ts.Check(err)
+}
+
+// sentinelPassword makes every data node of the Sentinel deployment
+// require pw: the sentinels are told first (auth-pass), the replicas
+// authenticate to the master with it (masterauth), then the nodes require
+// it. The sentinels themselves stay open.
+func sentinelPassword(ts *testscript.TestScript, st *engineState, pw string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	do := func(addr string, args ...any) {
+		c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+		defer c.Close()
+		ts.Check(c.Do(ctx, args...).Err())
+	}
+	for _, p := range st.sentinel.Sentinels {
+		do(p.Addr(), "SENTINEL", "SET", server.SentinelMaster, "auth-pass", pw)
+	}
+	for _, p := range st.sentinel.Nodes() {
+		do(p.Addr(), "CONFIG", "SET", "masterauth", pw)
+	}
+	for _, p := range st.sentinel.Nodes() {
+		do(p.Addr(), "CONFIG", "SET", "requirepass", pw)
+	}
+	anon := redis.NewClient(&redis.Options{Addr: st.sentinel.Master.Addr(), MaxRetries: -1})
+	err := anon.Ping(ctx).Err()
+	anon.Close()
+	if err == nil {
+		ts.Fatalf("enginepassword: the master still takes clients without a password")
+	}
+}
+
+// clusterPassword makes every node of the cluster require pw (the cluster
+// bus between the nodes needs none).
+func clusterPassword(ts *testscript.TestScript, st *engineState, pw string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, p := range st.cluster.Nodes {
+		c := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
+		err := c.ConfigSet(ctx, "requirepass", pw).Err()
+		c.Close()
+		ts.Check(err)
+	}
+	anon := redis.NewClient(&redis.Options{Addr: st.cluster.Nodes[0].Addr(), MaxRetries: -1})
+	err := anon.Ping(ctx).Err()
+	anon.Close()
+	if err == nil {
+		ts.Fatalf("enginepassword: the cluster still takes clients without a password")
+	}
 }

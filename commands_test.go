@@ -37,6 +37,9 @@ func allCommands() map[string]func(ts *testscript.TestScript, neg bool, args []s
 		"ff":             cmdFastForward,
 		"enginepassword": cmdEnginePassword, // commands_secret_test.go
 		"rediscmd":       cmdRedisCmd,       // commands_ops_test.go
+		"sentinel":       cmdSentinel,       // commands_topology_test.go
+		"clustermasters": cmdClusterMasters, // commands_topology_test.go
+		"redlocknode":    cmdRedlockNode,    // commands_topology_test.go
 		// what the engine says
 		"tokensrise":       cmdTokensRise,
 		"deadbeforeexpiry": cmdDeadBeforeExpiry,
@@ -239,6 +242,8 @@ type harness struct {
 	etcd   *clientv3.Client     // the same, for etcd's lease API
 	marks  map[string]time.Time // mark NAME
 	thaw   map[int]func()       // watcher freeze
+	// killedMaster is the address of the master sentinel killmaster killed.
+	killedMaster string
 }
 
 // close drops what the harness opened for its script.

@@ -21,6 +21,13 @@ type engine struct {
 	// kind groups engines that share engine-specific scenarios: file, redis,
 	// etcd, zookeeper (testdata/script/<kind>/).
 	kind string
+	// family, when set, is a kind whose scenario conditions ([engine:redis])
+	// this engine meets too: a Redis topology runs the Redis engine.
+	family string
+	// direct: the topology's client finds its servers' addresses by asking
+	// the servers (Sentinel, Cluster), so no fault proxy can sit between
+	// distlock and them, and the network/ scenarios do not run on it.
+	direct bool
 	// real: a real server process that can be stopped, killed and restarted.
 	real bool
 	// fair: the engine serves waiters in arrival order, for a mutex and a
@@ -39,6 +46,12 @@ type engineState struct {
 	proxy  *faultproxy.Proxy
 	server *server.Process
 	mini   *miniredis.Miniredis
+	// sentinel is the deployment of the redis-sentinel engine.
+	sentinel *server.RedisSentinel
+	// cluster is the deployment of the redis-cluster engine.
+	cluster *server.RedisCluster
+	// masters are the redlock engine's independent Redis masters.
+	masters *server.RedisMasters
 	// harness is what the harness commands remember during the script
 	// (commands_test.go).
 	harness *harness
@@ -88,6 +101,57 @@ func engines() []*engine {
 				env.Defer(func() { p.Close() })
 				st.server = p
 				return st.proxyTo(env, "redis", p.Addr())
+			},
+		},
+		{
+			// A master, two replicas and three sentinels; distlock waits for
+			// one replica to acknowledge every grant and renewal (wait=1).
+			// Two replicas, so that after a failover the new master still
+			// has one to acknowledge the holder's renewals.
+			name: "redis-sentinel", kind: "redis-sentinel", family: "redis", real: true, direct: true, fair: true,
+			available: binaryOnPath("redis-server"),
+			start: func(env *testscript.Env, st *engineState) error {
+				s, err := server.StartRedisSentinel(filepath.Join(env.WorkDir, ".redis-sentinel"), 2)
+				if err != nil {
+					return err
+				}
+				env.Defer(func() { s.Close() })
+				st.sentinel, st.server = s, s.Master
+				st.url = s.URL("?wait=1")
+				env.Setenv("DISTLOCK_DIRECT_BACKEND", st.url)
+				return nil
+			},
+		},
+		{
+			// Three masters sharing the hash slots.
+			name: "redis-cluster", kind: "redis-cluster", family: "redis", real: true, direct: true, fair: true,
+			available: binaryOnPath("redis-server"),
+			start: func(env *testscript.Env, st *engineState) error {
+				c, err := server.StartRedisCluster(filepath.Join(env.WorkDir, ".redis-cluster"), 3)
+				if err != nil {
+					return err
+				}
+				env.Defer(func() { c.Close() })
+				st.cluster, st.server = c, c.Nodes[0]
+				st.url = c.URL()
+				env.Setenv("DISTLOCK_DIRECT_BACKEND", st.url)
+				return nil
+			},
+		},
+		{
+			// Redlock over three independent masters.
+			name: "redlock", kind: "redlock", real: true, direct: true,
+			available: binaryOnPath("redis-server"),
+			start: func(env *testscript.Env, st *engineState) error {
+				m, err := server.StartRedisMasters(filepath.Join(env.WorkDir, ".redlock"), 3)
+				if err != nil {
+					return err
+				}
+				env.Defer(func() { m.Close() })
+				st.masters, st.server = m, m.Nodes[0]
+				st.url = m.URL()
+				env.Setenv("DISTLOCK_DIRECT_BACKEND", st.url)
+				return nil
 			},
 		},
 		{

@@ -28,7 +28,7 @@ func TestScripts(t *testing.T) {
 				t.Skipf("%v: the real engine's scenarios are skipped (CI requires it)", err)
 			}
 			dirs := []string{"common", e.kind}
-			if e.kind != "file" {
+			if e.kind != "file" && !e.direct {
 				dirs = append(dirs, "network")
 			}
 			for _, dir := range dirs {
@@ -72,7 +72,7 @@ func params(e *engine, dir string) testscript.Params {
 		},
 		Condition: func(cond string) (bool, error) {
 			if name, ok := strings.CutPrefix(cond, "engine:"); ok {
-				return name == e.name || name == e.kind, nil
+				return name == e.name || name == e.kind || name == e.family, nil
 			}
 			if cond == "real" {
 				return e.real, nil

@@ -55,8 +55,15 @@ func Open(ctx context.Context, rawURL string, opts Options) (lock.Backend, error
 		}
 		b.SetLogger(opts.Log)
 		return b, nil
-	case "redis", "rediss":
-		cfg, err := redis.ParseURL(rawURL)
+	case "redis", "rediss", "redis+sentinel", "redis+cluster":
+		parse := redis.ParseURL
+		switch strings.ToLower(scheme) {
+		case "redis+sentinel":
+			parse = redis.ParseSentinelURL
+		case "redis+cluster":
+			parse = redis.ParseClusterURL
+		}
+		cfg, err := parse(rawURL)
 		if err != nil {
 			return nil, err
 		}
@@ -66,6 +73,17 @@ func Open(ctx context.Context, rawURL string, opts Options) (lock.Backend, error
 		cfg.Prefix = opts.Prefix
 		cfg.ConnectTimeout = opts.ConnectTimeout
 		return redis.New(ctx, cfg)
+	case "redlock":
+		cfg, err := redis.ParseRedlockURL(rawURL)
+		if err != nil {
+			return nil, err
+		}
+		if cfg.Password == "" {
+			cfg.Password = opts.Password
+		}
+		cfg.Prefix = opts.Prefix
+		cfg.ConnectTimeout = opts.ConnectTimeout
+		return redis.OpenRedlock(ctx, cfg)
 	case "etcd", "etcds":
 		cfg, err := etcd.ParseURL(rawURL)
 		if err != nil {
@@ -107,7 +125,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (lock.Backend, error
 		cfg.ConnectTimeout = opts.ConnectTimeout
 		return zookeeper.New(ctx, cfg)
 	default:
-		return nil, lock.Invalidf("backend scheme %q is not supported: use file://, redis://, rediss://, etcd://, etcds://, zk://, postgres://, postgresql:// or mysql://", scheme)
+		return nil, lock.Invalidf("backend scheme %q is not supported: use file://, redis://, rediss://, redis+sentinel://, redis+cluster://, redlock://, etcd://, etcds://, zk://, postgres://, postgresql:// or mysql://", scheme)
 	}
 }
 

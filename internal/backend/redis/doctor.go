@@ -94,7 +94,31 @@ func (b *Backend) deploymentCheck(rctx reqCtx) lock.Check {
 	if err != nil {
 		cluster = map[string]string{}
 	}
+	if b.topo != Single {
+		return topologyVerdict(b.topo, srv, cluster, b.addr)
+	}
 	return deploymentVerdict(srv, cluster, b.addr)
+}
+
+// topologyVerdict judges a node reached through redis+sentinel:// or
+// redis+cluster://: it must be what the URL says it is.
+func topologyVerdict(topo Topology, srv, cluster map[string]string, addr string) lock.Check {
+	const name = "deployment"
+	version := srv["redis_version"]
+	isCluster := srv["redis_mode"] == "cluster" || cluster["cluster_enabled"] == "1"
+	switch {
+	case topo == Cluster && isCluster:
+		return lock.Check{Name: name, Status: lock.CheckOK, Detail: fmt.Sprintf("Redis Cluster %s", version)}
+	case topo == Cluster:
+		return lock.Check{Name: name, Status: lock.CheckProblem,
+			Detail: fmt.Sprintf("%s is not a Redis Cluster (redis_mode %s)", addr, srv["redis_mode"]),
+			Fix:    "use redis:// for a standalone Redis, redis+cluster:// only for a cluster's nodes"}
+	case isCluster:
+		return lock.Check{Name: name, Status: lock.CheckProblem,
+			Detail: fmt.Sprintf("the master of %s is a Redis Cluster node", addr),
+			Fix:    "use redis+cluster:// with the cluster's nodes"}
+	}
+	return lock.Check{Name: name, Status: lock.CheckOK, Detail: fmt.Sprintf("Redis %s master found through Sentinel", version)}
 }
 
 // deploymentVerdict judges INFO server and INFO cluster.

@@ -11,12 +11,16 @@ import (
 // Hold implements lock.Lease: an owner-checked PEXPIRE to d, marked
 // with mode so status can say why nobody renews it.
 func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
-	n, err := holdScript.Run(ctx, l.b.c, []string{l.b.lockKey(l.key)}, l.owner, max(d.Milliseconds(), 1), mode).Int()
+	cmd, nr := l.b.run(ctx, l.ttl, holdScript, []string{l.b.lockKey(l.key)}, l.owner, max(d.Milliseconds(), 1), mode)
+	n, err := cmd.Int()
 	if err != nil {
 		return l.b.unavailable(err)
 	}
 	if n != 1 {
 		return lock.ErrNotHeld
+	}
+	if nr != nil {
+		return &lock.UnavailableError{Msg: nr.Error() + ": the hold may not survive a failover", Err: nr}
 	}
 	l.ttl = d
 	return nil

@@ -27,14 +27,15 @@ func (l *Lease) Alerts() <-chan struct{} { return nil }
 
 // Renew implements lock.Lease.
 func (l *Lease) Renew(ctx context.Context) error {
-	n, err := renewScript.Run(ctx, l.b.c, []string{l.b.lockKey(l.key)}, l.owner, l.ttl.Milliseconds()).Int()
+	cmd, nr := l.b.run(ctx, l.ttl, renewScript, []string{l.b.lockKey(l.key)}, l.owner, l.ttl.Milliseconds())
+	n, err := cmd.Int()
 	if err != nil {
 		return err
 	}
 	if n != 1 {
 		return lock.ErrNotHeld
 	}
-	return nil
+	return nr // a renewal too few replicas have is a failed renewal
 }
 
 // Release implements lock.Lease.

@@ -3,7 +3,9 @@ package redis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -27,22 +29,20 @@ func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 	pattern := globEscape(head+keyPrefix) + "*}"
 	var names []string
 	seen := map[string]bool{}
-	it := b.c.Scan(ctx, 0, pattern, scanCount).Iterator()
-	for it.Next(ctx) {
-		name := it.Val()
+	err := b.scan(ctx, pattern, func(name string) {
 		if seen[name] { // SCAN may return a key more than once
-			continue
+			return
 		}
 		seen[name] = true
 		inner, ok := strings.CutPrefix(name, head)
 		if !ok || !strings.HasSuffix(inner, "}") {
-			continue
+			return
 		}
 		if key := inner[:len(inner)-1]; strings.HasPrefix(key, keyPrefix) && lock.ValidateKey(key) == nil {
 			names = append(names, name)
 		}
-	}
-	if err := it.Err(); err != nil {
+	})
+	if err != nil {
 		return nil, b.unavailable(err)
 	}
 	out := make([]lock.Holder, 0, len(names))
@@ -57,6 +57,32 @@ func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 	}
 	lock.SortHolders(out)
 	return out, nil
+}
+
+// scan calls found (never concurrently) with every key matching pattern:
+// on a cluster, on every master, each of which holds its own slots' keys.
+func (b *Backend) scan(ctx context.Context, pattern string, found func(string)) error {
+	one := func(ctx context.Context, c *goredis.Client, found func(string)) error {
+		it := c.Scan(ctx, 0, pattern, scanCount).Iterator()
+		for it.Next(ctx) {
+			found(it.Val())
+		}
+		return it.Err()
+	}
+	switch c := b.c.(type) {
+	case *goredis.ClusterClient:
+		var mu sync.Mutex
+		return c.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error {
+			return one(ctx, c, func(name string) {
+				mu.Lock()
+				defer mu.Unlock()
+				found(name)
+			})
+		})
+	case *goredis.Client:
+		return one(ctx, c, found)
+	}
+	return fmt.Errorf("redis: cannot scan with a %T", b.c)
 }
 
 // fetch reads the lock hashes named in one pipelined round trip. A hash

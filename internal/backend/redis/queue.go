@@ -106,11 +106,12 @@ func (b *Backend) queueStep(ctx context.Context, req lock.Request, lasts time.Du
 	if req.Limit > 1 {
 		return b.semQueueStep(ctx, req, lasts)
 	}
-	res, err := queueAcquireScript.Run(ctx, b.c,
+	cmd, nr := b.run(ctx, req.TTL, queueAcquireScript,
 		[]string{b.lockKey(req.Key), b.tokenKey(req.Key), b.queueKey(req.Key), b.aliveKey(req.Key), b.waitingKey(req.Key)},
 		req.Owner, req.TTL.Milliseconds(), req.Meta.Host, req.Meta.PID, req.Meta.User, req.Meta.Command, req.Meta.Note,
 		lasts.Milliseconds(), b.wakePrefix(req.Key),
-	).Slice()
+	)
+	res, err := cmd.Slice()
 	if err != nil {
 		return step{}, b.unavailable(err)
 	}
@@ -119,6 +120,10 @@ func (b *Backend) queueStep(ctx context.Context, req lock.Request, lasts time.Du
 		tok, err := strconv.ParseUint(fmt.Sprint(res[1]), 10, 64)
 		if err != nil {
 			return step{}, fmt.Errorf("redis returned a bad token %v", res[1])
+		}
+		if nr != nil {
+			l := &Lease{b: b, key: req.Key, owner: req.Owner, token: tok, ttl: req.TTL}
+			return step{}, b.unreplicatedGrant(ctx, req.Key, nr, l.Release)
 		}
 		return step{acquired: true, token: tok}, nil
 	case len(res) == 2 && res[0] == int64(-1):

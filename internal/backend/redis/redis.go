@@ -5,6 +5,7 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,32 +18,68 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// Backend is one Redis server (or a primary with replicas).
+// Backend is one Redis deployment: a single server (perhaps with replicas
+// it does not know of), a master found through Sentinel, or a Cluster.
+// The engine is the same on each: the same scripts, on keys whose hash
+// tag keeps every key of one lock in one cluster slot.
 type Backend struct {
-	c      *goredis.Client
+	c      goredis.UniversalClient
 	prefix string
-	addr   string
+	addr   string // "redis at host:port" and the like, for messages
+	topo   Topology
+	// wait is how many replicas must acknowledge every grant and renewal
+	// (replicas.go); 0 does not wait.
+	wait int
 }
 
 // New connects and checks the server answers within cfg.ConnectTimeout.
 func New(ctx context.Context, cfg Config) (*Backend, error) {
-	o := cfg.Options
-	if o.Password == "" {
-		o.Password = cfg.Password
-	}
-	if cfg.ConnectTimeout > 0 {
-		o.DialTimeout = cfg.ConnectTimeout
-	}
-	// Without this go-redis ignores context deadlines on socket reads, and a
-	// renew against a paused server blocks for ReadTimeout (docs/ARCHITECTURE.md, "Timing").
-	o.ContextTimeoutEnabled = true
+	b := &Backend{prefix: cfg.Prefix, addr: cfg.addr, topo: cfg.Topology, wait: cfg.Wait}
+	// Without ContextTimeoutEnabled go-redis ignores context deadlines on
+	// socket reads, and a renew against a paused server blocks for
+	// ReadTimeout (docs/ARCHITECTURE.md, "Timing"). MaxRetries -1:
 	// distlock has its own retry policy; a blind retry of a script whose
 	// reply was lost must not hide the real timing from the renewer.
-	o.MaxRetries = -1
-	o.PoolSize = 4
-	o.DisableIdentity = true
-	b := &Backend{c: goredis.NewClient(o), prefix: cfg.Prefix, addr: o.Addr}
-	pctx, cancel := context.WithTimeout(ctx, o.DialTimeout)
+	var dial time.Duration
+	switch {
+	case cfg.Failover != nil:
+		o := cfg.Failover
+		if o.Password == "" {
+			o.Password = cfg.Password
+		}
+		if cfg.ConnectTimeout > 0 {
+			o.DialTimeout = cfg.ConnectTimeout
+		}
+		o.ContextTimeoutEnabled, o.MaxRetries, o.PoolSize, o.DisableIdentity = true, -1, 4, true
+		dial = cmp.Or(o.DialTimeout, 5*time.Second)
+		b.c = goredis.NewFailoverClient(o)
+	case cfg.Cluster != nil:
+		o := cfg.Cluster
+		if o.Password == "" {
+			o.Password = cfg.Password
+		}
+		if cfg.ConnectTimeout > 0 {
+			o.DialTimeout = cfg.ConnectTimeout
+		}
+		o.ContextTimeoutEnabled, o.MaxRetries, o.PoolSize, o.DisableIdentity = true, -1, 4, true
+		dial = cmp.Or(o.DialTimeout, 5*time.Second)
+		b.c = goredis.NewClusterClient(o)
+	default:
+		o := cfg.Options
+		if o.Password == "" {
+			o.Password = cfg.Password
+		}
+		if cfg.ConnectTimeout > 0 {
+			o.DialTimeout = cfg.ConnectTimeout
+		}
+		o.ContextTimeoutEnabled, o.MaxRetries, o.PoolSize, o.DisableIdentity = true, -1, 4, true
+		dial = cmp.Or(o.DialTimeout, 5*time.Second)
+		if b.addr == "" {
+			b.addr = "redis at " + o.Addr
+		}
+		b.c = goredis.NewClient(o)
+	}
+	pctx, cancel := context.WithTimeout(ctx, dial)
 	defer cancel()
 	if err := b.c.Ping(pctx).Err(); err != nil {
 		b.c.Close()
@@ -56,12 +93,18 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 func (b *Backend) unavailable(err error) error {
 	msg := err.Error()
 	switch {
+	case strings.HasPrefix(msg, "CROSSSLOT"):
+		// The hash tag of "<prefix>:{KEY}" is what lies between its first
+		// '{' and the next '}': empty when KEY starts with '}' (or the
+		// prefix holds "{}"), and then each key of the lock has a slot of
+		// its own.
+		return lock.Invalidf("%s cannot keep this lock's keys in one hash slot: on a Redis Cluster a key must not start with '}', nor --prefix hold \"{}\"", b.addr)
 	case strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "NOAUTH") || strings.Contains(msg, "invalid password"):
-		return &lock.UnavailableError{Msg: fmt.Sprintf("redis at %s refused the credentials (%s): check the user and password in --backend, DISTLOCK_PASSWORD or --password-file", b.addr, firstLine(msg)), Err: err, Refused: true}
+		return &lock.UnavailableError{Msg: fmt.Sprintf("%s refused the credentials (%s): check the user and password in --backend, DISTLOCK_PASSWORD or --password-file", b.addr, firstLine(msg)), Err: err, Refused: true}
 	case errors.Is(err, context.DeadlineExceeded):
-		return &lock.UnavailableError{Msg: fmt.Sprintf("redis at %s did not answer in time: check that it is up and reachable, or raise --connect-timeout", b.addr), Err: err}
+		return &lock.UnavailableError{Msg: fmt.Sprintf("%s did not answer in time: check that it is up and reachable, or raise --connect-timeout", b.addr), Err: err}
 	default:
-		return &lock.UnavailableError{Msg: fmt.Sprintf("cannot reach redis at %s: %s: check --backend and that the server is up", b.addr, firstLine(msg)), Err: err}
+		return &lock.UnavailableError{Msg: fmt.Sprintf("cannot reach %s: %s: check --backend and that the server is up", b.addr, firstLine(msg)), Err: err}
 	}
 }
 
@@ -76,8 +119,17 @@ func (b *Backend) lockKey(key string) string  { return b.prefix + ":{" + key + "
 func (b *Backend) tokenKey(key string) string { return b.lockKey(key) + ":token" }
 func (b *Backend) channel(key string) string  { return b.lockKey(key) + ":released" }
 
-// Guarantee implements lock.Backend.
+// Guarantee implements lock.Backend: what this topology promises, in
+// one line (docs/GUARANTEES.md, "Redis topologies").
 func (b *Backend) Guarantee() string {
+	switch {
+	case b.topo == Sentinel && b.wait > 0:
+		return fmt.Sprintf("Redis Sentinel with WAIT %d: every grant and renewal reached %d replicas; a failover to a replica that had not can still grant this lock twice", b.wait, b.wait)
+	case b.topo == Sentinel:
+		return "Redis Sentinel without WAIT: a failover can grant this lock twice"
+	case b.topo == Cluster:
+		return "Redis Cluster: each lock lives on one master; a failover to its async replica can grant it twice"
+	}
 	return "single Redis: exclusive while this node lives; a failover to an async replica can grant the lock twice"
 }
 
@@ -94,11 +146,12 @@ func (b *Backend) Contend(req lock.Request) lock.Contender {
 // the lock only when it is free and no live waiter is queued ahead.
 func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, error) {
 	granted := time.Now()
-	res, err := tryOnceScript.Run(ctx, b.c,
+	cmd, nr := b.run(ctx, req.TTL, tryOnceScript,
 		[]string{b.lockKey(req.Key), b.tokenKey(req.Key), b.queueKey(req.Key), b.aliveKey(req.Key), b.waitingKey(req.Key)},
 		req.Owner, req.TTL.Milliseconds(), req.Meta.Host, req.Meta.PID, req.Meta.User, req.Meta.Command, req.Meta.Note,
 		b.wakePrefix(req.Key),
-	).Slice()
+	)
+	res, err := cmd.Slice()
 	if err != nil {
 		return nil, b.unavailable(err)
 	}
@@ -107,7 +160,11 @@ func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, er
 		if err != nil {
 			return nil, fmt.Errorf("redis returned a bad token %v", res[1])
 		}
-		return &Lease{b: b, key: req.Key, owner: req.Owner, token: tok, ttl: req.TTL, granted: granted}, nil
+		l := &Lease{b: b, key: req.Key, owner: req.Owner, token: tok, ttl: req.TTL, granted: granted}
+		if nr != nil {
+			return nil, b.unreplicatedGrant(ctx, req.Key, nr, l.Release)
+		}
+		return l, nil
 	}
 	switch {
 	case len(res) == 3 && res[0] == int64(0):
@@ -156,6 +213,27 @@ func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Hol
 		return h, &lock.BusyError{Holder: h}
 	}
 	return h, nil
+}
+
+// notify wakes a waiter on every message on the key's release channel (a
+// Redlock waiter listens on every node this way).
+func (b *Backend) notify(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+	ps := b.c.Subscribe(ctx, b.channel(key))
+	if _, err := ps.Receive(ctx); err != nil {
+		ps.Close()
+		return nil, nil, b.unavailable(err)
+	}
+	out := make(chan struct{}, 1)
+	msgs := ps.Channel()
+	go func() {
+		for range msgs {
+			select {
+			case out <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return out, func() { ps.Close() }, nil
 }
 
 // parseHolder reads the lock hash's fields (a flat name/value list) and PTTL.

@@ -93,10 +93,11 @@ func (b *Backend) semKeysQueued(key string, n int) []string {
 // busy, naming the first in line when no slot holder is left to name).
 func (b *Backend) semTryOnce(ctx context.Context, req lock.Request) (lock.Lease, error) {
 	granted := time.Now()
-	res, err := semAcquireScript.Run(ctx, b.c, b.semKeysQueued(req.Key, req.Limit),
+	cmd, nr := b.run(ctx, req.TTL, semAcquireScript, b.semKeysQueued(req.Key, req.Limit),
 		req.Owner, req.TTL.Milliseconds(), req.Meta.Host, req.Meta.PID, req.Meta.User, req.Meta.Command, req.Meta.Note, req.Limit,
 		b.wakePrefix(req.Key),
-	).Slice()
+	)
+	res, err := cmd.Slice()
 	if err != nil {
 		return nil, b.unavailable(err)
 	}
@@ -105,6 +106,9 @@ func (b *Backend) semTryOnce(ctx context.Context, req lock.Request) (lock.Lease,
 		l, err := b.slotLease(req, res[1], res[2], granted)
 		if err != nil {
 			return nil, err // not a typed nil in the interface
+		}
+		if nr != nil {
+			return nil, b.unreplicatedGrant(ctx, req.Key, nr, l.Release)
 		}
 		return l, nil
 	case len(res) == 5 && res[0] == int64(0):
@@ -119,10 +123,11 @@ func (b *Backend) semTryOnce(ctx context.Context, req lock.Request) (lock.Lease,
 // semQueueStep runs sem_queue_acquire.lua: join or refresh our place in
 // the key's queue, and take a slot if one is free and we are first.
 func (b *Backend) semQueueStep(ctx context.Context, req lock.Request, lasts time.Duration) (step, error) {
-	res, err := semQueueAcquireScript.Run(ctx, b.c, b.semKeysQueued(req.Key, req.Limit),
+	cmd, nr := b.run(ctx, req.TTL, semQueueAcquireScript, b.semKeysQueued(req.Key, req.Limit),
 		req.Owner, req.TTL.Milliseconds(), req.Meta.Host, req.Meta.PID, req.Meta.User, req.Meta.Command, req.Meta.Note, req.Limit,
 		lasts.Milliseconds(), b.wakePrefix(req.Key),
-	).Slice()
+	)
+	res, err := cmd.Slice()
 	if err != nil {
 		return step{}, b.unavailable(err)
 	}
@@ -132,6 +137,10 @@ func (b *Backend) semQueueStep(ctx context.Context, req lock.Request, lasts time
 		slot, ok := res[2].(int64)
 		if err != nil || !ok {
 			return step{}, fmt.Errorf("unexpected reply from the semaphore queue script: %v", res)
+		}
+		if nr != nil {
+			l := &SlotLease{b: b, key: req.Key, owner: req.Owner, token: tok, ttl: req.TTL, slot: int(slot), limit: req.Limit}
+			return step{}, b.unreplicatedGrant(ctx, req.Key, nr, l.Release)
 		}
 		return step{acquired: true, token: tok, slot: int(slot)}, nil
 	case len(res) == 2 && res[0] == int64(-1):
@@ -225,12 +234,16 @@ func (l *SlotLease) Alerts() <-chan struct{} { return nil }
 // hash. The marker follows, so status shows the hold when the slot is the
 // oldest.
 func (l *SlotLease) Hold(ctx context.Context, d time.Duration, mode string) error {
-	n, err := semHoldScript.Run(ctx, l.b.c, l.b.semKeys(l.key, l.limit), l.owner, max(d.Milliseconds(), 1), mode, l.slot, l.limit).Int()
+	cmd, nr := l.b.run(ctx, l.ttl, semHoldScript, l.b.semKeys(l.key, l.limit), l.owner, max(d.Milliseconds(), 1), mode, l.slot, l.limit)
+	n, err := cmd.Int()
 	if err != nil {
 		return l.b.unavailable(err)
 	}
 	if n != 1 {
 		return lock.ErrNotHeld
+	}
+	if nr != nil {
+		return &lock.UnavailableError{Msg: nr.Error() + ": the hold may not survive a failover", Err: nr}
 	}
 	l.ttl = d
 	return nil
@@ -246,14 +259,15 @@ func (l *SlotLease) Slot() int { return l.slot }
 
 // Renew implements lock.Lease.
 func (l *SlotLease) Renew(ctx context.Context) error {
-	n, err := semRenewScript.Run(ctx, l.b.c, l.b.semKeys(l.key, l.limit), l.owner, l.ttl.Milliseconds(), l.slot, l.limit).Int()
+	cmd, nr := l.b.run(ctx, l.ttl, semRenewScript, l.b.semKeys(l.key, l.limit), l.owner, l.ttl.Milliseconds(), l.slot, l.limit)
+	n, err := cmd.Int()
 	if err != nil {
 		return err
 	}
 	if n != 1 {
 		return lock.ErrNotHeld
 	}
-	return nil
+	return nr // a renewal too few replicas have is a failed renewal
 }
 
 // Release implements lock.Lease.

@@ -27,6 +27,9 @@ type Options struct {
 	// Fair: waiters are served in arrival order, for a mutex and for a
 	// semaphore's slots alike.
 	Fair bool
+	// NoSemaphores: the engine refuses Limit > 1 with a usage error
+	// (lock.ErrInvalid), which the suite checks instead of semaphores.
+	NoSemaphores bool
 }
 
 // Run runs every conformance test against the engine.
@@ -331,6 +334,12 @@ func (s suite) waitEndsBusyAtDeadline(t *testing.T) {
 
 func (s suite) semaphore(t *testing.T) {
 	b, ctx := s.open(t), ctxT(t)
+	if s.o.NoSemaphores {
+		if _, err := lock.TryOnce(ctx, b, s.req("sem", "s0", 3)); !errors.Is(err, lock.ErrInvalid) {
+			t.Fatalf("a semaphore on an engine without them: %v, want a usage error", err)
+		}
+		return
+	}
 	var ls []lock.Lease
 	slots := map[int]bool{}
 	var last uint64
@@ -378,6 +387,9 @@ func (s suite) semaphore(t *testing.T) {
 // taken with no process renewing it, is described as a hold, keeps mutex
 // acquirers out, and leaves the other slots to others.
 func (s suite) slotHold(t *testing.T) {
+	if s.o.NoSemaphores {
+		t.Skip("the engine refuses semaphores (Semaphore checks the refusal)")
+	}
 	b, ctx := s.open(t), ctxT(t)
 	kept := mustAcquire(t, ctx, b, s.req("sem", "kept", 2))
 	other := mustAcquire(t, ctx, b, s.req("sem", "other", 2))

@@ -19,6 +19,12 @@ import (
 // server. It returns an error wrapping ErrNoBinary when redis-server is not
 // on PATH.
 func StartRedis(dir string) (*Process, error) {
+	return startRedis(dir, "redis-server", nil)
+}
+
+// startRedis starts redis-server in dir as StartRedis does, with extra(port)
+// appended to its arguments (a replica's --replicaof, cluster settings).
+func startRedis(dir, name string, extra func(port string) []string) (*Process, error) {
 	bin, err := lookBinary("redis-server")
 	if err != nil {
 		return nil, err
@@ -33,19 +39,23 @@ func StartRedis(dir string) (*Process, error) {
 		}
 		port := strconv.Itoa(ports[0])
 		addr := net.JoinHostPort("127.0.0.1", port)
+		args := []string{
+			"--port", port,
+			"--bind", "127.0.0.1",
+			"--save", "",
+			"--appendonly", "no",
+			"--daemonize", "no",
+			"--dir", dir,
+			"--logfile", "", // stdout, which is the log file
+		}
+		if extra != nil {
+			args = append(args, extra(port)...)
+		}
 		return spec{
-			name: "redis-server",
-			bin:  bin,
-			dir:  dir,
-			args: []string{
-				"--port", port,
-				"--bind", "127.0.0.1",
-				"--save", "",
-				"--appendonly", "no",
-				"--daemonize", "no",
-				"--dir", dir,
-				"--logfile", "", // stdout, which is the log file
-			},
+			name:    name,
+			bin:     bin,
+			dir:     dir,
+			args:    args,
 			env:     os.Environ(),
 			logPath: filepath.Join(dir, "redis.log"),
 			addr:    addr,

@@ -1,0 +1,94 @@
+package redis
+
+// Waiting for replicas (redis+sentinel://…?wait=N).
+//
+// Redis replicates asynchronously: a master that dies right after it
+// granted a lock may take the grant with it, and Sentinel then promotes a
+// replica on which the lock is free. With wait=N every script that grants,
+// renews or holds a lock is followed, on the same connection, by
+// WAIT N timeout (timeout ttl/10, at least 1 ms: WAIT 0 would block for
+// ever), which returns how many replicas have everything that connection
+// wrote. A grant fewer than N acknowledged is released again and reported
+// as the engine being unavailable (exit 69, and a waiter tries again); a
+// renewal or hold fewer than N acknowledged is a failed renewal. It
+// narrows the window, it does not close it: Sentinel may still promote a
+// replica that was not among the N (docs/GUARANTEES.md).
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// waitTimeout is WAIT's timeout for a lease of ttl: ttl/10, at least 1 ms.
+func waitTimeout(ttl time.Duration) time.Duration {
+	return max(ttl/10, time.Millisecond)
+}
+
+// notReplicatedError: a script's writes reached fewer replicas than asked.
+type notReplicatedError struct {
+	where   string
+	acked   int64
+	want    int
+	timeout time.Duration
+	err     error // WAIT itself failed
+}
+
+func (e *notReplicatedError) Error() string {
+	if e.err != nil {
+		return fmt.Sprintf("%s: cannot tell whether %d replicas have the lock (WAIT failed: %s)", e.where, e.want, firstLine(e.err.Error()))
+	}
+	return fmt.Sprintf("%s: only %d of the %d replicas asked for (wait=%d) acknowledged the lock within %s", e.where, e.acked, e.want, e.want, e.timeout)
+}
+
+// run runs script s; when the backend waits for replicas, WAIT follows it
+// on the same connection (one pipeline). It returns the script's reply,
+// and a *notReplicatedError when the script succeeded but fewer than
+// b.wait replicas acknowledged it within waitTimeout(ttl).
+func (b *Backend) run(ctx context.Context, ttl time.Duration, s *goredis.Script, keys []string, args ...any) (*goredis.Cmd, error) {
+	if b.wait <= 0 {
+		return s.Run(ctx, b.c, keys, args...), nil
+	}
+	timeout := waitTimeout(ttl)
+	var (
+		cmd  *goredis.Cmd
+		wait *goredis.Cmd
+	)
+	// EVAL with the script's text, not EVALSHA: a NOSCRIPT answer (a
+	// new master after a failover) would cost a second round trip and a
+	// second WAIT, which the renewal's time bound cannot afford. Redis
+	// finds the compiled script by its hash all the same.
+	_, _ = b.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		cmd = s.Eval(ctx, p, keys, args...)
+		wait = p.Do(ctx, "WAIT", b.wait, timeout.Milliseconds())
+		return nil
+	})
+	if cmd.Err() != nil {
+		return cmd, nil
+	}
+	n, err := wait.Int64()
+	if err != nil || n < int64(b.wait) {
+		return cmd, &notReplicatedError{where: b.addr, acked: n, want: b.wait, timeout: timeout, err: err}
+	}
+	return cmd, nil
+}
+
+// unreplicatedGrant gives back a grant that too few replicas acknowledged
+// (release, on a fresh short context: ctx may have ended) and says why
+// the lock was not taken.
+func (b *Backend) unreplicatedGrant(ctx context.Context, key string, nr error, release func(context.Context) error) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	what := "released it again"
+	if err := release(cctx); err != nil && err != lock.ErrNotHeld {
+		what = "could not release it (" + firstLine(err.Error()) + "): it expires after its TTL"
+	}
+	return &lock.UnavailableError{
+		Msg: fmt.Sprintf("%s; %s was granted but not taken, and distlock %s: a failover could grant it twice. Check the replicas (INFO replication) or lower wait", nr, key, what),
+		Err: nr,
+	}
+}
