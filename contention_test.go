@@ -107,6 +107,11 @@ func TestContention(t *testing.T) {
 		px := contentionProxy(t, p.Addr())
 		runContention(t, bin, "etcd://"+px.Addr(), px, contentionDirect(t, "etcd://"+p.Addr()))
 	})
+	t.Run("zookeeper", func(t *testing.T) {
+		p := contentionServer(t, server.StartZooKeeper)
+		px := contentionProxy(t, p.Addr())
+		runContention(t, bin, "zk://"+px.Addr(), px, contentionDirect(t, "zk://"+p.Addr()))
+	})
 	t.Run("postgres", func(t *testing.T) {
 		p := contentionServer(t, server.StartPostgres)
 		px := contentionProxy(t, p.Addr())

@@ -18,7 +18,8 @@ import (
 // fresh instance of it for each script.
 type engine struct {
 	name string
-	// kind groups engines that share engine-specific scenarios: file, redis, etcd.
+	// kind groups engines that share engine-specific scenarios: file, redis,
+	// etcd, zookeeper (testdata/script/<kind>/).
 	kind string
 	// family, when set, is a kind whose scenario conditions ([engine:redis])
 	// this engine meets too: a Redis topology runs the Redis engine.
@@ -176,6 +177,19 @@ func engines() []*engine {
 				env.Defer(func() { p.Close() })
 				st.server = p
 				return st.proxyTo(env, "etcd", p.Addr())
+			},
+		},
+		{
+			name: "zookeeper", kind: "zookeeper", real: true, fair: true,
+			available: serverAvailable("zookeeper"),
+			start: func(env *testscript.Env, st *engineState) error {
+				p, err := server.StartZooKeeper(filepath.Join(env.WorkDir, ".zookeeper"))
+				if err != nil {
+					return err
+				}
+				env.Defer(func() { p.Close() })
+				st.server = p
+				return st.proxyTo(env, "zk", p.Addr())
 			},
 		},
 		{

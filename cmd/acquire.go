@@ -54,6 +54,7 @@ func (o *acquireOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	req.HeldAtOnce = true // held (Hold) at once below, never renewed
 	l, err := acquire.Acquire(ctx, b, req, acquire.Options{Wait: wait})
 	if busy := o.busy(err, wait); busy != nil {
 		return busy

@@ -39,6 +39,8 @@ own checks, including its clock against the 1% drift allowance:
          plain URL, ACL permissions, clock offset (TIME)
   etcd   cluster health and size, minimum lease TTL, auth, TLS, the
          leader's clock rate (takes 3-7 seconds)
+  zk     the session timeout granted for --ttl, TTL nodes allowed (holds),
+         clock offset (the mtime of a write)
   file   local filesystem (not NFS/CIFS), writable, flock(2) works
 
 With -o json: an array of objects with check, status (ok, warning or

@@ -27,7 +27,8 @@ holder (user@host and the pid of the holding distlock), note, how long it has
 been held and when its lease expires.
 
 On Redis the keys are found with SCAN (never KEYS, which would block the
-server), on etcd with one range read, on the file engine by reading the lock
+server), on etcd with one range read, on ZooKeeper by listing the prefix's
+node, on the file engine by reading the lock
 directory (a lock whose holder died is not listed).
 
 With -o json the output is an array of objects shaped like those of

@@ -34,6 +34,10 @@ func benchEngines(b *testing.B) map[string]string {
 		b.Cleanup(func() { p.Close() })
 		urls["etcd"] = "etcd://" + p.Addr()
 	}
+	if p, err := server.StartZooKeeper(b.TempDir()); err == nil {
+		b.Cleanup(func() { p.Close() })
+		urls["zookeeper"] = "zk://" + p.Addr()
+	}
 	if p, err := server.StartPostgres(b.TempDir()); err == nil {
 		b.Cleanup(func() { p.Close() })
 		urls["postgres"] = "postgres://" + server.PostgresUser + "@" + p.Addr() + "/postgres?sslmode=disable"
@@ -46,7 +50,7 @@ func benchEngines(b *testing.B) map[string]string {
 }
 
 // benchNames is the order engines are reported in.
-var benchNames = []string{"file", "miniredis", "redis-server", "embedded-etcd", "etcd", "postgres", "mariadb"}
+var benchNames = []string{"file", "miniredis", "redis-server", "embedded-etcd", "etcd", "zookeeper", "postgres", "mariadb"}
 
 // BenchmarkAcquireRenewRelease measures one lock's life on each engine:
 // try-acquire, one renewal, release — the engine round trips of a

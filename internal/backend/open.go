@@ -15,6 +15,7 @@ import (
 	"github.com/distlock/distlock/internal/backend/mysql"
 	"github.com/distlock/distlock/internal/backend/postgres"
 	"github.com/distlock/distlock/internal/backend/redis"
+	"github.com/distlock/distlock/internal/backend/zookeeper"
 	"github.com/distlock/distlock/internal/lock"
 )
 
@@ -39,7 +40,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (lock.Backend, error
 	}
 	scheme, _, ok := strings.Cut(rawURL, "://")
 	if !ok {
-		return nil, lock.Invalidf("backend %q is not a URL: use file://DIR, redis://HOST:PORT or etcd://HOST:PORT", Redact(rawURL))
+		return nil, lock.Invalidf("backend %q is not a URL: use file://DIR, redis://HOST:PORT, etcd://HOST:PORT, zk://HOST:PORT, postgres://… or mysql://…", Redact(rawURL))
 	}
 	switch strings.ToLower(scheme) {
 	case "file":
@@ -115,8 +116,16 @@ func Open(ctx context.Context, rawURL string, opts Options) (lock.Backend, error
 		cfg.Prefix = opts.Prefix
 		cfg.ConnectTimeout = opts.ConnectTimeout
 		return mysql.New(ctx, cfg)
+	case "zk":
+		cfg, err := zookeeper.ParseURL(rawURL)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Prefix = opts.Prefix
+		cfg.ConnectTimeout = opts.ConnectTimeout
+		return zookeeper.New(ctx, cfg)
 	default:
-		return nil, lock.Invalidf("backend scheme %q is not supported: use file://, redis://, rediss://, redis+sentinel://, redis+cluster://, redlock://, etcd://, etcds://, postgres://, postgresql:// or mysql://", scheme)
+		return nil, lock.Invalidf("backend scheme %q is not supported: use file://, redis://, rediss://, redis+sentinel://, redis+cluster://, redlock://, etcd://, etcds://, zk://, postgres://, postgresql:// or mysql://", scheme)
 	}
 }
 

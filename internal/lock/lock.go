@@ -19,6 +19,12 @@ type Request struct {
 	// each in its own slot (0..Limit-1) with its own fencing token. All
 	// holders of a key must agree on Limit. 0 and 1 mean a mutex.
 	Limit int
+	// HeldAtOnce says the caller will Hold the lease for TTL as soon as it
+	// is granted and never renew it (distlock acquire). An engine whose
+	// running lease cannot be as long as TTL (a ZooKeeper session is
+	// clamped by the server) may then grant it anyway: only the hold has
+	// to last TTL.
+	HeldAtOnce bool
 }
 
 // Slotted is implemented by leases on a semaphore (Request.Limit > 1).

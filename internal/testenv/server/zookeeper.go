@@ -34,7 +34,14 @@ const ZooKeeperTick = 100 * time.Millisecond
 // killed server restarts with its data, only an OS crash could lose some.
 // Restart keeps the data (sessions live on, by the server's clock). It
 // returns an error wrapping ErrNoBinary when java or the jar is missing.
-func StartZooKeeper(dir string) (*Process, error) {
+func StartZooKeeper(dir string) (*Process, error) { return startZooKeeper(dir, true) }
+
+// StartZooKeeperWithoutTTLNodes is StartZooKeeper with ZooKeeper's default
+// zookeeper.extendedTypesEnabled=false: it refuses TTL nodes, as most
+// deployed ensembles do.
+func StartZooKeeperWithoutTTLNodes(dir string) (*Process, error) { return startZooKeeper(dir, false) }
+
+func startZooKeeper(dir string, extended bool) (*Process, error) {
 	java, err := lookBinary("java")
 	if err != nil {
 		return nil, err
@@ -87,6 +94,11 @@ func StartZooKeeper(dir string) (*Process, error) {
 				"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
 				"-Xms32m", "-Xmx256m", "-Djava.awt.headless=true",
 				"-Dorg.slf4j.simpleLogger.showDateTime=true",
+				// TTL nodes (distlock's holds), and a container check every
+				// 100ms instead of every minute, so that expired holds and
+				// empty key nodes go quickly.
+				"-Dzookeeper.extendedTypesEnabled=" + strconv.FormatBool(extended),
+				"-Dznode.container.checkIntervalMs=100",
 				"-cp", classpath,
 				"org.apache.zookeeper.server.ZooKeeperServerMain", cfgPath,
 			},

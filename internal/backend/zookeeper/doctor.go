@@ -1,0 +1,90 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+var _ lock.Doctor = (*Backend)(nil)
+
+// Doctor implements lock.Doctor: the session timeout the servers grant for
+// --ttl (a lease is the session), whether they allow TTL nodes (holds),
+// and the server's clock, which stamps the holds' start (mtime).
+func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Check {
+	return []lock.Check{b.sessionCheck(ctx, req), b.ttlNodeCheck(ctx, req), b.clockCheck(ctx, req)}
+}
+
+// sessionCheck asks for a session of --ttl and reports what was granted.
+func (b *Backend) sessionCheck(ctx context.Context, req lock.DoctorRequest) lock.Check {
+	cctx, cancel := context.WithTimeout(ctx, req.Timeout)
+	defer cancel()
+	s, err := b.dial(cctx, req.TTL)
+	if err != nil {
+		return lock.Check{Name: "session-timeout", Status: lock.CheckWarning,
+			Detail: "cannot open a session to check: " + err.Error(), Fix: "run doctor again once the ensemble answers"}
+	}
+	defer s.close(time.Second)
+	got := time.Duration(s.negotiated.Load()) * time.Millisecond
+	detail := fmt.Sprintf("asked for a session of %s (--ttl), the server granted %s", req.TTL, got)
+	switch {
+	case got < req.TTL:
+		return lock.Check{Name: "session-timeout", Status: lock.CheckProblem, Detail: detail,
+			Fix: fmt.Sprintf("distlock refuses this --ttl here: use --ttl %s or less, or raise the servers' maxSessionTimeout (20 ticks by default)", got)}
+	case got > req.TTL+req.TTL/10:
+		return lock.Check{Name: "session-timeout", Status: lock.CheckWarning, Detail: detail,
+			Fix: "the lock of a holder that died stays taken for the longer session timeout: use a --ttl of at least the servers' minSessionTimeout (2 ticks by default)"}
+	}
+	return lock.Check{Name: "session-timeout", Status: lock.CheckOK, Detail: detail}
+}
+
+// ttlNodeCheck creates and deletes a scratch TTL node.
+func (b *Backend) ttlNodeCheck(ctx context.Context, req lock.DoctorRequest) lock.Check {
+	cctx, cancel := context.WithTimeout(ctx, req.Timeout)
+	defer cancel()
+	path := b.root + "/.doctor-ttl-" + newNonce()
+	err := do(cctx, func() error {
+		_, err := b.admin.conn.CreateTTL(path, nil, zk.FlagTTL, acl, time.Minute)
+		return err
+	})
+	switch {
+	case err == nil:
+		_ = do(cctx, func() error { return b.admin.conn.Delete(path, -1) })
+		return lock.Check{Name: "ttl-nodes", Status: lock.CheckOK, Detail: "the servers allow TTL nodes: distlock acquire and --min-hold work"}
+	case isUnimplemented(err):
+		return lock.Check{Name: "ttl-nodes", Status: lock.CheckWarning,
+			Detail: "the servers refuse TTL nodes: distlock acquire and --min-hold are refused (runs work)",
+			Fix:    "set zookeeper.extendedTypesEnabled=true on every server (a Java system property) and restart them"}
+	case errors.Is(err, zk.ErrNoAuth):
+		return lock.Check{Name: "ttl-nodes", Status: lock.CheckProblem, Detail: "may not create nodes under " + b.root,
+			Fix: "give this client create and delete rights on " + b.root}
+	}
+	return lock.Check{Name: "ttl-nodes", Status: lock.CheckWarning, Detail: "cannot check: " + err.Error(),
+		Fix: "run doctor again once the ensemble answers"}
+}
+
+// clockCheck reads the server's clock as the mtime of a write (of the
+// prefix node's empty data): best of a few round trips. mtime has
+// millisecond resolution: that is added to the uncertainty.
+func (b *Backend) clockCheck(ctx context.Context, req lock.DoctorRequest) lock.Check {
+	newCtx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, req.Timeout) }
+	offset, unc, best, err := lock.ReadClock(newCtx, func(ctx context.Context) (time.Time, error) {
+		st, err := call(ctx, func() (*zk.Stat, error) { return b.admin.conn.Set(b.root, nil, -1) })
+		if err != nil {
+			return time.Time{}, err
+		}
+		return time.UnixMilli(st.Mtime).Add(500 * time.Microsecond), nil
+	})
+	if err != nil {
+		return lock.Check{Name: "clock", Status: lock.CheckWarning,
+			Detail: "cannot read the server's clock (the mtime of a write): " + err.Error(),
+			Fix:    "make sure both clocks are synchronised (NTP)"}
+	}
+	return lock.ClockOffsetCheck(offset, unc+500*time.Microsecond, req.TTL,
+		fmt.Sprintf("the mtime of a write, best of %d round trips: %s", lock.ClockReadings, best.Round(time.Microsecond)))
+}

@@ -1,0 +1,152 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// seqOf is the sequence number at the end of a node's name.
+func seqOf(name string) int64 {
+	if len(name) < 10 {
+		return -1
+	}
+	n, err := strconv.ParseInt(name[len(name)-10:], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// Hold keeps the lock for d with no process: a session cannot outlive its
+// process, so our lock node is replaced by a TTL node (hold-...) in the
+// same place in line, whose record says how long it holds; then our
+// session ends. The hold node is created before the lock node is deleted,
+// so the place is never empty; if the lock node was already gone (broken,
+// expired), the hold node is deleted again and the answer is
+// lock.ErrNotHeld. A semaphore slot is kept the same way: the hold node's
+// record names the slot, and the slot node (ephemeral, so it could not
+// outlive the session) is deleted with the lock node, in one multi; new
+// holders pass over slots named by hold nodes (see claimSlot). Holding again (distlock extend) rewrites the hold
+// node, or, for a longer hold than the node's own TTL, replaces it by a
+// node of the next generation, created first.
+func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
+	if l.released {
+		return fmt.Errorf("%s: %w", l.key, lock.ErrNotHeld)
+	}
+	d = max(d, time.Millisecond)
+	rec := l.rec
+	rec.Hold, rec.HoldMs, rec.Token = mode, d.Milliseconds(), l.token
+	s := l.conn()
+	if l.node != "" {
+		rec.NodeTTL = rec.HoldMs
+		seq := seqOf(l.node)
+		name := holdName(l.limit, l.nonce, 0, seq)
+		if err := l.createHold(ctx, s, name, rec); err != nil {
+			return err
+		}
+		ops := []any{&zk.DeleteRequest{Path: l.dir + "/" + l.node, Version: -1}}
+		if l.slot >= 0 {
+			ops = append(ops, &zk.DeleteRequest{Path: l.dir + "/" + slotName(l.slot), Version: -1})
+		}
+		err := multi(ctx, s, ops...)
+		if err != nil {
+			_ = do(context.WithoutCancel(ctx), func() error { return s.conn.Delete(l.dir+"/"+name, -1) })
+			if errors.Is(err, zk.ErrNoNode) {
+				return fmt.Errorf("%s: %w", l.key, lock.ErrNotHeld)
+			}
+			return l.b.opError("hold "+l.key, err)
+		}
+		l.node, l.hold, l.holdGen, l.holdSeq, l.holdVer, l.rec = "", name, 0, seq, 0, rec
+		if l.s != nil {
+			l.s.close(time.Second)
+			l.s = nil
+		}
+		return nil
+	}
+	if rec.HoldMs <= l.rec.NodeTTL {
+		st, err := call(ctx, func() (*zk.Stat, error) { return s.conn.Set(l.dir+"/"+l.hold, rec.encode(), l.holdVer) })
+		if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
+			return fmt.Errorf("%s: %w", l.key, lock.ErrNotHeld)
+		}
+		if err != nil {
+			return l.b.opError("hold "+l.key, err)
+		}
+		l.holdVer, l.rec = st.Version, rec
+		return nil
+	}
+	rec.NodeTTL = rec.HoldMs
+	name := holdName(l.limit, l.nonce, l.holdGen+1, l.holdSeq)
+	if err := l.createHold(ctx, s, name, rec); err != nil {
+		return err
+	}
+	err := do(ctx, func() error { return s.conn.Delete(l.dir+"/"+l.hold, l.holdVer) })
+	if err != nil {
+		_ = do(context.WithoutCancel(ctx), func() error { return s.conn.Delete(l.dir+"/"+name, -1) })
+		if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
+			return fmt.Errorf("%s: %w", l.key, lock.ErrNotHeld)
+		}
+		return l.b.opError("hold "+l.key, err)
+	}
+	l.hold, l.holdGen, l.holdVer, l.rec = name, l.holdGen+1, 0, rec
+	return nil
+}
+
+func (l *Lease) createHold(ctx context.Context, s *session, name string, rec record) error {
+	err := do(ctx, func() error {
+		_, err := s.conn.CreateTTL(l.dir+"/"+name, rec.encode(), zk.FlagTTL, acl, time.Duration(rec.NodeTTL)*time.Millisecond)
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("%s: %w", l.key, lock.ErrNotHeld) // the key's node is gone: so is our lock node
+	}
+	if err != nil {
+		return l.b.opError("hold "+l.key, err)
+	}
+	return nil
+}
+
+// Resume finds the hold node of h (by its owner and token) and returns it
+// as a lease, if it is still live by this machine's clock (its record's
+// length from its mtime); lock.ErrNotHeld otherwise. A running holder's
+// lock (a session) cannot be taken up by another process.
+func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
+	if err := lock.ValidateKey(h.Key); err != nil {
+		return nil, err
+	}
+	dir := b.keyDir(h.Key)
+	names, err := b.children(ctx, b.admin, dir)
+	if err != nil {
+		return nil, b.opError("resume "+h.Key, err)
+	}
+	for _, e := range parseLine(names) {
+		if e.hold == "" {
+			continue
+		}
+		d, ok, err := b.read(ctx, b.admin, dir+"/"+e.hold)
+		if err != nil {
+			return nil, b.opError("resume "+h.Key, err)
+		}
+		if !ok || d.rec.Owner != h.Owner || d.rec.Token != h.Token {
+			continue
+		}
+		if !time.Now().Before(time.UnixMilli(holdExpiry(d))) {
+			break // expired: a waiter may delete it at any moment
+		}
+		slot := -1
+		if e.limit > 1 {
+			slot = d.rec.Slot
+		}
+		return &Lease{
+			b: b, key: h.Key, dir: dir, nonce: e.nonce, token: h.Token, granted: time.Now(),
+			rec: d.rec, limit: e.limit, slot: slot, hold: e.hold, holdGen: e.gen, holdSeq: e.seq, holdVer: d.stat.Version,
+		}, nil
+	}
+	return nil, fmt.Errorf("%s (token %d): %w", h.Key, h.Token, lock.ErrNotHeld)
+}

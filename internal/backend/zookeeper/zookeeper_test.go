@@ -1,0 +1,327 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock/internal/acquire"
+	"github.com/distlock/distlock/internal/lock"
+	"github.com/distlock/distlock/internal/testenv/faultproxy"
+	"github.com/distlock/distlock/internal/testenv/server"
+	"github.com/distlock/distlock/internal/testenv/wait"
+)
+
+// startServer starts a real ZooKeeper for one test, skipping when it is
+// not installed unless DISTLOCK_TEST_REQUIRE_SERVERS=1.
+func startServer(t *testing.T) *server.Process {
+	t.Helper()
+	p, err := server.StartZooKeeper(t.TempDir())
+	if errors.Is(err, server.ErrNoBinary) {
+		if os.Getenv("DISTLOCK_TEST_REQUIRE_SERVERS") == "1" {
+			t.Fatalf("DISTLOCK_TEST_REQUIRE_SERVERS=1 but: %v", err)
+		}
+		t.Skipf("%v: the ZooKeeper engine's tests are skipped (CI requires them)", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func open(t *testing.T, addr, prefix string) *Backend {
+	t.Helper()
+	cfg, err := ParseURL("zk://" + addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Prefix = prefix
+	cfg.ConnectTimeout = 5 * time.Second
+	b, err := New(wait.Context(t, 10*time.Second), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func request(key, owner string, ttl time.Duration) lock.Request {
+	return lock.Request{Key: key, TTL: ttl, Owner: owner, Meta: lock.Meta{Host: "h", PID: 42, User: "u", Command: "cmd", Note: "n"}}
+}
+
+func ctx(t *testing.T) context.Context { return wait.Context(t, 20*time.Second) }
+
+// TestSessionShorterThanTTLRefused: a server that grants a shorter session
+// than --ttl is refused at once (64), naming what was granted.
+func TestSessionShorterThanTTLRefused(t *testing.T) {
+	p := startServer(t)
+	b := open(t, p.Addr(), "short")
+	// The test server's maxSessionTimeout is 600000ms.
+	_, err := lock.TryOnce(ctx(t), b, request("k", "o", 700*time.Second))
+	if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "grants sessions of at most 10m0s, shorter than --ttl 11m40s") {
+		t.Fatalf("TTL above maxSessionTimeout: %v; want lock.ErrInvalid naming the granted timeout", err)
+	}
+	// A session granted as asked, and the lock works.
+	l, err := lock.TryOnce(ctx(t), b, request("k", "o", 2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.(*Lease).s.negotiated.Load(); got != 2000 {
+		t.Fatalf("negotiated session timeout read as %dms, want 2000", got)
+	}
+	l.Release(ctx(t))
+}
+
+// TestTryOnceLeavesNothing: a busy try-once leaves no node in the line; a
+// released lock leaves no key node behind, and the next acquirer creates
+// it again.
+func TestTryOnceLeavesNothing(t *testing.T) {
+	p := startServer(t)
+	b := open(t, p.Addr(), "tidy")
+	l, err := lock.TryOnce(ctx(t), b, request("k", "alice", 2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := lock.TryOnce(ctx(t), b, request("k", "bob", 2*time.Second)); !errors.Is(err, lock.ErrHeld) {
+			t.Fatalf("try-once on a held key: %v", err)
+		}
+	}
+	names, _, err := b.admin.conn.Children(b.keyDir("k"))
+	if err != nil || len(names) != 1 {
+		t.Fatalf("the line after three busy try-onces: %v, %v; want alice's node alone", names, err)
+	}
+	if err := l.Release(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := b.admin.conn.Exists(b.keyDir("k")); err != nil || ok {
+		t.Fatalf("the key's node after the release: exists=%v err=%v; want it removed", ok, err)
+	}
+	l, err = lock.TryOnce(ctx(t), b, request("k", "bob", 2*time.Second))
+	if err != nil {
+		t.Fatalf("acquire after the key's node was removed: %v", err)
+	}
+	l.Release(ctx(t))
+}
+
+// TestBreakAlertsHolder: the holder's watch on its own node tells it of a
+// break at once, and its renewal then answers ErrNotHeld.
+func TestBreakAlertsHolder(t *testing.T) {
+	p := startServer(t)
+	b := open(t, p.Addr(), "alert")
+	l, err := lock.TryOnce(ctx(t), b, request("k", "alice", 2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Alerts():
+		t.Fatal("an alert before anything happened")
+	case <-time.After(100 * time.Millisecond):
+	}
+	if _, err := b.Break(ctx(t), "k", l.Token()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Alerts():
+	case <-time.After(5 * time.Second):
+		t.Fatal("no alert within 5s of a break")
+	}
+	if err := l.Renew(ctx(t)); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("renew after a break: %v, want lock.ErrNotHeld", err)
+	}
+}
+
+// TestRenewBoundedAndSessionExpiry: against a silent server a renewal
+// returns when its context ends; once the server has expired the session,
+// the renewal after the silence answers ErrNotHeld and the lock is free.
+func TestRenewBoundedAndSessionExpiry(t *testing.T) {
+	p := startServer(t)
+	px, err := faultproxy.New(p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { px.Close() })
+	b := open(t, px.Addr(), "expiry")
+	direct := open(t, p.Addr(), "expiry")
+	l, err := lock.TryOnce(ctx(t), b, request("k", "alice", time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	px.Pause()
+	rctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	start := time.Now()
+	err = l.Renew(rctx)
+	cancel()
+	if err == nil || errors.Is(err, lock.ErrNotHeld) || time.Since(start) > 400*time.Millisecond {
+		t.Fatalf("renew against a paused server: %v after %s; want a transient error within ~200ms", err, time.Since(start))
+	}
+	wait.Until(t, 10*time.Second, "the server expires the session", func() bool {
+		_, held, err := direct.Inspect(ctx(t), "k")
+		return err == nil && !held
+	})
+	px.Resume()
+	wait.Until(t, 10*time.Second, "renew answers ErrNotHeld", func() bool {
+		c, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		return errors.Is(l.Renew(c), lock.ErrNotHeld)
+	})
+	if _, err := lock.TryOnce(ctx(t), direct, request("k", "bob", time.Second)); err != nil {
+		t.Fatalf("acquire after the session expired: %v", err)
+	}
+}
+
+// TestHoldKeepsPlaceAndExpires: a hold replaces the holder's node in its
+// place in line: a waiter queued behind it waits until the hold expires
+// (by the server's clock), then gets the lock with a greater token.
+func TestHoldKeepsPlaceAndExpires(t *testing.T) {
+	p := startServer(t)
+	b := open(t, p.Addr(), "hold")
+	l, err := lock.TryOnce(ctx(t), b, request("k", "alice", 2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan lock.Lease, 1)
+	go func() {
+		w, err := acquire.Acquire(ctx(t), b, request("k", "bob", 2*time.Second), acquire.Options{Wait: 15 * time.Second})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- w
+	}()
+	wait.Until(t, 10*time.Second, "bob queues", func() bool {
+		names, _, _ := b.admin.conn.Children(b.keyDir("k"))
+		return len(names) == 2
+	})
+	held := time.Now()
+	if err := l.Hold(ctx(t), 1500*time.Millisecond, lock.HoldMinHold); err != nil {
+		t.Fatal(err)
+	}
+	w := <-got
+	if w == nil {
+		t.FailNow()
+	}
+	if d := time.Since(held); d < 1400*time.Millisecond {
+		t.Fatalf("bob got the lock %s after a 1.5s hold began", d)
+	}
+	if w.Token() <= l.Token() {
+		t.Fatalf("bob's token %d not greater than the hold's %d", w.Token(), l.Token())
+	}
+	w.Release(ctx(t))
+}
+
+// TestHoldWithoutTTLNodesRefused: on servers that refuse TTL nodes (the
+// default), a hold is refused with one line saying what to set (64), and
+// the lock is still held by its session, so the caller can release it.
+func TestHoldWithoutTTLNodesRefused(t *testing.T) {
+	p, err := server.StartZooKeeperWithoutTTLNodes(t.TempDir())
+	if errors.Is(err, server.ErrNoBinary) {
+		if os.Getenv("DISTLOCK_TEST_REQUIRE_SERVERS") == "1" {
+			t.Fatalf("DISTLOCK_TEST_REQUIRE_SERVERS=1 but: %v", err)
+		}
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	b := open(t, p.Addr(), "nottl")
+	l, err := lock.TryOnce(ctx(t), b, request("k", "alice", 2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = l.Hold(ctx(t), 5*time.Second, lock.HoldHandle)
+	if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "zookeeper.extendedTypesEnabled=true") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("hold without TTL nodes: %v; want one lock.ErrInvalid line naming extendedTypesEnabled", err)
+	}
+	if err := l.Renew(ctx(t)); err != nil {
+		t.Fatalf("renew after a refused hold: %v", err)
+	}
+	if err := l.Release(ctx(t)); err != nil {
+		t.Fatalf("release after a refused hold: %v", err)
+	}
+	checks := b.Doctor(ctx(t), lock.DoctorRequest{TTL: 2 * time.Second, Timeout: 5 * time.Second})
+	for _, c := range checks {
+		if c.Name == "ttl-nodes" && (c.Status != lock.CheckWarning || !strings.Contains(c.Fix, "extendedTypesEnabled")) {
+			t.Errorf("doctor's ttl-nodes check: %+v", c)
+		}
+	}
+}
+
+// TestHeldAtOnceNeedsNoLongSession: distlock acquire (HeldAtOnce) may ask
+// for a hold longer than any session the server grants: only the hold
+// (a TTL node) has to last that long.
+func TestHeldAtOnceNeedsNoLongSession(t *testing.T) {
+	p := startServer(t)
+	b := open(t, p.Addr(), "atonce")
+	req := request("k", "alice", 700*time.Second) // above maxSessionTimeout (600s)
+	req.HeldAtOnce = true
+	l, err := lock.TryOnce(ctx(t), b, req)
+	if err != nil {
+		t.Fatalf("acquire to hold at once: %v", err)
+	}
+	if err := l.Hold(ctx(t), req.TTL, lock.HoldHandle); err != nil {
+		t.Fatal(err)
+	}
+	h, held, err := b.Inspect(ctx(t), "k")
+	if err != nil || !held || h.Hold != lock.HoldHandle || h.ExpiresIn < 690*time.Second {
+		t.Fatalf("inspect the hold: %+v held=%v err=%v", h, held, err)
+	}
+	r, err := b.Resume(ctx(t), l.Handle())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Release(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSlotHeldAfterLineReadIsPassedOver: a slot kept by a hold that was
+// made after a new holder read the line (so the new holder saw a running
+// holder, whose slot node the hold then deleted) is not taken: the new
+// holder checks the hold nodes again once its slot node is made.
+func TestSlotHeldAfterLineReadIsPassedOver(t *testing.T) {
+	p := startServer(t)
+	b := open(t, p.Addr(), "slotrace")
+	req := func(owner string) lock.Request {
+		r := request("sem", owner, 3*time.Second)
+		r.Limit = 3
+		return r
+	}
+	kept, err := lock.TryOnce(ctx(t), b, req("kept"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := kept.(*Lease).Slot(); s != 0 {
+		t.Fatalf("first holder got slot %d, want 0", s)
+	}
+	c := b.Contend(req("next")).(*contender)
+	defer c.Leave()
+	s, err := b.dial(ctx(t), 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.s = s
+	if err := c.join(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	names, err := b.children(ctx(t), c.s, c.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := parseLine(names) // read while "kept" still runs on slot 0
+	if err := kept.Hold(ctx(t), 10*time.Second, lock.HoldMinHold); err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.takeOver(ctx(t), line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx(t))
+	if got := l.(*Lease).Slot(); got == 0 {
+		t.Fatalf("the new holder took slot 0, which the hold keeps")
+	}
+}
