@@ -24,8 +24,9 @@ func NewRootCommand(stdin *os.File, stdout, stderr io.Writer) *cobra.Command {
 		Long: `distlock runs a command while it holds a lease-based lock on a shared
 engine (a local file directory; Redis as a single node, Sentinel, Cluster
 or Redlock; etcd; ZooKeeper; PostgreSQL or MySQL/MariaDB), so that across
-many machines at most one copy runs. A background renewer keeps the lease alive; if renewal fails the command is
-stopped before the lease could pass to anyone else.`,
+many machines at most one copy runs. A background renewer keeps the lease
+alive; if renewal fails the command is stopped before the lease could pass
+to anyone else.`,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
