@@ -36,6 +36,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -253,6 +254,15 @@ func (c *queueContender) Wait(ctx context.Context) (lock.Retry, error) {
 
 // Leave implements lock.Contender: out of the queue, unsubscribed.
 func (c *queueContender) Leave() {
+	if l := c.joinedWith.l; l != nil {
+		// Granted by the step that joined the line, and never taken by a
+		// Try (the wait ended in between): give it back now rather than
+		// leave the lock held by nobody until its TTL.
+		c.joinedWith.l = nil
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = l.Release(cctx)
+		cancel()
+	}
 	if c.joined {
 		c.b.leaveQueue(context.Background(), c.req)
 	}
@@ -269,6 +279,7 @@ type waker struct {
 	msgs     chan struct{}
 	confirms chan string
 	done     chan struct{}
+	closed   sync.Once
 }
 
 // newWaker subscribes to channel and returns once Redis confirmed it.
@@ -341,7 +352,11 @@ func (w *waker) subscribe(ctx context.Context, channel string) error {
 	}
 }
 
+// close ends the subscription; a second call does nothing (a grant closes
+// it, and Leave may follow).
 func (w *waker) close() {
-	close(w.done)
-	w.ps.Close()
+	w.closed.Do(func() {
+		close(w.done)
+		w.ps.Close()
+	})
 }

@@ -57,6 +57,7 @@ func Run(t *testing.T, o Options) {
 		{"FairSemaphoreWaitInArrivalOrder", s.fairSemaphoreWait},
 		{"FairTryOnceNeverJumpsTheLine", s.fairTryOnce},
 		{"LeaseLeftGoesNegative", s.leaseLeft},
+		{"LeaveGivesBackAGrantNotTaken", s.leaveAfterWait},
 	} {
 		t.Run(tc.name, tc.f)
 	}
@@ -610,5 +611,42 @@ func (s suite) leaseLeft(t *testing.T) {
 	}
 	if _, found, err := ll.LeaseLeft(ctx, "left", l.Token()+1); err != nil || found {
 		t.Fatalf("another token: found %v, %v", found, err)
+	}
+}
+
+// leaveAfterWait: a waiter's Wait may take the lock itself (the step that
+// joins the line finds it free); if the wait then ends before a Try took
+// that lease (its deadline passed in the moment between), Leave must give
+// the lock back, not leave it held until its TTL by nobody.
+func (s suite) leaveAfterWait(t *testing.T) {
+	b, ctx := s.open(t), ctxT(t)
+	holder := mustAcquire(t, ctx, b, s.req("gone", "holder", 1))
+	req := s.req("gone", "waiter", 1)
+	req.TTL = 30 * time.Second // a lease left behind would hold the key that long
+	c := b.Contend(req)
+	if _, err := c.Try(ctx); !errors.Is(err, lock.ErrHeld) {
+		t.Fatalf("first try while held: %v, want busy", err)
+	}
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Leave()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		l, err := lock.TryOnce(ctx, b, s.req("gone", "next", 1))
+		if err == nil {
+			l.Release(ctx)
+			return
+		}
+		if !errors.Is(err, lock.ErrHeld) {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the key is still held 3s after the waiter left: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
