@@ -88,8 +88,10 @@ func params(e *engine, dir string) testscript.Params {
 			}
 			if cond == "isolated" {
 				// Scenarios that change the whole machine (the kernel's next
-				// pid, frozen processes) would hit other tests' processes:
-				// they run only in a run of their own (.ci/run does one).
+				// pid, frozen processes) would hit other tests' processes, and
+				// one that the parallel run's load is known to upset
+				// (zookeeper/restart_keeps_session): they run only in a run
+				// of their own (.ci/run does that, required).
 				return os.Getenv("DISTLOCK_TEST_ISOLATED") == "1", nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
