@@ -11,7 +11,7 @@ import (
 // Hold implements lock.Lease: an owner-checked PEXPIRE to d, marked
 // with mode so status can say why nobody renews it.
 func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
-	cmd, nr := l.b.run(ctx, l.ttl, holdScript, []string{l.b.lockKey(l.key)}, l.owner, max(d.Milliseconds(), 1), mode)
+	cmd, nr := l.b.run(ctx, l.ttl, holdScript(), []string{l.b.lockKey(l.key)}, l.owner, max(d.Milliseconds(), 1), mode)
 	n, err := cmd.Int()
 	if err != nil {
 		return l.b.unavailable(err)

@@ -27,7 +27,7 @@ func (l *Lease) Alerts() <-chan struct{} { return nil }
 
 // Renew implements lock.Lease.
 func (l *Lease) Renew(ctx context.Context) error {
-	cmd, nr := l.b.run(ctx, l.ttl, renewScript, []string{l.b.lockKey(l.key)}, l.owner, l.ttl.Milliseconds())
+	cmd, nr := l.b.run(ctx, l.ttl, renewScript(), []string{l.b.lockKey(l.key)}, l.owner, l.ttl.Milliseconds())
 	n, err := cmd.Int()
 	if err != nil {
 		return err
@@ -40,7 +40,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 
 // Release implements lock.Lease.
 func (l *Lease) Release(ctx context.Context) error {
-	n, err := releaseScript.Run(ctx, l.b.c, []string{l.b.lockKey(l.key)}, l.owner, l.b.channel(l.key)).Int()
+	n, err := releaseScript().Run(ctx, l.b.c, []string{l.b.lockKey(l.key)}, l.owner, l.b.channel(l.key)).Int()
 	if err != nil {
 		return l.b.unavailable(err)
 	}

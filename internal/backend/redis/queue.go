@@ -52,8 +52,8 @@ var (
 	//go:embed queue_leave.lua
 	queueLeaveSrc string
 
-	queueAcquireScript = goredis.NewScript(grantLibSrc + queueLibSrc + queueAcquireSrc)
-	queueLeaveScript   = goredis.NewScript(queueLibSrc + queueLeaveSrc)
+	queueAcquireScript = lazyScript(func() string { return grantLibSrc + queueLibSrc + queueAcquireSrc })
+	queueLeaveScript   = lazyScript(func() string { return queueLibSrc + queueLeaveSrc })
 )
 
 func (b *Backend) queueKey(key string) string   { return b.lockKey(key) + ":queue" }
@@ -107,7 +107,7 @@ func (b *Backend) queueStep(ctx context.Context, req lock.Request, lasts time.Du
 	if req.Limit > 1 {
 		return b.semQueueStep(ctx, req, lasts)
 	}
-	cmd, nr := b.run(ctx, req.TTL, queueAcquireScript,
+	cmd, nr := b.run(ctx, req.TTL, queueAcquireScript(),
 		[]string{b.lockKey(req.Key), b.tokenKey(req.Key), b.queueKey(req.Key), b.aliveKey(req.Key), b.waitingKey(req.Key)},
 		req.Owner, req.TTL.Milliseconds(), req.Meta.Host, req.Meta.PID, req.Meta.User, req.Meta.Command, req.Meta.Note,
 		lasts.Milliseconds(), b.wakePrefix(req.Key),
@@ -145,7 +145,7 @@ func (b *Backend) queueStep(ctx context.Context, req lock.Request, lasts time.Du
 func (b *Backend) leaveQueue(ctx context.Context, req lock.Request) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	_ = queueLeaveScript.Run(cctx, b.c,
+	_ = queueLeaveScript().Run(cctx, b.c,
 		[]string{b.queueKey(req.Key), b.aliveKey(req.Key), b.waitingKey(req.Key)},
 		req.Owner, b.wakePrefix(req.Key)).Err()
 }

@@ -146,7 +146,7 @@ func (b *Backend) Contend(req lock.Request) lock.Contender {
 // the lock only when it is free and no live waiter is queued ahead.
 func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, error) {
 	granted := time.Now()
-	cmd, nr := b.run(ctx, req.TTL, tryOnceScript,
+	cmd, nr := b.run(ctx, req.TTL, tryOnceScript(),
 		[]string{b.lockKey(req.Key), b.tokenKey(req.Key), b.queueKey(req.Key), b.aliveKey(req.Key), b.waitingKey(req.Key)},
 		req.Owner, req.TTL.Milliseconds(), req.Meta.Host, req.Meta.PID, req.Meta.User, req.Meta.Command, req.Meta.Note,
 		b.wakePrefix(req.Key),
@@ -180,7 +180,7 @@ func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, er
 
 // Inspect implements lock.Backend.
 func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
-	res, err := inspectScript.Run(ctx, b.c, []string{b.lockKey(key)}).Slice()
+	res, err := inspectScript().Run(ctx, b.c, []string{b.lockKey(key)}).Slice()
 	if err != nil {
 		return lock.Holder{}, false, b.unavailable(err)
 	}
@@ -198,7 +198,7 @@ func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Hol
 	if h, handled, err := b.breakSemaphore(ctx, key, token); handled {
 		return h, err // a semaphore (semaphore.go)
 	}
-	res, err := breakScript.Run(ctx, b.c, []string{b.lockKey(key)}, strconv.FormatUint(token, 10), b.channel(key)).Slice()
+	res, err := breakScript().Run(ctx, b.c, []string{b.lockKey(key)}, strconv.FormatUint(token, 10), b.channel(key)).Slice()
 	if err != nil {
 		return lock.Holder{}, b.unavailable(err)
 	}

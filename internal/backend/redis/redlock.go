@@ -37,7 +37,7 @@ import (
 var (
 	//go:embed settoken.lua
 	setTokenSrc    string
-	setTokenScript = goredis.NewScript(setTokenSrc)
+	setTokenScript = lazyScript(func() string { return setTokenSrc })
 )
 
 const redlockForm = "redlock://[user:password@]host:port,host:port,host:port[,host:port...]"
@@ -249,7 +249,7 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 			if l == nil {
 				return errors.New("not granted here")
 			}
-			res, err := setTokenScript.Run(ctx, n.c, []string{n.lockKey(req.Key), n.tokenKey(req.Key)}, req.Owner, strconv.FormatUint(tok, 10)).Int()
+			res, err := setTokenScript().Run(ctx, n.c, []string{n.lockKey(req.Key), n.tokenKey(req.Key)}, req.Owner, strconv.FormatUint(tok, 10)).Int()
 			if err != nil {
 				return n.unavailable(err)
 			}

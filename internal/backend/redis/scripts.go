@@ -2,6 +2,7 @@ package redis
 
 import (
 	_ "embed"
+	"sync"
 
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -22,10 +23,17 @@ var (
 	//go:embed hold.lua
 	holdSrc string
 
-	tryOnceScript = goredis.NewScript(grantLibSrc + queueLibSrc + tryOnceSrc)
-	renewScript   = goredis.NewScript(renewSrc)
-	releaseScript = goredis.NewScript(releaseSrc)
-	inspectScript = goredis.NewScript(inspectSrc)
-	breakScript   = goredis.NewScript(breakSrc)
-	holdScript    = goredis.NewScript(holdSrc)
+	tryOnceScript = lazyScript(func() string { return grantLibSrc + queueLibSrc + tryOnceSrc })
+	renewScript   = lazyScript(func() string { return renewSrc })
+	releaseScript = lazyScript(func() string { return releaseSrc })
+	inspectScript = lazyScript(func() string { return inspectSrc })
+	breakScript   = lazyScript(func() string { return breakSrc })
+	holdScript    = lazyScript(func() string { return holdSrc })
 )
+
+// lazyScript defers a script's SHA-1 to its first use: hashing all fifteen
+// scripts at start-up cost every distlock process (whatever its engine)
+// about 0.2 ms and 90 KB of heap before flags were parsed.
+func lazyScript(src func() string) func() *goredis.Script {
+	return sync.OnceValue(func() *goredis.Script { return goredis.NewScript(src()) })
+}

@@ -59,12 +59,12 @@ var (
 	//go:embed sem_hold.lua
 	semHoldSrc string
 
-	semAcquireScript      = goredis.NewScript(grantLibSrc + queueLibSrc + semLibSrc + semTakeLibSrc + semAcquireSrc)
-	semQueueAcquireScript = goredis.NewScript(grantLibSrc + queueLibSrc + semLibSrc + semTakeLibSrc + semQueueAcquireSrc)
-	semRenewScript        = goredis.NewScript(semLibSrc + semRenewSrc)
-	semReleaseScript      = goredis.NewScript(semLibSrc + semReleaseSrc)
-	semBreakScript        = goredis.NewScript(semLibSrc + semBreakSrc)
-	semHoldScript         = goredis.NewScript(semLibSrc + semHoldSrc)
+	semAcquireScript      = lazyScript(func() string { return grantLibSrc + queueLibSrc + semLibSrc + semTakeLibSrc + semAcquireSrc })
+	semQueueAcquireScript = lazyScript(func() string { return grantLibSrc + queueLibSrc + semLibSrc + semTakeLibSrc + semQueueAcquireSrc })
+	semRenewScript        = lazyScript(func() string { return semLibSrc + semRenewSrc })
+	semReleaseScript      = lazyScript(func() string { return semLibSrc + semReleaseSrc })
+	semBreakScript        = lazyScript(func() string { return semLibSrc + semBreakSrc })
+	semHoldScript         = lazyScript(func() string { return semLibSrc + semHoldSrc })
 )
 
 func (b *Backend) slotKey(key string, i int) string {
@@ -93,7 +93,7 @@ func (b *Backend) semKeysQueued(key string, n int) []string {
 // busy, naming the first in line when no slot holder is left to name).
 func (b *Backend) semTryOnce(ctx context.Context, req lock.Request) (lock.Lease, error) {
 	granted := time.Now()
-	cmd, nr := b.run(ctx, req.TTL, semAcquireScript, b.semKeysQueued(req.Key, req.Limit),
+	cmd, nr := b.run(ctx, req.TTL, semAcquireScript(), b.semKeysQueued(req.Key, req.Limit),
 		req.Owner, req.TTL.Milliseconds(), req.Meta.Host, req.Meta.PID, req.Meta.User, req.Meta.Command, req.Meta.Note, req.Limit,
 		b.wakePrefix(req.Key),
 	)
@@ -123,7 +123,7 @@ func (b *Backend) semTryOnce(ctx context.Context, req lock.Request) (lock.Lease,
 // semQueueStep runs sem_queue_acquire.lua: join or refresh our place in
 // the key's queue, and take a slot if one is free and we are first.
 func (b *Backend) semQueueStep(ctx context.Context, req lock.Request, lasts time.Duration) (step, error) {
-	cmd, nr := b.run(ctx, req.TTL, semQueueAcquireScript, b.semKeysQueued(req.Key, req.Limit),
+	cmd, nr := b.run(ctx, req.TTL, semQueueAcquireScript(), b.semKeysQueued(req.Key, req.Limit),
 		req.Owner, req.TTL.Milliseconds(), req.Meta.Host, req.Meta.PID, req.Meta.User, req.Meta.Command, req.Meta.Note, req.Limit,
 		lasts.Milliseconds(), b.wakePrefix(req.Key),
 	)
@@ -185,7 +185,7 @@ func (b *Backend) breakSemaphore(ctx context.Context, key string, token uint64) 
 			}
 			return lock.Holder{}, true, b.unavailable(err)
 		}
-		res, err := semBreakScript.Run(ctx, b.c, b.semKeys(key, limit), strconv.FormatUint(token, 10), limit, b.channel(key)).Slice()
+		res, err := semBreakScript().Run(ctx, b.c, b.semKeys(key, limit), strconv.FormatUint(token, 10), limit, b.channel(key)).Slice()
 		if err != nil {
 			return lock.Holder{}, true, b.unavailable(err)
 		}
@@ -234,7 +234,7 @@ func (l *SlotLease) Alerts() <-chan struct{} { return nil }
 // hash. The marker follows, so status shows the hold when the slot is the
 // oldest.
 func (l *SlotLease) Hold(ctx context.Context, d time.Duration, mode string) error {
-	cmd, nr := l.b.run(ctx, l.ttl, semHoldScript, l.b.semKeys(l.key, l.limit), l.owner, max(d.Milliseconds(), 1), mode, l.slot, l.limit)
+	cmd, nr := l.b.run(ctx, l.ttl, semHoldScript(), l.b.semKeys(l.key, l.limit), l.owner, max(d.Milliseconds(), 1), mode, l.slot, l.limit)
 	n, err := cmd.Int()
 	if err != nil {
 		return l.b.unavailable(err)
@@ -259,7 +259,7 @@ func (l *SlotLease) Slot() int { return l.slot }
 
 // Renew implements lock.Lease.
 func (l *SlotLease) Renew(ctx context.Context) error {
-	cmd, nr := l.b.run(ctx, l.ttl, semRenewScript, l.b.semKeys(l.key, l.limit), l.owner, l.ttl.Milliseconds(), l.slot, l.limit)
+	cmd, nr := l.b.run(ctx, l.ttl, semRenewScript(), l.b.semKeys(l.key, l.limit), l.owner, l.ttl.Milliseconds(), l.slot, l.limit)
 	n, err := cmd.Int()
 	if err != nil {
 		return err
@@ -272,7 +272,7 @@ func (l *SlotLease) Renew(ctx context.Context) error {
 
 // Release implements lock.Lease.
 func (l *SlotLease) Release(ctx context.Context) error {
-	n, err := semReleaseScript.Run(ctx, l.b.c, l.b.semKeys(l.key, l.limit), l.owner, l.slot, l.limit, l.b.channel(l.key)).Int()
+	n, err := semReleaseScript().Run(ctx, l.b.c, l.b.semKeys(l.key, l.limit), l.owner, l.slot, l.limit, l.b.channel(l.key)).Int()
 	if err != nil {
 		return l.b.unavailable(err)
 	}
