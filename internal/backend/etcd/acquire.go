@@ -169,36 +169,26 @@ func (c *queueContender) Try(ctx context.Context) (lock.Lease, error) {
 		}
 		return nil, c.busy(ctx, first)
 	}
-	resp, err := c.b.cli.Txn(ctx).Then(
-		clientv3.OpGet(c.e.qp, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(c.e.rev-1))...),
-		clientv3.OpGet(c.e.qp, clientv3.WithFirstCreate()...),
-	).Commit()
-	if err != nil {
-		// A transient failure (leader change, timeout) is the wait loop's
-		// to ride out; we keep our place and read again on the next Try.
-		return nil, c.b.opError("wait for "+c.req.Key, err)
-	}
-	if ahead := resp.Responses[0].GetResponseRange().Kvs; len(ahead) > 0 {
-		c.ahead, c.readRev = ahead[0], resp.Header.Revision
-		if firsts := resp.Responses[1].GetResponseRange().Kvs; len(firsts) > 0 {
-			return nil, c.busy(ctx, firsts[0])
-		}
-		return nil, &lock.BusyError{Holder: c.lastHolder()}
-	}
-	// Nobody ahead: the lock is ours once our lease is renewed.
-	c.stopKeepAlive()
-	if c.placeLost() {
+	l, ahead, first, err := c.takeIfFirst(ctx)
+	switch {
+	case errors.Is(err, errLostPlace):
+		c.stopKeepAlive()
 		c.b.cleanup(ctx, c.e)
 		c.e = nil
 		return nil, &lock.BusyError{Holder: c.lastHolder()} // join again at once
+	case err != nil:
+		// A transient failure (leader change, timeout) is the wait loop's
+		// to ride out; we keep our place and read again on the next Try.
+		return nil, err
+	case l != nil:
+		c.stopKeepAlive() // the holder's keeper renews from here on
+		return l, nil
 	}
-	l, err := c.takeOver(ctx)
-	if errors.Is(err, errLostPlace) {
-		c.b.cleanup(ctx, c.e)
-		c.e = nil
-		return nil, &lock.BusyError{Holder: c.lastHolder()}
+	c.ahead = ahead
+	if first != nil {
+		return nil, c.busy(ctx, first)
 	}
-	return l, err
+	return nil, &lock.BusyError{Holder: c.lastHolder()}
 }
 
 // busy describes the holder kv (asking etcd for its time left only when
@@ -244,10 +234,6 @@ func (c *queueContender) Wait(ctx context.Context) (lock.Retry, error) {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	c.unwatch = cancel
 	aheadCh := c.b.cli.Watch(wctx, string(c.ahead.Key), clientv3.WithRev(c.readRev+1), clientv3.WithFilterPut())
-	var holderCh clientv3.WatchChan // nil: blocks forever
-	if c.shown != nil && string(c.shown.Key) != string(c.ahead.Key) {
-		holderCh = c.b.cli.Watch(wctx, string(c.shown.Key), clientv3.WithRev(c.readRev+1))
-	}
 	wake := make(chan struct{}, 1)
 	lost := c.lost
 	go func() {
@@ -266,10 +252,6 @@ func (c *queueContender) Wait(ctx context.Context) (lock.Retry, error) {
 					if ev.Type == mvccpb.DELETE {
 						return
 					}
-				}
-			case wr, ok := <-holderCh:
-				if !ok || wr.Canceled || wr.Err() != nil || len(wr.Events) > 0 {
-					return
 				}
 			}
 		}
@@ -337,33 +319,72 @@ func (b *Backend) keepAlive(ctx context.Context, id clientv3.LeaseID, ttl time.D
 	}
 }
 
-// takeOver makes a waiter that reached the head of the queue the holder:
-// renew the lease once more (validity counts from just before this), then
-// check our key is still ours and stamp the acquisition time on it.
-func (c *queueContender) takeOver(ctx context.Context) (*Lease, error) {
+// takeIfFirst asks, in one transaction, whether anyone is still ahead of
+// us and, if nobody is, takes the lock: it stamps the acquisition time on
+// our key (the compare on its create revision makes sure it is still
+// ours). A keep-alive of our lease goes out at the same time, so that the
+// lease's validity counts from just before both were sent: one round trip
+// where a read, a keep-alive and a write took three. Its answers: the
+// lease (l); or the contender just ahead and the queue's first (ahead,
+// first: busy); or errLostPlace (our lease expired or our key was deleted
+// while we waited); or a transient error.
+//
+// Waiters are woken only by the deletion of the contender just ahead, so
+// at a handover one waiter asks, not all of them; the progress line asks
+// the engine for the holder on its own (cmd/progress.go).
+func (c *queueContender) takeIfFirst(ctx context.Context) (l *Lease, ahead, first *mvccpb.KeyValue, err error) {
 	e, b := c.e, c.b
 	granted := time.Now()
-	if _, err := b.cli.KeepAliveOnce(ctx, e.id); err != nil {
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			return nil, errLostPlace
-		}
-		return nil, b.opError("renew the lease for "+e.key, err)
-	}
+	kaDone := make(chan error, 1)
+	go func() {
+		_, err := b.cli.KeepAliveOnce(ctx, e.id)
+		kaDone <- err
+	}()
 	rec := e.rec
 	rec.AcquiredAt = time.Now()
 	resp, err := b.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", e.rev)).
+		If(
+			// every key of the queue was created at or after ours
+			clientv3.Compare(clientv3.CreateRevision(e.qp), ">", e.rev-1).WithPrefix(),
+			clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", e.rev),
+		).
 		Then(clientv3.OpPut(e.etcdKey, rec.encode(), clientv3.WithLease(e.id))).
+		Else(
+			clientv3.OpGet(e.qp, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(e.rev-1))...),
+			clientv3.OpGet(e.qp, clientv3.WithFirstCreate()...),
+			clientv3.OpGet(e.etcdKey, clientv3.WithKeysOnly()),
+		).
 		Commit()
-	if err != nil {
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			return nil, errLostPlace
-		}
-		return nil, b.opError("take "+e.key, err)
+	kaErr := <-kaDone
+	if errors.Is(kaErr, rpctypes.ErrLeaseNotFound) || errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return nil, nil, nil, errLostPlace
 	}
+	if err != nil {
+		return nil, nil, nil, b.opError("wait for "+c.req.Key, err)
+	}
+	c.readRev = resp.Header.Revision
 	if !resp.Succeeded {
-		return nil, errLostPlace // our key was deleted
+		if mine := resp.Responses[2].GetResponseRange().Kvs; len(mine) == 0 || mine[0].CreateRevision != e.rev {
+			return nil, nil, nil, errLostPlace // our key was deleted
+		}
+		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+			ahead = kvs[0]
+		}
+		if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
+			first = kvs[0]
+		}
+		if ahead == nil {
+			// Nobody ahead by now (the compare saw one that has gone
+			// since): read again at once.
+			return nil, nil, nil, b.opError("wait for "+c.req.Key, errors.New("the queue changed while it was read"))
+		}
+		return nil, ahead, first, nil
+	}
+	if kaErr != nil {
+		// The lock is ours, but the lease's validity is not known: the
+		// next Try asks again (the same transaction succeeds again).
+		return nil, nil, nil, b.opError("renew the lease for "+e.key, kaErr)
 	}
 	e.rec = rec
-	return b.newLease(e, granted), nil
+	return b.newLease(e, granted), nil, nil, nil
 }

@@ -38,23 +38,28 @@ func (l *Lease) Granted() time.Time { return l.granted }
 func (l *Lease) LeaseID() clientv3.LeaseID { return l.e.id }
 
 // Renew sends one keep-alive (the lease then lasts a full TTL from when it
-// was sent) and checks that our key still exists with our create revision:
-// a Break deletes the key but leaves the lease alive, and that must read as
-// "not yours". Both answers of "gone" are lock.ErrNotHeld; anything else is
-// transient. The requests are bounded by ctx.
+// was sent) and, at the same time, checks that our key still exists with
+// our create revision: a Break deletes the key but leaves the lease alive,
+// and that must read as "not yours". Both answers of "gone" are
+// lock.ErrNotHeld; anything else is transient. The two requests go out
+// together (one round trip, not two) and are bounded by ctx.
 func (l *Lease) Renew(ctx context.Context) error {
-	if _, err := l.b.cli.KeepAliveOnce(ctx, l.e.id); err != nil {
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			return fmt.Errorf("%s: the etcd lease expired or was revoked: %w", l.e.key, lock.ErrNotHeld)
-		}
-		return fmt.Errorf("etcd renew %s: %w", l.e.key, err)
-	}
+	kaDone := make(chan error, 1)
+	go func() {
+		_, err := l.b.cli.KeepAliveOnce(ctx, l.e.id)
+		kaDone <- err
+	}()
 	resp, err := l.b.cli.Get(ctx, l.e.etcdKey, clientv3.WithKeysOnly())
-	if err != nil {
-		return fmt.Errorf("etcd renew %s: checking our key: %w", l.e.key, err)
-	}
-	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != l.e.rev {
+	kaErr := <-kaDone
+	switch {
+	case errors.Is(kaErr, rpctypes.ErrLeaseNotFound):
+		return fmt.Errorf("%s: the etcd lease expired or was revoked: %w", l.e.key, lock.ErrNotHeld)
+	case err == nil && (len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != l.e.rev):
 		return fmt.Errorf("%s: our lock key was deleted (broken?): %w", l.e.key, lock.ErrNotHeld)
+	case kaErr != nil:
+		return fmt.Errorf("etcd renew %s: %w", l.e.key, kaErr)
+	case err != nil:
+		return fmt.Errorf("etcd renew %s: checking our key: %w", l.e.key, err)
 	}
 	return nil
 }
