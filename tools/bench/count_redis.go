@@ -2,9 +2,12 @@ package main
 
 import (
 	"bufio"
+	"crypto/sha1"
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,8 +108,14 @@ func parseMonitor(line string) (monLine, bool) {
 		return monLine{}, false
 	}
 	cmd := strings.ToLower(args[0])
-	if (cmd == "client" || cmd == "script" || cmd == "config") && len(args) > 1 {
+	switch {
+	case len(args) < 2:
+	case cmd == "client" || cmd == "script" || cmd == "config":
 		cmd += " " + strings.ToLower(args[1])
+	case cmd == "evalsha":
+		cmd += " " + scriptName(strings.ToLower(args[1]))
+	case cmd == "eval":
+		cmd += " " + scriptName(fmt.Sprintf("%x", sha1.Sum([]byte(args[1]))))
 	}
 	return monLine{client: client, cmd: cmd}, true
 }
@@ -251,4 +260,51 @@ func sequence(cmds []string) string {
 		i = j
 	}
 	return strings.Join(parts, ", ")
+}
+
+// scriptDir is where the Redis engine's Lua files are, from the module
+// root (go run ./tools/bench runs there).
+const scriptDir = "internal/backend/redis"
+
+// scriptLibs are the prefixes the engine puts before a script's own file
+// (internal/backend/redis/scripts.go, queue.go, semaphore.go).
+var scriptLibs = [][]string{
+	nil,
+	{"queue_lib"},
+	{"sem_lib"},
+	{"grant_lib", "queue_lib"},
+	{"grant_lib", "queue_lib", "sem_lib", "sem_take_lib"},
+}
+
+var scriptNames = sync.OnceValue(func() map[string]string {
+	names := map[string]string{}
+	files, _ := filepath.Glob(filepath.Join(scriptDir, "*.lua"))
+	src := map[string]string{}
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil {
+			src[strings.TrimSuffix(filepath.Base(f), ".lua")] = string(b)
+		}
+	}
+	for name, body := range src {
+		if strings.HasSuffix(name, "_lib") {
+			continue
+		}
+		for _, libs := range scriptLibs {
+			var all strings.Builder
+			for _, l := range libs {
+				all.WriteString(src[l])
+			}
+			all.WriteString(body)
+			names[fmt.Sprintf("%x", sha1.Sum([]byte(all.String())))] = name
+		}
+	}
+	return names
+})
+
+// scriptName is the engine's script whose SHA1 is sha, or the SHA1's start.
+func scriptName(sha string) string {
+	if n, ok := scriptNames()[sha]; ok {
+		return n
+	}
+	return sha[:min(len(sha), 8)]
 }

@@ -23,8 +23,10 @@ type HandoverStat struct {
 	// WaiterHandovers is, summed over the handovers, the runs waiting
 	// across each: launched before the previous child ended, their own
 	// child starting after the next one's.
-	WaiterHandovers int  `json:"waiter_handovers"`
-	Counted         bool `json:"counted"` // the engine's requests were counted
+	WaiterHandovers int `json:"waiter_handovers"`
+	// WaitingRuns is the runs that waited across at least one handover.
+	WaitingRuns int  `json:"waiting_runs"`
+	Counted     bool `json:"counted"` // the engine's requests were counted
 	// Requests is what the contended run made; Uncontended what the same
 	// number of sections made with one contender.
 	Requests    Count `json:"engine_requests"`
@@ -35,6 +37,9 @@ type HandoverStat struct {
 	ReqPerSection float64 `json:"uncontended_engine_requests_per_section"`
 	// ReqPerWaiterPerHandover is (Requests − Uncontended) / WaiterHandovers.
 	ReqPerWaiterPerHandover float64 `json:"engine_requests_per_waiter_per_handover"`
+	// ReqPerWaitingRun is (Requests − Uncontended) / WaitingRuns: what
+	// waiting costs a run, however many handovers it waits.
+	ReqPerWaitingRun float64 `json:"extra_engine_requests_per_waiting_run"`
 }
 
 // section is one child's critical section, from its stamps.
@@ -83,14 +88,9 @@ func handover(tmp, name string, prefix []string, n, sections int, ctr counter) (
 	}
 	var gaps []time.Duration
 	for k := 0; k+1 < len(c.sections); k++ {
-		prev, next := c.sections[k], c.sections[k+1]
-		gaps = append(gaps, time.Duration(next.start-prev.end))
-		for _, s := range c.sections[k+2:] {
-			if c.launched[s.contender][s.run] < prev.end {
-				h.WaiterHandovers++
-			}
-		}
+		gaps = append(gaps, time.Duration(c.sections[k+1].start-c.sections[k].end))
 	}
+	h.WaiterHandovers, h.WaitingRuns = c.waiters()
 	slices.Sort(gaps)
 	h.P50ms, h.P99ms = ms(quantile(gaps, 0.5)), ms(quantile(gaps, 0.99))
 	h.PerSecond = round2(float64(len(c.sections)) / c.elapsed.Seconds())
@@ -104,12 +104,29 @@ func handover(tmp, name string, prefix []string, n, sections int, ctr counter) (
 		h.ReqPerSection = round2(float64(alone.Requests) / float64(h.Sections))
 		if h.WaiterHandovers > 0 {
 			h.ReqPerWaiterPerHandover = round2(float64(h.Requests.Requests-alone.Requests) / float64(h.WaiterHandovers))
+			h.ReqPerWaitingRun = round2(float64(h.Requests.Requests-alone.Requests) / float64(h.WaitingRuns))
 		}
 		if alone.Mismatch != "" && h.Requests.Mismatch == "" {
 			h.Requests.Mismatch = "uncontended: " + alone.Mismatch
 		}
 	}
 	return h, nil
+}
+
+// waiters is, summed over the handovers, the runs waiting across each
+// (launched before the previous child ended, their own child starting
+// after the next one's), and how many runs waited across at least one.
+func (c contention) waiters() (waiterHandovers, waitingRuns int) {
+	waited := map[[2]int]bool{}
+	for k := 0; k+1 < len(c.sections); k++ {
+		for _, s := range c.sections[k+2:] {
+			if c.launched[s.contender][s.run] < c.sections[k].end {
+				waiterHandovers++
+				waited[[2]int{s.contender, s.run}] = true
+			}
+		}
+	}
+	return waiterHandovers, len(waited)
 }
 
 // contend runs n contenders, each running prefix + a stamping child

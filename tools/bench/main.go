@@ -70,8 +70,12 @@
 // next one's (from the stamps and the launch times); the waiter-handovers
 // are that count summed over every handover. Requests per waiter per
 // handover = (contended − uncontended requests) / waiter-handovers. The
-// raw figure (all contended requests / handovers) is printed too, and the
-// per-section breakdown by command of both runs.
+// raw figure (all contended requests / handovers) is printed too, as is
+// the same excess per waiting run (a run that waited across at least one
+// handover), the per-section breakdown by command of both runs (on Redis
+// with each script named from internal/backend/redis/*.lua), and on
+// Redis the commonest command sequences of a client connection: who
+// made which requests.
 //
 // The engine round trips alone are Go benchmarks:
 // go test -bench . ./internal/backend/

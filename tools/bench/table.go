@@ -27,16 +27,19 @@ func printTable(w io.Writer, r *Results, cmds []command, engines []engine, bins 
 	}
 
 	hk := slices.Sorted(maps.Keys(r.Handover))
-	fmt.Fprintf(w, "\n%-30s %8s %8s %11s %9s %13s %12s %12s\n", "handover (8 contenders)", "p50 ms", "p99 ms", "sections/s", "waiters", "req/handover", "req/section", "req/waiter")
-	fmt.Fprintf(w, "%-30s %8s %8s %11s %9s %13s %12s %12s\n", "", "", "", "", "×handover", "(raw)", "(alone)", "/handover")
+	fmt.Fprintf(w, "\n%-24s %7s %7s %10s %9s %8s %12s %11s %10s %11s\n", "handover (8 contenders)", "p50 ms", "p99 ms", "sections/s", "waiters", "waiting", "req/handover", "req/section", "req/waiter", "extra req/")
+	fmt.Fprintf(w, "%-24s %7s %7s %10s %9s %8s %12s %11s %10s %11s\n", "", "", "", "", "×handover", "runs", "(raw)", "(alone)", "/handover", "waiting run")
 	for _, k := range hk {
 		h := r.Handover[k]
-		raw, alone, per := "-", "-", "-"
+		raw, alone, per, run := "-", "-", "-", "-"
 		if h.Counted {
-			raw, alone, per = fmt.Sprintf("%.2f", h.ReqPerHandover), fmt.Sprintf("%.2f", h.ReqPerSection), fmt.Sprintf("%.2f", h.ReqPerWaiterPerHandover)
+			raw, alone = fmt.Sprintf("%.2f", h.ReqPerHandover), fmt.Sprintf("%.2f", h.ReqPerSection)
+			per, run = fmt.Sprintf("%.2f", h.ReqPerWaiterPerHandover), fmt.Sprintf("%.2f", h.ReqPerWaitingRun)
 		}
-		fmt.Fprintf(w, "%-30s %8.2f %8.2f %11.1f %9d %13s %12s %12s\n", k, h.P50ms, h.P99ms, h.PerSecond, h.WaiterHandovers, raw, alone, per)
+		fmt.Fprintf(w, "%-24s %7.2f %7.2f %10.1f %9d %8d %12s %11s %10s %11s\n", k, h.P50ms, h.P99ms, h.PerSecond, h.WaiterHandovers, h.WaitingRuns, raw, alone, per, run)
 	}
+	fmt.Fprintln(w, "(a run waits across a handover when launched before the previous child ended and its own child starts after the next one's;")
+	fmt.Fprintln(w, " req/waiter/handover = (contended − alone requests) / waiter×handovers; extra req/waiting run = the same / waiting runs)")
 	fmt.Fprintln(w, "requests per section, by command (alone → contended):")
 	for _, k := range hk {
 		h := r.Handover[k]
@@ -44,6 +47,9 @@ func printTable(w io.Writer, r *Results, cmds []command, engines []engine, bins 
 			continue
 		}
 		fmt.Fprintf(w, "  %s\n    alone:     %s\n    contended: %s\n", k, orDash(h.Uncontended.breakdown(h.Sections)), orDash(h.Requests.breakdown(h.Sections)))
+		for _, s := range topConnections(h.Requests.Connections, 4) {
+			fmt.Fprintf(w, "      %s\n", s)
+		}
 	}
 
 	fmt.Fprintf(w, "\n%-30s %8s %8s %7s %9s %10s %9s %12s\n", "idle holder (--ttl 3s)", "RSS kB", "anon kB", "CPU ms", "renewals", "per ttl/3", "requests", "req/renewal")
@@ -90,4 +96,25 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// topConnections is the n commonest command sequences of connections,
+// as "N connections: hello, ping, …".
+func topConnections(m map[string]int, n int) []string {
+	keys := slices.Collect(maps.Keys(m))
+	slices.SortFunc(keys, func(a, b string) int {
+		if d := m[b] - m[a]; d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	var out []string
+	for i, k := range keys {
+		if i == n {
+			out = append(out, fmt.Sprintf("(and %d other sequences)", len(keys)-n))
+			break
+		}
+		out = append(out, fmt.Sprintf("%3d connections: %s", m[k], k))
+	}
+	return out
 }
