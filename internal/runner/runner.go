@@ -92,6 +92,12 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	signal.Notify(pokes, syscall.SIGWINCH)
 	defer signal.Stop(pokes)
 	start := time.Now()
+	// The group watcher is forked while the lock is being acquired (on a
+	// goroutine of its own), not after: at the handover only the lock
+	// files are handed to it and the command started. Let go if the lock
+	// is not had, or the command not started.
+	pre := child.PrepareWatcher()
+	defer pre.Drop() // a no-op once child.Start has taken it
 	lease, err := acquireInterruptible(ctx, cfg, sigs)
 	if err != nil {
 		return 0, err
@@ -125,7 +131,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	p, err := child.Start(child.Spec{
 		Args: cfg.Args, Env: childEnv(cfg, lease), Unset: secretEnv,
 		Stdin: cfg.Stdin, Stdout: cfg.Stdout, Stderr: cfg.Stderr,
-		KeepOpen: keep,
+		KeepOpen: keep, Watcher: pre,
 	})
 	if err != nil {
 		return 0, err
