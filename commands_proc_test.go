@@ -246,6 +246,62 @@ func cmdWatcher(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
+// idlepin PINFILE [DISTLOCKPIDFILE]: wait for the pin of a group watcher
+// started by a distlock of this script (run from its directory) whose
+// group holds no process but the pin: a watcher prepared while distlock
+// waits for the lock. Write the pin's pid to PINFILE (and its distlock's
+// to DISTLOCKPIDFILE).
+// ! idlepin: wait until there is none (let go with the wait).
+func cmdIdlePin(ts *testscript.TestScript, neg bool, args []string) {
+	if (neg && len(args) != 0) || (!neg && len(args) != 1 && len(args) != 2) {
+		ts.Fatalf("usage: idlepin PINFILE [DISTLOCKPIDFILE] | ! idlepin")
+	}
+	dir, err := filepath.EvalSymlinks(ts.MkAbs("."))
+	ts.Check(err)
+	var pin, owner int
+	find := func() bool {
+		pin, owner = 0, 0
+		d, err := os.Open("/proc")
+		if err != nil {
+			return false
+		}
+		defer d.Close()
+		names, _ := d.Readdirnames(-1)
+		for _, n := range names {
+			pid, err := strconv.Atoi(n)
+			if err != nil {
+				continue
+			}
+			b, err := os.ReadFile("/proc/" + n + "/cmdline")
+			if err != nil || !bytes.Contains(b, []byte("\x00"+child.PinArg+"\x00")) {
+				continue
+			}
+			if cwd, err := os.Readlink("/proc/" + n + "/cwd"); err != nil || cwd != dir {
+				continue
+			}
+			st, ok := readProcStat(pid)
+			if !ok || st.pgrp != pid || st.state == 'Z' || st.state == 'X' || len(groupMembers(pid, pid)) > 0 {
+				continue
+			}
+			pin = pid
+			if w, ok := readProcStat(st.ppid); ok {
+				owner = w.ppid
+			}
+			return true
+		}
+		return false
+	}
+	if neg {
+		waitUntil(ts, "no idle pin of a group watcher left", defaultWait, func() bool { return !find() })
+		return
+	}
+	waitUntil(ts, "a group watcher prepared while waiting", defaultWait, find)
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(strconv.Itoa(pin)+"\n"), 0o644))
+	if len(args) == 2 {
+		ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(strconv.Itoa(owner)+"\n"), 0o644))
+	}
+}
+
 // freezerDir finds a cgroup freezer: cgroup v2 (cgroup.freeze) or the v1
 // freezer controller; v2 tells which. "" when there is none.
 func freezerDir() (dir string, v2 bool) {
