@@ -25,11 +25,11 @@ import (
 // each forked process then ignores (or resets) every signal before it
 // unblocks any.
 //
-// The watcher is forked before the lock is taken (Prepared, in
-// runner.Run concurrently with the first acquire attempt), holding no
-// lock file: a waiter has its watcher and pin while it waits, and at the
-// handover only the lock files are handed over (hand) and the command
-// started, with no fork on the way.
+// The watcher is forked holding no lock file, and handed the lock files
+// once the lock is had (hand), before the command starts. A waiter forks
+// it while it waits (Prepared: runner.Run starts it at the first busy
+// answer), so that at the handover only the lock files are handed over
+// and the command started, with no fork on the way.
 //
 // The watcher: its own process group (not the command's), every signal
 // ignored but SIGCHLD (left at its default, so the pin is never reaped

@@ -8,9 +8,8 @@ import (
 // Prepared is a group watcher forked ahead of the lock (Linux on amd64
 // and arm64: fork_linux.go), so that its fork, its pin's and the ready
 // handshake are not on the way from "acquired" to "command started": a
-// waiter has its watcher ready while it waits. Start takes it (Spec's
-// Watcher) and hands it the lock files; Drop lets it go if the lock is
-// never had.
+// waiter forks it while it waits. Start takes it (Spec's Watcher) and
+// hands it the lock files; Drop lets it go if the lock is never had.
 type Prepared struct {
 	mu      sync.Mutex
 	ready   chan struct{} // closed once the fork has been tried
