@@ -45,8 +45,11 @@ func PrepareWatcher() *Prepared {
 }
 
 // take waits for the fork and returns the watcher (nil if it could not
-// be forked, or was let go).
+// be forked, or was let go, or pw is nil).
 func (pw *Prepared) take() *watcher {
+	if pw == nil {
+		return nil
+	}
 	<-pw.ready
 	pw.mu.Lock()
 	defer pw.mu.Unlock()
@@ -60,7 +63,8 @@ func (pw *Prepared) take() *watcher {
 // Drop lets the prepared watcher go (a goodbye: it exits, and so does its
 // pin) unless Start has taken it; safe on nil and more than once. It
 // waits neither for the fork to finish nor for the watcher to be reaped:
-// a busy answer is not delayed. Should distlock exit before the goodbye
+// the answer that the lock was not had (the wait timed out, an interrupt)
+// is not delayed. Should distlock exit before the goodbye
 // is said, the watcher sees its socket close and ends its empty group
 // (the pin alone) before exiting.
 func (pw *Prepared) Drop() {
@@ -82,23 +86,30 @@ func (pw *Prepared) Drop() {
 }
 
 // groupWatcher is the watcher that makes the command's group (Linux),
-// holding keep: the one prepared ahead (pre) or, without one, one forked
-// now, handed the files; if it could not be forked (a full fork refused
-// for memory under strict overcommit, where an exec would pass) or handed
-// them, distlock re-executed as the watcher, given the files as it starts
-// (startWatcher), with the same guarantees.
+// holding keep: the one prepared ahead (pre), handed the files; failing
+// that (it could not be forked, or is gone), one forked now, handed the
+// files; failing that too (a full fork refused for memory under strict
+// overcommit, where an exec would pass), distlock re-executed as the
+// watcher, given the files as it starts (startWatcher), with the same
+// guarantees.
 func groupWatcher(pre *Prepared, keep []*os.File) (*watcher, error) {
-	var w *watcher
-	if pre != nil {
-		w = pre.take()
-	} else if forkAhead {
-		w, _ = startWatcherFork()
+	handed := func(w *watcher) bool {
+		if w == nil {
+			return false
+		}
+		if err := w.hand(keep); err != nil {
+			w.release()
+			return false
+		}
+		return true
 	}
-	if w != nil {
-		if err := w.hand(keep); err == nil {
+	if w := pre.take(); handed(w) {
+		return w, nil
+	}
+	if forkAhead {
+		if w, err := startWatcherFork(); err == nil && handed(w) {
 			return w, nil
 		}
-		w.release()
 	}
 	return startWatcher(0, keep)
 }

@@ -200,3 +200,37 @@ func TestHandedFilesHeldWhileInFlight(t *testing.T) {
 		t.Fatal("the command was not killed")
 	}
 }
+
+// A watcher prepared ahead that is gone by the time the lock is had
+// (killed by hand while distlock waited): Start notices as it hands over
+// the lock files and forks another, which holds them.
+func TestPreparedWatcherGoneStartForksAnother(t *testing.T) {
+	pre := PrepareWatcher()
+	<-pre.ready
+	if pre.w == nil {
+		t.Fatal("the watcher prepared ahead could not be forked")
+	}
+	dead := pre.w.pid
+	syscall.Kill(dead, syscall.SIGKILL)
+	waitFor(t, "the prepared watcher dead", func() bool { return !running(dead) })
+	f, path := lockedFile(t, "lock")
+	p, err := Start(Spec{Args: []string{"sleep", "60"}, KeepOpen: []*os.File{f}, Watcher: pre})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		p.Signal(syscall.SIGKILL)
+		p.Supervise(Control{KillGrace: time.Second})
+	}()
+	if p.WatcherError() != nil || p.watcher == nil {
+		t.Fatalf("no watcher: %v", p.WatcherError())
+	}
+	if p.watcher.pid == dead {
+		t.Fatal("Start kept the dead watcher")
+	}
+	waitFor(t, "the new watcher holds the lock file", func() bool { return holds(p.watcher.pid, path) == 1 })
+	f.Close()
+	if !lockHeld(t, path) {
+		t.Fatal("the lock went with distlock's copy")
+	}
+}
