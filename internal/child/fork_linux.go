@@ -335,7 +335,7 @@ func watcherBody(p *forkPlan) {
 	forkedCmdline(p, &p.wcmd)
 	forkedSignals(p, true)
 	forkedUnblock(p)
-	// Never our own copy of distlock's end of the pipe, even if closing
+	// Never our own copy of distlock's end of the socket, even if closing
 	// the rest fails below: it would keep us from ever seeing EOF.
 	syscall.RawSyscall6(unix.SYS_CLOSE, uintptr(p.ctlW), 0, 0, 0, 0, 0)
 	// Our descriptors to 3, 4, ..., every other one closed.
