@@ -59,8 +59,8 @@ func holds(pid int, path string) int {
 	return n
 }
 
-// preparedWatcher forks a watcher ahead, as runner.Run does before it
-// acquires, and takes it, as Start does.
+// preparedWatcher forks a watcher ahead, as runner.Run does while it
+// waits, and takes it, as Start does.
 func preparedWatcher(t *testing.T) *watcher {
 	t.Helper()
 	pre := PrepareWatcher()
