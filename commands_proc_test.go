@@ -246,6 +246,62 @@ func cmdWatcher(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
+// idlepin PINFILE [DISTLOCKPIDFILE]: wait for the pin of a group watcher
+// started by a distlock of this script (run from its directory) whose
+// group holds no process but the pin: a watcher prepared while distlock
+// waits for the lock. Write the pin's pid to PINFILE (and its distlock's
+// to DISTLOCKPIDFILE).
+// ! idlepin: wait until there is none (let go with the wait).
+func cmdIdlePin(ts *testscript.TestScript, neg bool, args []string) {
+	if (neg && len(args) != 0) || (!neg && len(args) != 1 && len(args) != 2) {
+		ts.Fatalf("usage: idlepin PINFILE [DISTLOCKPIDFILE] | ! idlepin")
+	}
+	dir, err := filepath.EvalSymlinks(ts.MkAbs("."))
+	ts.Check(err)
+	var pin, owner int
+	find := func() bool {
+		pin, owner = 0, 0
+		d, err := os.Open("/proc")
+		if err != nil {
+			return false
+		}
+		defer d.Close()
+		names, _ := d.Readdirnames(-1)
+		for _, n := range names {
+			pid, err := strconv.Atoi(n)
+			if err != nil {
+				continue
+			}
+			b, err := os.ReadFile("/proc/" + n + "/cmdline")
+			if err != nil || !bytes.Contains(b, []byte("\x00"+child.PinArg+"\x00")) {
+				continue
+			}
+			if cwd, err := os.Readlink("/proc/" + n + "/cwd"); err != nil || cwd != dir {
+				continue
+			}
+			st, ok := readProcStat(pid)
+			if !ok || st.pgrp != pid || st.state == 'Z' || st.state == 'X' || len(groupMembers(pid, pid)) > 0 {
+				continue
+			}
+			pin = pid
+			if w, ok := readProcStat(st.ppid); ok {
+				owner = w.ppid
+			}
+			return true
+		}
+		return false
+	}
+	if neg {
+		waitUntil(ts, "no idle pin of a group watcher left", defaultWait, func() bool { return !find() })
+		return
+	}
+	waitUntil(ts, "a group watcher prepared while waiting", defaultWait, find)
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(strconv.Itoa(pin)+"\n"), 0o644))
+	if len(args) == 2 {
+		ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(strconv.Itoa(owner)+"\n"), 0o644))
+	}
+}
+
 // freezerDir finds a cgroup freezer: cgroup v2 (cgroup.freeze) or the v1
 // freezer controller; v2 tells which. "" when there is none.
 func freezerDir() (dir string, v2 bool) {
@@ -409,15 +465,21 @@ func cmdDecoy(ts *testscript.TestScript, neg bool, args []string) {
 // process of the old command's group (the group watcher aside, which is
 // exiting) may still be running. Fails with the number of trials in which
 // one was. DISTLOCK_TEST_STRESS_N in the test's environment overrides COUNT.
+// With -early the holder is SIGKILLed instead the moment its group watcher
+// holds the lock file, handed to it just before the command starts
+// (flockEarlyTrial): the command has not started yet, or has only just.
 func cmdFlockRace(ts *testscript.TestScript, neg bool, args []string) {
-	limit := 1
+	limit, early := 1, false
 	if len(args) > 2 && args[0] == "-limit" {
 		n, err := strconv.Atoi(args[1])
 		ts.Check(err)
 		limit, args = n, args[2:]
 	}
+	if len(args) > 2 && args[0] == "-early" {
+		early, args = true, args[1:]
+	}
 	if neg || len(args) != 2 {
-		ts.Fatalf("usage: flockrace [-limit N] COUNT KEY")
+		ts.Fatalf("usage: flockrace [-limit N | -early] COUNT KEY")
 	}
 	count, err := strconv.Atoi(args[0])
 	ts.Check(err)
@@ -434,10 +496,20 @@ func cmdFlockRace(ts *testscript.TestScript, neg bool, args []string) {
 	if limit > 1 {
 		lockFile = filepath.Join(dir, "distlock#"+key+"#slot0.lock")
 	}
-	bad := 0
+	bad, before := 0, 0
 	var slowest, total time.Duration
 	for i := 0; i < count; i++ {
-		msg, took := flockTrial(ts, key, limit, lockFile, i)
+		var msg string
+		var took time.Duration
+		if early {
+			var started bool
+			msg, took, started = flockEarlyTrial(ts, key, lockFile, i)
+			if !started {
+				before++
+			}
+		} else {
+			msg, took = flockTrial(ts, key, limit, lockFile, i)
+		}
 		if msg != "" {
 			bad++
 			ts.Logf("trial %d: %s", i, msg)
@@ -446,6 +518,9 @@ func cmdFlockRace(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ts.Logf("flockrace: %d trials, %d in which the waiter got the lock while the old command's group still ran; the waiter got the lock %s after the kill on average, %s at most",
 		count, bad, (total / time.Duration(max(count, 1))).Round(time.Millisecond), slowest.Round(time.Millisecond))
+	if early {
+		ts.Logf("flockrace -early: in %d of %d trials the holder was killed before its command had written its pid", before, count)
+	}
 	if bad > 0 {
 		ts.Fatalf("in %d of %d trials the waiter got the lock while a process of the SIGKILLed holder's command still ran", bad, count)
 	}
@@ -533,6 +608,127 @@ func flockTrial(ts *testscript.TestScript, key string, limit int, lockFile strin
 		time.Sleep(time.Millisecond)
 	}
 	return msg, took
+}
+
+// flockEarlyTrial is one trial of flockrace -early. The lock is ours
+// first, so the holder waits (forking its group watcher meanwhile); we let
+// it go, watch the watcher's descriptors, and SIGKILL the holder the
+// moment the watcher holds the lock file: distlock hands it over just
+// before it starts the command. Then we wait for the lock, which must not
+// come while a process of the holder's group (led by the watcher's pin)
+// runs. It returns what went wrong, how long after the kill the lock
+// came, and whether the command had started (written its pid) by the
+// kill.
+func flockEarlyTrial(ts *testscript.TestScript, key, lockFile string, i int) (string, time.Duration, bool) {
+	tdir := ts.MkAbs(fmt.Sprintf("early-%s-%d", key, i))
+	ts.Check(os.MkdirAll(tdir, 0o755))
+	ours, err := os.OpenFile(lockFile, os.O_RDWR, 0)
+	ts.Check(err)
+	defer ours.Close()
+	ts.Check(syscall.Flock(int(ours.Fd()), syscall.LOCK_EX))
+	var lockSt syscall.Stat_t
+	ts.Check(syscall.Fstat(int(ours.Fd()), &lockSt))
+	script := `echo $$ > cmd.pid; sleep 60 >/dev/null 2>&1 & echo $! > gc.pid; wait`
+	holder := scriptCommand(ts, "distlock", "run", "--key", key, "--ttl", "3s", "--wait", "20s", "--", "sh", "-c", script)
+	holder.Dir = tdir
+	ts.Check(holder.Start())
+	defer holder.Wait()
+	defer holder.Process.Kill()
+	var watcher, pin int
+	waitUntil(ts, "trial "+strconv.Itoa(i)+": the waiting holder's group watcher", defaultWait, func() bool {
+		watcher, pin = watcherOf(holder.Process.Pid)
+		return pin != 0
+	})
+	defer func() {
+		// Leave nothing of this trial behind.
+		if gc, err := os.ReadFile(filepath.Join(tdir, "gc.pid")); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(gc))); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}()
+	fdDir := "/proc/" + strconv.Itoa(watcher) + "/fd"
+	holds := func() bool {
+		ents, _ := os.ReadDir(fdDir)
+		for _, e := range ents {
+			var st syscall.Stat_t
+			if syscall.Stat(filepath.Join(fdDir, e.Name()), &st) == nil && st.Dev == lockSt.Dev && st.Ino == lockSt.Ino {
+				return true
+			}
+		}
+		return false
+	}
+	ts.Check(syscall.Flock(int(ours.Fd()), syscall.LOCK_UN))
+	deadline := time.Now().Add(defaultWait)
+	for !holds() {
+		if time.Now().After(deadline) {
+			ts.Fatalf("trial %d: the holder's watcher did not get the lock file within %s", i, defaultWait)
+		}
+	}
+	ts.Check(holder.Process.Signal(syscall.SIGKILL))
+	killed := time.Now()
+	_, err = os.Stat(filepath.Join(tdir, "cmd.pid"))
+	started := err == nil
+	got := make(chan error, 1)
+	go func() {
+		for {
+			err := syscall.Flock(int(ours.Fd()), syscall.LOCK_EX)
+			if err != syscall.EINTR {
+				got <- err
+				return
+			}
+		}
+	}()
+	var msg string
+	var took time.Duration
+	select {
+	case err := <-got:
+		took = time.Since(killed)
+		ts.Check(err)
+		if left := groupMembers(pin); len(left) > 0 {
+			msg = fmt.Sprintf("the waiter got the lock while pids %v of the old command's group still ran", left)
+		}
+		syscall.Flock(int(ours.Fd()), syscall.LOCK_UN)
+	case <-time.After(defaultWait):
+		ts.Fatalf("trial %d: the waiter did not get the lock within %s of the holder's death", i, defaultWait)
+	}
+	return msg, took, started
+}
+
+// watcherOf finds the group watcher that distlock pid forked and the
+// watcher's pin (0, 0 if there is none yet).
+func watcherOf(pid int) (watcher, pin int) {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return 0, 0
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	parent := map[int]int{}
+	for _, n := range names {
+		p, err := strconv.Atoi(n)
+		if err != nil {
+			continue
+		}
+		if st, ok := readProcStat(p); ok {
+			parent[p] = st.ppid
+		}
+	}
+	isA := func(p int, arg string) bool {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/cmdline")
+		return err == nil && bytes.Contains(b, []byte("\x00"+arg+"\x00"))
+	}
+	for p, pp := range parent {
+		if pp == pid && isA(p, child.WatchArg) {
+			watcher = p
+		}
+	}
+	for p, pp := range parent {
+		if watcher != 0 && pp == watcher && isA(p, child.PinArg) {
+			return watcher, p
+		}
+	}
+	return 0, 0
 }
 
 // flockBlocked reports whether process pid waits in flock(2) for the file

@@ -51,6 +51,7 @@ func allCommands() map[string]func(ts *testscript.TestScript, neg bool, args []s
 		"signal":    cmdSignal,
 		"procstate": cmdProcState,
 		"watcher":   cmdWatcher,
+		"idlepin":   cmdIdlePin,
 		"decoy":     cmdDecoy,
 		"running":   cmdRunning,
 		"flockrace": cmdFlockRace,

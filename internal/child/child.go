@@ -33,6 +33,10 @@ type Spec struct {
 	// lease's lock files when the engine's lock is an open file's
 	// (lock.FileLocked). The watcher never reads, writes or unlocks them.
 	KeepOpen []*os.File
+	// Watcher is the group watcher prepared ahead (PrepareWatcher), which
+	// Start takes and hands KeepOpen; nil: Start starts one itself. If
+	// Start fails before it takes it, the caller's Drop lets it go.
+	Watcher *Prepared
 }
 
 // StartError is a command that could not be started: it does not exist
@@ -81,10 +85,11 @@ func Start(spec Spec) (*Process, error) {
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		// On Linux the watcher comes first and makes the command's group.
+		// On Linux the watcher comes first and makes the command's group:
+		// the one prepared ahead, handed the lock files now.
 		var pgid int
 		if watcherLeads {
-			p.watcher, p.watchErr = newGroupWatcher(spec.KeepOpen)
+			p.watcher, p.watchErr = groupWatcher(spec.Watcher, spec.KeepOpen)
 			if p.watcher != nil {
 				pgid = p.watcher.pgid
 			}

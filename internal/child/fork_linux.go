@@ -25,44 +25,55 @@ import (
 // each forked process then ignores (or resets) every signal before it
 // unblocks any.
 //
+// The watcher is forked holding no lock file, and handed the lock files
+// once the lock is had (hand), before the command starts. A waiter forks
+// it while it waits (Prepared: runner.Run starts it at the first busy
+// answer), so that at the handover only the lock files are handed over
+// and the command started, with no fork on the way.
+//
 // The watcher: its own process group (not the command's), every signal
 // ignored but SIGCHLD (left at its default, so the pin is never reaped
 // behind its back) and the fault signals (default: die), only its own
-// descriptors kept (the read end of distlock's pipe, the ready pipe, the
-// lock files; /dev/null as stdin, stdout and stderr). It forks the pin,
-// has it lead a new group, writes "r<pin>\n" on the ready pipe, and reads
-// distlock's pipe. A goodbye: it exits. Anything else (EOF: distlock is
-// dead, even by SIGKILL): it SIGKILLs the command's group, again and again,
-// until a scan of /proc finds none of it running, holding the lock files
-// all along; then it exits.
+// descriptors kept (its end of a unix socket whose other end only
+// distlock holds, the ready pipe; /dev/null as stdin, stdout and stderr).
+// It forks the pin, has it lead a new group, writes "r<pin>\n" on the
+// ready pipe, and reads distlock's socket (recvmsg). A handing byte
+// brings the lock files (SCM_RIGHTS), which it keeps open until it exits.
+// A goodbye: it exits. Anything else (EOF: distlock is dead, even by
+// SIGKILL): it SIGKILLs the command's group, again and again, until a scan
+// of /proc finds none of it running, holding the lock files all along;
+// then it exits.
 //
 // The pin: leads the command's group, ignores every signal it can, keeps
 // no descriptor but the read end of a pipe whose write end only the
 // watcher holds, and waits for EOF on it.
 
-// newGroupWatcher starts the watcher that makes the command's group.
-// If the fork cannot be made (more lock files than the plan holds, or a
-// full fork refused for memory under strict overcommit where an exec
-// would pass), the watcher is started the old way, by re-executing
-// distlock, with the same guarantees.
-func newGroupWatcher(keep []*os.File) (*watcher, error) {
-	if w, err := startWatcherFork(keep); err == nil {
-		return w, nil
-	}
-	return startWatcher(0, keep)
-}
+// forkAhead: the watcher can be forked before the lock is taken and
+// handed the lock files afterwards (see Prepared).
+const forkAhead = true
 
 // maxKeep bounds the lock files handed to the watcher (the file engine's
-// semaphore hands out two).
+// semaphore hands out two). hand refuses more: the watcher's control
+// buffer (cmsgRoom) holds maxKeep descriptors, and the kernel closes the
+// descriptors of a message whose control part does not fit (MSG_CTRUNC),
+// which would let a lock go with its command still running.
 const maxKeep = 8
 
+// cmsgRoom is the room for one SCM_RIGHTS message of maxKeep descriptors:
+// CMSG_SPACE(maxKeep*4) is 48 on 64-bit Linux (a test checks it fits).
+const cmsgRoom = 64
+
+// handing is the byte that carries the lock files to the watcher.
+const handing = 'k'
+
 // forkPlan is all a forked watcher and its pin touch, prepared before the
-// fork. It holds no Go pointers that the forked code writes.
+// fork. The forked code writes no Go pointer into it (no write barrier
+// may run there): the pointers in msg and iov are set before the fork.
 type forkPlan struct {
-	n      int              // descriptors in fds
-	ctlW   int              // distlock's end of the watcher's pipe: closed first
-	fds    [maxKeep + 2]int // to keep, in order: distlock's pipe, the ready pipe, the lock files
-	tmp    [maxKeep + 2]int
+	n      int    // descriptors in fds
+	ctlW   int    // distlock's end of the watcher's socket: closed first
+	fds    [2]int // to keep, in order: the watcher's end of the socket, the ready pipe
+	tmp    [2]int
 	pinP   [2]int32 // the pin's pipe (made by the watcher)
 	sigIgn [4]uint64
 	sigDfl [4]uint64
@@ -70,6 +81,9 @@ type forkPlan struct {
 	none   uint64 // an empty one
 	old    uint64 // the forking thread's mask
 	buf    [1]byte
+	msg    unix.Msghdr // for recvmsg: one byte into buf, descriptors into cmsg
+	iov    unix.Iovec
+	cmsg   [cmsgRoom]byte
 	ready  [24]byte // "r<pin>\n"
 	wname  [16]byte // comm of the watcher
 	pname  [16]byte // comm of the pin
@@ -88,16 +102,19 @@ type forkPlan struct {
 	dents [8192]byte
 }
 
-// startWatcherFork forks the watcher (and it the pin); it returns once the
-// pin leads its group.
-func startWatcherFork(keep []*os.File) (*watcher, error) {
-	if len(keep) > maxKeep {
-		return nil, errors.New("too many lock files for the group watcher")
-	}
-	ctlR, ctlW, err := os.Pipe()
+// startWatcherFork forks the watcher (and it the pin), holding no lock
+// file yet (hand gives it them); it returns once the pin leads its group.
+// It may run before the lock is taken, on any goroutine: the watcher is a
+// child of the process, not of the forking thread.
+func startWatcherFork() (*watcher, error) {
+	sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, os.NewSyscallError("socketpair", err)
 	}
+	// Blocking descriptors: os.NewFile leaves them out of the poller, and
+	// the forked code reads its end blocking.
+	ctlW := os.NewFile(uintptr(sp[0]), "group watcher")
+	ctlR := os.NewFile(uintptr(sp[1]), "group watcher")
 	defer ctlR.Close()
 	ready, readyW, err := os.Pipe()
 	if err != nil {
@@ -106,12 +123,17 @@ func startWatcherFork(keep []*os.File) (*watcher, error) {
 	}
 	defer ready.Close()
 	p := new(forkPlan)
-	files := append([]*os.File{ctlR, readyW}, keep...)
+	files := []*os.File{ctlR, readyW}
 	p.n = len(files)
 	for i, f := range files {
 		p.fds[i] = int(f.Fd()) // Fd leaves f blocking: the forked code reads it blocking
 	}
 	p.ctlW = int(ctlW.Fd())
+	p.iov.Base = &p.buf[0]
+	p.iov.SetLen(1)
+	p.msg.Iov = &p.iov
+	p.msg.SetIovlen(1)
+	p.msg.Control = &p.cmsg[0]
 	p.sigIgn[0] = 1 // SIG_IGN; SIG_DFL is 0
 	p.all = ^uint64(0)
 	copy(p.wname[:], "distlock-watch")
@@ -132,6 +154,7 @@ func startWatcherFork(keep []*os.File) (*watcher, error) {
 	runtime.UnlockOSThread()
 	syscall.ForkLock.Unlock()
 	runtime.KeepAlive(files)
+	runtime.KeepAlive(p)
 	readyW.Close()
 	if errno != 0 {
 		ctlW.Close()
@@ -155,6 +178,48 @@ func startWatcherFork(keep []*os.File) (*watcher, error) {
 	}
 	w.pgid = n
 	return w, nil
+}
+
+// hand gives a forked watcher the lock files to hold: one byte on its
+// socket carrying duplicates of their descriptors (SCM_RIGHTS). Call it
+// before the command starts; it does not wait for the watcher to read.
+//
+// Why no acknowledgement is needed: sendmsg(2) takes a reference to each
+// open file before it returns, and the message that holds them sits in
+// the watcher's receive queue until the watcher reads it. A flock is let
+// go only when the last reference to its open file is dropped, so from
+// the moment sendmsg returns the lock is held by distlock's descriptors
+// and by the message, then by the watcher's descriptors. If distlock is
+// SIGKILLed right after, its descriptors close but the message stays
+// queued (closing the sending end drops nothing the peer has not read):
+// the watcher reads it, then EOF, kills the command's group until none of
+// it runs, and only its exit lets the lock go. Were the watcher to die
+// without reading it, the queue would be purged and the lock freed, as
+// with the watcher dying at any other time. If distlock dies before
+// sendmsg returns, the command has not been started: the lock may go.
+func (w *watcher) hand(keep []*os.File) error {
+	if len(keep) == 0 {
+		return nil
+	}
+	if len(keep) > maxKeep {
+		return errors.New("too many lock files for the group watcher")
+	}
+	fds := make([]int, len(keep))
+	for i, f := range keep {
+		fds[i] = int(f.Fd())
+	}
+	rights := unix.UnixRights(fds...)
+	for {
+		n, err := unix.SendmsgN(int(w.w.Fd()), []byte{handing}, rights, nil, unix.MSG_NOSIGNAL)
+		if err == unix.EINTR {
+			continue
+		}
+		runtime.KeepAlive(keep)
+		if err == nil && n != 1 {
+			err = errors.New("the group watcher's socket took no byte")
+		}
+		return err
+	}
 }
 
 // forkWatcherProcess blocks every signal on this thread, forks, and in the
@@ -270,7 +335,7 @@ func watcherBody(p *forkPlan) {
 	forkedCmdline(p, &p.wcmd)
 	forkedSignals(p, true)
 	forkedUnblock(p)
-	// Never our own copy of distlock's end of the pipe, even if closing
+	// Never our own copy of distlock's end of the socket, even if closing
 	// the rest fails below: it would keep us from ever seeing EOF.
 	syscall.RawSyscall6(unix.SYS_CLOSE, uintptr(p.ctlW), 0, 0, 0, 0, 0)
 	// Our descriptors to 3, 4, ..., every other one closed.
@@ -348,15 +413,29 @@ func watcherBody(p *forkPlan) {
 	syscall.RawSyscall6(unix.SYS_WRITE, ready, uintptr(unsafe.Pointer(&p.ready[0])), uintptr(n+2), 0, 0, 0)
 	syscall.RawSyscall6(unix.SYS_CLOSE, ready, 0, 0, 0, 0, 0)
 
+	// distlock's messages: the lock files (handing, with their
+	// descriptors, which we keep open until we exit), then a goodbye.
 	for {
-		r, _, e := syscall.RawSyscall6(unix.SYS_READ, ctl, uintptr(unsafe.Pointer(&p.buf[0])), 1, 0, 0, 0)
+		p.msg.Controllen = uint64(len(p.cmsg))
+		p.msg.Flags = 0
+		r, _, e := syscall.RawSyscall6(unix.SYS_RECVMSG, ctl, uintptr(unsafe.Pointer(&p.msg)), unix.MSG_CMSG_CLOEXEC, 0, 0, 0)
 		if e == syscall.EINTR {
 			continue
 		}
-		if e == 0 && r == 1 && p.buf[0] == goodbye {
+		// A control part cut short (MSG_CTRUNC: the kernel closed the
+		// descriptors that did not fit, and distlock's command may run
+		// without its lock files kept) is taken as distlock's end: the
+		// command's group is killed rather than left unguarded. hand
+		// refuses more files than fit, so it cannot happen.
+		if e != 0 || r != 1 || p.msg.Flags&unix.MSG_CTRUNC != 0 {
+			break
+		}
+		if p.buf[0] == goodbye {
 			forkedExit(0)
 		}
-		break
+		if p.buf[0] != handing {
+			break
+		}
 	}
 	// distlock is gone without a goodbye: SIGKILL its command's group
 	// until none of it runs (the pin, which the kill makes a zombie,

@@ -2,9 +2,19 @@
 
 package child
 
-import "os"
+import (
+	"errors"
+	"os"
+)
 
-// newGroupWatcher starts the watcher that makes the command's group: here
-// distlock re-executed (the forking watcher of fork_linux.go is written
-// for Linux on amd64 and arm64 only).
-func newGroupWatcher(keep []*os.File) (*watcher, error) { return startWatcher(0, keep) }
+// Here the watcher is distlock re-executed, given the lock files as it
+// starts (the forking watcher of fork_linux.go, which can be forked ahead
+// of the lock and handed them later, is written for Linux on amd64 and
+// arm64 only).
+const forkAhead = false
+
+var errNoFork = errors.New("no forked group watcher on this platform")
+
+func startWatcherFork() (*watcher, error) { return nil, errNoFork }
+
+func (w *watcher) hand(keep []*os.File) error { return errNoFork }

@@ -27,10 +27,10 @@ const goodbye = 'q'
 // watcher is the group watcher of a running command.
 //
 // It is a copy of distlock, deaf to every signal that can be ignored,
-// that reads one byte from a pipe whose only writer is distlock. If
-// distlock dies (even by SIGKILL) the pipe closes with no goodbye and the
-// watcher SIGKILLs the command's process group, again and again, until no
-// process of it runs; then it exits. Pdeathsig alone only reaches the
+// that reads from a pipe (on Linux on amd64 and arm64, a unix socket)
+// whose only writer is distlock. If distlock dies (even by SIGKILL) it
+// closes with no goodbye and the watcher SIGKILLs the command's process
+// group, again and again, until no process of it runs; then it exits. Pdeathsig alone only reaches the
 // direct child; a grandchild (the `sleep` that `sh -c` forks) would run
 // on unlocked.
 //
@@ -51,14 +51,16 @@ const goodbye = 'q'
 // the watcher has killed it.
 //
 // It exits last: it holds duplicates of the lease's lock files, if the
-// engine's lock is an open file's (lock.FileLocked: the file engine). The
-// kernel frees such a lock when the last descriptor closes, so a SIGKILLed
+// engine's lock is an open file's (lock.FileLocked: the file engine),
+// given at its start or, when forked ahead of the lock, sent over its
+// socket before the command starts (hand, fork_linux.go). The kernel
+// frees such a lock when the last descriptor closes, so a SIGKILLed
 // distlock's lock is freed only once the watcher exits, after the last
 // process of the command's group is gone.
 type watcher struct {
 	pid  int
 	reap func()   // waits for the watcher to exit
-	w    *os.File // the pipe's write end
+	w    *os.File // the pipe's write end, or distlock's end of the socket
 	pgid int      // the group watched: the pin's (Linux) or the command's
 }
 
@@ -132,8 +134,8 @@ func (w *watcher) release() {
 	if w == nil {
 		return
 	}
-	// The byte sits in the pipe even if the watcher has not started
-	// reading yet.
+	// The byte sits in the pipe (socket) even if the watcher has not
+	// started reading yet.
 	w.w.Write([]byte{goodbye})
 	w.w.Close()
 	go func() {
