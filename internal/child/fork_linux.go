@@ -197,18 +197,22 @@ func startWatcherFork() (*watcher, error) {
 // without reading it, the queue would be purged and the lock freed, as
 // with the watcher dying at any other time. If distlock dies before
 // sendmsg returns, the command has not been started: the lock may go.
+//
+// With no files the byte still goes (without rights): a watcher that died
+// while distlock waited then fails the send (EPIPE), and the caller forks
+// another instead of running the command in a group nobody guards.
 func (w *watcher) hand(keep []*os.File) error {
-	if len(keep) == 0 {
-		return nil
-	}
 	if len(keep) > maxKeep {
 		return errors.New("too many lock files for the group watcher")
 	}
-	fds := make([]int, len(keep))
-	for i, f := range keep {
-		fds[i] = int(f.Fd())
+	var rights []byte
+	if len(keep) > 0 {
+		fds := make([]int, len(keep))
+		for i, f := range keep {
+			fds[i] = int(f.Fd())
+		}
+		rights = unix.UnixRights(fds...)
 	}
-	rights := unix.UnixRights(fds...)
 	for {
 		n, err := unix.SendmsgN(int(w.w.Fd()), []byte{handing}, rights, nil, unix.MSG_NOSIGNAL)
 		if err == unix.EINTR {

@@ -234,3 +234,34 @@ func TestPreparedWatcherGoneStartForksAnother(t *testing.T) {
 		t.Fatal("the lock went with distlock's copy")
 	}
 }
+
+// The same without lock files (every engine but the file engine): a
+// prepared watcher that died while distlock waited must not be kept, or
+// the command would run in a group that nobody guards.
+func TestPreparedWatcherGoneWithoutFilesStartForksAnother(t *testing.T) {
+	pre := PrepareWatcher()
+	<-pre.ready
+	if pre.w == nil {
+		t.Fatal("the watcher prepared ahead could not be forked")
+	}
+	dead := pre.w.pid
+	syscall.Kill(dead, syscall.SIGKILL)
+	waitFor(t, "the prepared watcher dead", func() bool { return !running(dead) })
+	p, err := Start(Spec{Args: []string{"sleep", "60"}, Watcher: pre})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		p.Signal(syscall.SIGKILL)
+		p.Supervise(Control{KillGrace: time.Second})
+	}()
+	if p.WatcherError() != nil || p.watcher == nil {
+		t.Fatalf("no watcher: %v", p.WatcherError())
+	}
+	if p.watcher.pid == dead {
+		t.Fatal("Start kept the dead watcher")
+	}
+	if !running(p.watcher.pid) {
+		t.Fatal("the command's watcher is not running")
+	}
+}
