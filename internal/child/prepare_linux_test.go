@@ -205,29 +205,8 @@ func TestHandedFilesHeldWhileInFlight(t *testing.T) {
 // (killed by hand while distlock waited): Start notices as it hands over
 // the lock files and forks another, which holds them.
 func TestPreparedWatcherGoneStartForksAnother(t *testing.T) {
-	pre := PrepareWatcher()
-	<-pre.ready
-	if pre.w == nil {
-		t.Fatal("the watcher prepared ahead could not be forked")
-	}
-	dead := pre.w.pid
-	syscall.Kill(dead, syscall.SIGKILL)
-	waitFor(t, "the prepared watcher dead", func() bool { return !running(dead) })
 	f, path := lockedFile(t, "lock")
-	p, err := Start(Spec{Args: []string{"sleep", "60"}, KeepOpen: []*os.File{f}, Watcher: pre})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		p.Signal(syscall.SIGKILL)
-		p.Supervise(Control{KillGrace: time.Second})
-	}()
-	if p.WatcherError() != nil || p.watcher == nil {
-		t.Fatalf("no watcher: %v", p.WatcherError())
-	}
-	if p.watcher.pid == dead {
-		t.Fatal("Start kept the dead watcher")
-	}
+	p := startAfterPreparedWatcherDied(t, []*os.File{f})
 	waitFor(t, "the new watcher holds the lock file", func() bool { return holds(p.watcher.pid, path) == 1 })
 	f.Close()
 	if !lockHeld(t, path) {
@@ -239,6 +218,16 @@ func TestPreparedWatcherGoneStartForksAnother(t *testing.T) {
 // prepared watcher that died while distlock waited must not be kept, or
 // the command would run in a group that nobody guards.
 func TestPreparedWatcherGoneWithoutFilesStartForksAnother(t *testing.T) {
+	p := startAfterPreparedWatcherDied(t, nil)
+	if !running(p.watcher.pid) {
+		t.Fatal("the command's watcher is not running")
+	}
+}
+
+// startAfterPreparedWatcherDied prepares a watcher, SIGKILLs it, and
+// starts a command with it and keep: the command must get another one.
+func startAfterPreparedWatcherDied(t *testing.T, keep []*os.File) *Process {
+	t.Helper()
 	pre := PrepareWatcher()
 	<-pre.ready
 	if pre.w == nil {
@@ -247,21 +236,19 @@ func TestPreparedWatcherGoneWithoutFilesStartForksAnother(t *testing.T) {
 	dead := pre.w.pid
 	syscall.Kill(dead, syscall.SIGKILL)
 	waitFor(t, "the prepared watcher dead", func() bool { return !running(dead) })
-	p, err := Start(Spec{Args: []string{"sleep", "60"}, Watcher: pre})
+	p, err := Start(Spec{Args: []string{"sleep", "60"}, KeepOpen: keep, Watcher: pre})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
+	t.Cleanup(func() {
 		p.Signal(syscall.SIGKILL)
 		p.Supervise(Control{KillGrace: time.Second})
-	}()
+	})
 	if p.WatcherError() != nil || p.watcher == nil {
 		t.Fatalf("no watcher: %v", p.WatcherError())
 	}
 	if p.watcher.pid == dead {
 		t.Fatal("Start kept the dead watcher")
 	}
-	if !running(p.watcher.pid) {
-		t.Fatal("the command's watcher is not running")
-	}
+	return p
 }
