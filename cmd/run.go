@@ -102,8 +102,8 @@ func (o *runOptions) lockAndRun(ctx context.Context, args []string, wait time.Du
 	if err != nil {
 		return err
 	}
-	defer b.Close()
 	log := o.g.logger()
+	defer closeEngine(b, log)
 	req, err := newRequest(o.Key, o.TTL, o.Limit, args[0], o.Note)
 	if err != nil {
 		return err

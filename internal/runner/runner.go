@@ -250,19 +250,29 @@ func acquireInterruptible(ctx context.Context, cfg Config, sigs <-chan os.Signal
 	}
 }
 
+// release gives the lock back, bounded by cfg.ReleaseTimeout, and says how
+// long it took: a slow engine shows in the log instead of as a distlock
+// that seems not to exit.
 func release(cfg Config, lease lock.Lease) {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ReleaseTimeout)
 	defer cancel()
+	start := time.Now()
 	err := lease.Release(ctx)
+	took := time.Since(start).Round(time.Millisecond)
 	switch {
+	case err == nil && took >= slowRelease:
+		cfg.Log.Warn("released, slowly: the engine is slow to answer", "key", lease.Key(), "token", lease.Token(), "took", took)
 	case err == nil:
-		cfg.Log.Info("released", "key", lease.Key(), "token", lease.Token())
+		cfg.Log.Info("released", "key", lease.Key(), "token", lease.Token(), "took", took)
 	case errors.Is(err, lock.ErrNotHeld):
-		cfg.Log.Info("release: the lock was no longer ours", "key", lease.Key(), "token", lease.Token())
+		cfg.Log.Info("release: the lock was no longer ours", "key", lease.Key(), "token", lease.Token(), "took", took)
 	default:
-		cfg.Log.Warn("release failed; the lease will expire by itself", "key", lease.Key(), "ttl", cfg.Request.TTL, "error", err)
+		cfg.Log.Warn("release failed; the lease will expire by itself", "key", lease.Key(), "ttl", cfg.Request.TTL, "took", took, "error", err)
 	}
 }
+
+// slowRelease is when a successful release is worth a warning.
+const slowRelease = time.Second
 
 // secretEnv are variables of distlock's environment meant for distlock
 // alone: the command does not inherit them. (A password from the URL or
