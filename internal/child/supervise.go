@@ -6,6 +6,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Stop asks the supervisor to end the command: SIGTERM to the group now,
@@ -191,7 +193,7 @@ func (p *Process) Supervise(c Control) Outcome {
 				if leader != nil && !killed {
 					stopPolling()
 				}
-				log.Info("command stopped; stopping distlock too until it is continued (fg): the lease is not renewed meanwhile", "signal", signalName(stopSig))
+				log.Info("command stopped; stopping distlock too until it is continued (fg): the lease is not renewed meanwhile", "signal", SignalName(stopSig))
 				p.takeTerminal()
 				stopSelf()
 				if c.Confirm == nil {
@@ -273,14 +275,11 @@ func stopSelf() {
 	<-cont
 }
 
-func signalName(s syscall.Signal) string {
-	switch s {
-	case syscall.SIGTSTP:
-		return "SIGTSTP"
-	case syscall.SIGTTIN:
-		return "SIGTTIN"
-	case syscall.SIGTTOU:
-		return "SIGTTOU"
+// SignalName is a signal's name as users know it ("SIGTERM"), for
+// messages; the one place distlock spells signals.
+func SignalName(s syscall.Signal) string {
+	if n := unix.SignalName(s); n != "" {
+		return n
 	}
 	return s.String()
 }

@@ -8,16 +8,7 @@ import (
 
 	"github.com/distlock/distlock/internal/backend/file"
 	"github.com/distlock/distlock/internal/lock"
-	"github.com/distlock/distlock/internal/renew"
 )
-
-// The engines judge their clocks by lock.ClockDrift; the keeper counts
-// leases with renew.Drift. They are one number.
-func TestClockDriftIsTheKeepersDrift(t *testing.T) {
-	if lock.ClockDrift != renew.Drift {
-		t.Fatalf("lock.ClockDrift = %v, renew.Drift = %v", lock.ClockDrift, renew.Drift)
-	}
-}
 
 func TestLatencyCheck(t *testing.T) {
 	ms := time.Millisecond

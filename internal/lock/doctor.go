@@ -55,8 +55,8 @@ type Check struct {
 
 // ClockDrift is the clock-drift allowance ρ of docs/ARCHITECTURE.md
 // ("Timing"): a holder counts its lease as TTL·(1−ρ), so an engine's clock
-// may run up to 1 % faster than ours. It equals renew.Drift (a test pins
-// that); it is here so that engines can judge their clocks by it.
+// may run up to 1 % faster than ours. The keeper counts leases with it
+// (renew.Drift) and engines judge their clocks by it.
 const ClockDrift = 0.01
 
 // ClockOffsetCheck judges the offset between the engine's wall clock and

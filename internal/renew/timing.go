@@ -1,6 +1,10 @@
 package renew
 
-import "time"
+import (
+	"time"
+
+	"github.com/distlock/distlock/internal/lock"
+)
 
 // Timing is the lease arithmetic of docs/ARCHITECTURE.md ("Timing"), kept pure so it
 // can be tested on its own.
@@ -10,8 +14,9 @@ type Timing struct {
 }
 
 const (
-	// Drift (ρ) allows for the engine's clock running faster than ours.
-	Drift = 0.01
+	// Drift (ρ) allows for the engine's clock running faster than ours:
+	// lock.ClockDrift, by which the engines' doctor checks judge clocks.
+	Drift = lock.ClockDrift
 	// Delta (δ) covers the time from our SIGKILL to the child being gone.
 	Delta = 2 * time.Millisecond
 )

@@ -72,7 +72,7 @@ type InterruptedError struct {
 }
 
 func (e *InterruptedError) Error() string {
-	return fmt.Sprintf("interrupted by %s while acquiring %s; the command was not started", signalName(e.Signal), e.Key)
+	return fmt.Sprintf("interrupted by %s while acquiring %s; the command was not started", child.SignalName(e.Signal), e.Key)
 }
 
 // forwarded are the signals passed on to the child's group.
@@ -291,20 +291,6 @@ func childEnv(cfg Config, lease lock.Lease) []string {
 		env = append(env, "DISTLOCK_SLOT="+strconv.Itoa(s.Slot()))
 	}
 	return env
-}
-
-func signalName(s syscall.Signal) string {
-	switch s {
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGHUP:
-		return "SIGHUP"
-	case syscall.SIGQUIT:
-		return "SIGQUIT"
-	}
-	return s.String()
 }
 
 // retryLogger logs each transient engine error a wait rides out.
