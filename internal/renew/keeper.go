@@ -196,7 +196,7 @@ func (k *Keeper) loop(suspendedAtStart time.Duration) {
 		}
 		validUntil, validSuspended = t.AfterSuspend(validUntil, d), now
 		slept += d
-		k.log.Warn("the machine was suspended: the lease ran on meanwhile", "key", k.lease.Key(), "suspended", d.Round(time.Millisecond), "margin", time.Until(validUntil).Round(time.Millisecond))
+		k.log.Warn("the machine was suspended: the lease ran on meanwhile", "key", k.lease.Key(), "suspended", d.Round(time.Millisecond), "margin", t.margin(validUntil))
 		if !time.Now().Before(t.TermAt(validUntil)) {
 			lose()
 			return true
@@ -260,7 +260,7 @@ func (k *Keeper) loop(suspendedAtStart time.Duration) {
 			if r.err != nil {
 				failures++
 				lastErr = r.err
-				k.log.Warn("renew failed", "key", k.lease.Key(), "attempt", failures, "error", r.err, "margin", time.Until(validUntil).Round(time.Millisecond))
+				k.log.Warn("renew failed", "key", k.lease.Key(), "attempt", failures, "error", r.err, "margin", t.margin(validUntil))
 				renewTimer.Reset(t.Backoff(failures))
 				continue
 			}
@@ -276,7 +276,7 @@ func (k *Keeper) loop(suspendedAtStart time.Duration) {
 			}
 			termTimer.Reset(time.Until(t.TermAt(validUntil)))
 			renewTimer.Reset(time.Until(r.sent.Add(t.Interval())))
-			k.log.Debug("renewed", "key", k.lease.Key(), "latency", time.Since(r.sent).Round(time.Microsecond), "margin", time.Until(validUntil).Round(time.Millisecond))
+			k.log.Debug("renewed", "key", k.lease.Key(), "latency", time.Since(r.sent).Round(time.Microsecond), "margin", t.margin(validUntil))
 			answer(r.sent, nil)
 			if again && len(confirms) > 0 {
 				send() // sent before a Confirm asked: ask again
@@ -299,6 +299,14 @@ func (k *Keeper) loop(suspendedAtStart time.Duration) {
 func (k *Keeper) report(l Loss) {
 	k.log.Warn("lease lost", "key", k.lease.Key(), "reason", l.Err, "kill_in", time.Until(l.KillAt).Round(time.Millisecond))
 	k.lost <- l
+}
+
+// margin is what is left of the lease, for the log.
+func (t Timing) margin(validUntil time.Time) any {
+	if t.HeldWhileAlive {
+		return "unbounded" // the lock is held while distlock lives
+	}
+	return time.Until(validUntil).Round(time.Millisecond)
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -11,7 +11,18 @@ import (
 type Timing struct {
 	TTL       time.Duration
 	KillGrace time.Duration
+	// HeldWhileAlive: the lease cannot pass to anyone else while this
+	// process holds it, however long renewals take (a lock.FileLocked
+	// lease: the kernel keeps a flock until its last descriptor closes).
+	// Its validity has no end in time, so slow or failing renewals are
+	// logged and never stop the command; only the engine's answer that
+	// the lease is gone (a break) does.
+	HeldWhileAlive bool
 }
+
+// forever is the validity of a lease held while its holder lives: far
+// enough that no timer reaches it, near enough not to overflow.
+const forever = 100 * 365 * 24 * time.Hour
 
 const (
 	// Drift (ρ) allows for the engine's clock running faster than ours:
@@ -24,6 +35,9 @@ const (
 // ValidUntil is the last moment the lease is certainly valid, counting from
 // s, the moment just before the granting request was sent.
 func (t Timing) ValidUntil(s time.Time) time.Time {
+	if t.HeldWhileAlive {
+		return s.Add(forever)
+	}
 	return s.Add(time.Duration(float64(t.TTL)*(1-Drift)) - Delta)
 }
 

@@ -127,7 +127,8 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		}
 	}()
 
-	timing := renew.Timing{TTL: cfg.Request.TTL, KillGrace: cfg.KillGrace}
+	_, fileLocked := lease.(lock.FileLocked)
+	timing := renew.Timing{TTL: cfg.Request.TTL, KillGrace: cfg.KillGrace, HeldWhileAlive: fileLocked}
 	keeper := renew.Start(lease, timing, log)
 	defer keeper.Stop()
 	if time.Now().After(timing.TermAt(timing.ValidUntil(lease.Granted()))) {
