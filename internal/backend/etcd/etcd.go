@@ -199,19 +199,22 @@ func (b *Backend) connectError(cfg Config, tlsCfg *tls.Config, err error) error 
 		return &lock.UnavailableError{
 			Msg: fmt.Sprintf("etcd at %s refused user %q (%s): check the user name and the password in the URL, DISTLOCK_PASSWORD or --password-file",
 				b.endpoints, cfg.Username, rpctypes.ErrorDesc(err)),
-			Err: err,
+			Err:     err,
+			Refused: true,
 		}
 	case errors.Is(err, rpctypes.ErrPermissionDenied):
 		return &lock.UnavailableError{
 			Msg: fmt.Sprintf("etcd at %s: user %q may not read %s/: grant its role readwrite on the prefix (etcdctl role grant-permission ROLE --prefix readwrite %s/)",
 				b.endpoints, cfg.Username, b.prefix, b.prefix),
-			Err: err,
+			Err:     err,
+			Refused: true,
 		}
 	case errors.Is(err, rpctypes.ErrUserEmpty):
 		return &lock.UnavailableError{
 			Msg: fmt.Sprintf("etcd at %s has authentication enabled: give a user in the URL (etcd://USER@host:port) and its password in DISTLOCK_PASSWORD or --password-file",
 				b.endpoints),
-			Err: err,
+			Err:     err,
+			Refused: true,
 		}
 	}
 	why := probeEndpoints(cfg.Endpoints, tlsCfg, min(cfg.DialTimeout, time.Second))
