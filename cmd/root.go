@@ -52,7 +52,7 @@ to anyone else.`,
 	// Every mistake in the command line is a usage error (exit 64): flags
 	// here, arguments through each command's Args, cobra's own commands
 	// (help, completion) included, and an unknown command in execute.
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.SetFlagErrorFunc(flagError)
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	argsAreUsage(root)
