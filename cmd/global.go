@@ -73,10 +73,24 @@ func (g *globalOptions) describeBackend() string { return backend.Describe(g.bac
 
 // logger logs to stderr: warnings always, the lease's life with -v.
 func (g *globalOptions) logger() *slog.Logger {
-	level := slog.LevelWarn
 	if g.Verbose {
-		level = slog.LevelDebug
+		return g.newLogger(slog.LevelDebug)
 	}
+	return g.newLogger(slog.LevelWarn)
+}
+
+// waitLogger is the logger of a waiting run's progress lines: waiting is
+// normal contention, logged at INFO (alerts on WARN must not fire on it),
+// and shown without -v all the same.
+func (g *globalOptions) waitLogger() *slog.Logger {
+	if g.Verbose {
+		return g.newLogger(slog.LevelDebug)
+	}
+	return g.newLogger(slog.LevelInfo)
+}
+
+// newLogger logs records of level and above to stderr in --log-format.
+func (g *globalOptions) newLogger(level slog.Level) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
 	if g.LogFormat == "json" {
 		// Durations as "1.2ms", not nanosecond integers nobody can read.

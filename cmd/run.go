@@ -108,7 +108,7 @@ func (o *runOptions) lockAndRun(ctx context.Context, args []string, wait time.Du
 	if err != nil {
 		return err
 	}
-	wp := newWaitProgress(o.g, log, o.Key, o.Quiet)
+	wp := newWaitProgress(o.g, o.g.waitLogger(), o.Key, o.Quiet)
 	wp.inspect = b.Inspect
 	defer wp.stop()
 	code, err := runner.Run(ctx, runner.Config{
