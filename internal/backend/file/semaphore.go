@@ -23,9 +23,8 @@ package file
 // the mutex's own lock file, for as long as it holds its slot. A mutex
 // holder (--limit 1) takes that file exclusively, so the kernel keeps the two
 // modes apart: a semaphore acquirer that finds the mutex held is refused
-// with a *lock.LimitMismatchError, and a mutex acquirer that finds slots held
-// is busy (the mutex code path does not know about slots, so it reports an
-// unknown holder rather than the limit).
+// with a *lock.LimitMismatchError, and so is a mutex acquirer that finds
+// slots held (slotLimit reads the limit from their sidecars).
 //
 // Fencing tokens come from the key's one counter file "<base>.token" with
 // the same max(counter+1, now in µs) rule as the mutex (token.go). It is
@@ -351,6 +350,30 @@ func (b *Backend) heldSlot(key string) (h lock.Holder, ok bool) {
 		return lock.Holder{}, false
 	}
 	return oldest(kept).holder(key, time.Now()), true
+}
+
+// slotLimit is the --limit the holders of key's slots use; ok is false
+// when no slot is held. A mutex acquirer that finds the key's lock file
+// shared by slot holders is refused with it, as every engine refuses a
+// mismatched --limit.
+func (b *Backend) slotLimit(ctx context.Context, key string) (limit int, ok bool) {
+	p := b.semPaths(key)
+	if !p.anySlotFiles() {
+		return 0, false
+	}
+	short, err := lockShort(ctx, p.short())
+	if err != nil {
+		return 0, false
+	}
+	defer unlockClose(short)
+	held, err := heldSlots(p)
+	if err != nil || len(held) == 0 {
+		return 0, false
+	}
+	for _, h := range held {
+		limit = max(limit, h.m.Limit, h.slot+1)
+	}
+	return max(limit, 2), true
 }
 
 // inspectSlots is Inspect's hook for semaphores: when any slot of key is
