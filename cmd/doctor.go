@@ -78,7 +78,7 @@ func (o *doctorOptions) run(ctx context.Context) error {
 	if o.TTL < time.Second {
 		return lock.Invalidf("--ttl must be at least 1s, got %s", o.TTL)
 	}
-	b, err := o.g.open(ctx)
+	b, err := o.g.openEngine(ctx, true)
 	if err != nil {
 		return err
 	}

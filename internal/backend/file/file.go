@@ -24,6 +24,9 @@ type Backend struct {
 	prefix string
 	host   string
 	log    *slog.Logger // warnings of the leases it grants
+	// dirErr is why the directory could not be created (OpenForDoctor
+	// only): Doctor reports it as its writable check.
+	dirErr error
 }
 
 // Open uses dir ("" = DefaultDir()), creating it with mode 0700.
@@ -36,6 +39,21 @@ func Open(dir, prefix string) (*Backend, error) {
 	}
 	host, _ := os.Hostname()
 	return &Backend{dir: dir, prefix: prefix, host: host, log: slog.Default()}, nil
+}
+
+// OpenForDoctor is Open for distlock doctor: a directory that cannot be
+// created is a failed check to report, not a reason to stop, so it returns
+// the backend all the same (its locks then fail as Open would have).
+func OpenForDoctor(dir, prefix string) *Backend {
+	b, err := Open(dir, prefix)
+	if err != nil {
+		if dir == "" {
+			dir = DefaultDir()
+		}
+		host, _ := os.Hostname()
+		return &Backend{dir: dir, prefix: prefix, host: host, log: slog.Default(), dirErr: err}
+	}
+	return b
 }
 
 // SetLogger sets where the leases granted from now on log their warnings
