@@ -23,7 +23,7 @@ func TestConfirm(t *testing.T) {
 		{"n\n", false}, {"\n", false}, {"", false}, {"yep\n", false}, {"no\n", false},
 	} {
 		var out bytes.Buffer
-		if got := confirm(strings.NewReader(tc.in), &out, "job:daily", h, now); got != tc.want {
+		if got := confirm(strings.NewReader(tc.in), &out, "job:daily", []lock.Holder{h}, now); got != tc.want {
 			t.Errorf("answer %q: confirm = %v, want %v", tc.in, got, tc.want)
 		}
 		s := out.String()

@@ -367,13 +367,16 @@ func leaseSeconds(ttl time.Duration) int64 {
 // its lease has left; when that fails ExpiresIn is -1 (unknown).
 func (b *Backend) holderOf(ctx context.Context, key string, kv *mvccpb.KeyValue) lock.Holder {
 	h := lock.Holder{Key: key, Token: uint64(kv.CreateRevision), ExpiresIn: -1}
-	var r record
+	var r slotRecord // a mutex contender's record has no limit nor slot
 	if err := json.Unmarshal(kv.Value, &r); err == nil {
 		h.Owner = r.Owner
 		h.Meta = lock.Meta{Host: r.Host, PID: r.PID, User: r.User, Command: r.Command, Note: r.Note}
 		h.AcquiredAt = r.AcquiredAt
 		h.TTL = time.Duration(r.TTLms) * time.Millisecond
 		h.Hold = r.Hold
+		if r.Limit > 1 {
+			h.Limit, h.Slot = r.Limit, r.Slot
+		}
 	}
 	if kv.Lease == 0 {
 		return h

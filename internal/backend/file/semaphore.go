@@ -163,9 +163,11 @@ type slotHolder struct {
 
 func (s slotHolder) holder(key string, now time.Time) lock.Holder {
 	if !s.ok {
-		return lock.Holder{Key: key, ExpiresIn: -1}
+		return lock.Holder{Key: key, ExpiresIn: -1, Slot: s.slot, Limit: max(2, s.slot+1)}
 	}
-	return s.m.holder(now)
+	h := s.m.holder(now)
+	h.Slot, h.Limit = s.slot, max(2, s.m.Limit, s.slot+1)
+	return h
 }
 
 // oldest is the holder with the lowest fencing token (the one that has held
@@ -395,6 +397,36 @@ func (b *Backend) inspectSlots(ctx context.Context, key string) (lock.Holder, bo
 		return lock.Holder{}, false, err
 	}
 	return oldest(held).holder(key, time.Now()), true, nil
+}
+
+// InspectSlots implements lock.SlotInspector: every held slot of key, by
+// slot, or the mutex's holder.
+func (b *Backend) InspectSlots(ctx context.Context, key string) ([]lock.Holder, error) {
+	p := b.semPaths(key)
+	if p.anySlotFiles() {
+		short, err := lockShort(ctx, p.short())
+		if err != nil {
+			return nil, err
+		}
+		held, err := heldSlots(p)
+		unlockClose(short)
+		if err != nil {
+			return nil, err
+		}
+		if len(held) > 0 {
+			now := time.Now()
+			out := make([]lock.Holder, len(held))
+			for i, s := range held {
+				out[i] = s.holder(key, now)
+			}
+			return out, nil // heldSlots scans slots in order
+		}
+	}
+	h, held, err := b.inspectMutex(key)
+	if err != nil || !held {
+		return nil, err
+	}
+	return []lock.Holder{h}, nil
 }
 
 // breakSlots is Break's hook for semaphores; handled is false when no slot
