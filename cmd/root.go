@@ -29,8 +29,10 @@ alive; if renewal fails the command is stopped before the lease could pass
 to anyone else.`,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
-		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
 	}
+	// Every global flag has its DISTLOCK_* twin, read before any command
+	// runs (completion reads them itself: it runs no hooks).
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return g.applyEnv(cmd.Root()) }
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -55,6 +57,7 @@ to anyone else.`,
 	root.SetFlagErrorFunc(flagError)
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
+	completeFlagValues(root)
 	argsAreUsage(root)
 	return root
 }
