@@ -37,7 +37,8 @@ reading the lock directory (a lock whose holder died is not listed).
 With -o json the output is an array with one object per key, shaped like
 those of status -o json (an empty array when nothing is held).
 
-Exit status: 0 (also when nothing is held), 64 usage, 69 engine unreachable.`,
+Exit status: 0 (also when nothing is held), 64 usage, 69 engine
+unreachable, 77 credentials refused.`,
 		Example: `  distlock list
   distlock list job: -o json | jq -r '.[] | "\(.key) \(.host)"'`,
 		Args: func(cmd *cobra.Command, args []string) error {

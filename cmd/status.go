@@ -44,7 +44,7 @@ holder_id is a public id derived one-way from the holder's secret owner id
 (DISTLOCK_OWNER), which is never shown.
 
 Exit status (like systemctl is-active): 0 every KEY is held, 3 at least one
-is free, 64 usage, 69 engine unreachable.`,
+is free, 64 usage, 69 engine unreachable, 77 credentials refused.`,
 		Example: `  distlock status job:daily
   distlock status job:daily job:hourly -o json | jq '.[] | select(.held) | .host'
   distlock status deploy && echo "a deploy is running"`,
