@@ -27,8 +27,8 @@ or Redlock; etcd; ZooKeeper; PostgreSQL or MySQL/MariaDB), so that across
 many machines at most one copy runs. A background renewer keeps the lease
 alive; if renewal fails the command is stopped before the lease could pass
 to anyone else.`,
-		SilenceUsage:      true,
-		SilenceErrors:     true,
+		SilenceUsage:  true,
+		SilenceErrors: true,
 	}
 	// Every global flag has its DISTLOCK_* twin, read before any command
 	// runs (completion reads them itself: it runs no hooks).
