@@ -68,12 +68,12 @@ func Open(ctx context.Context, rawURL string, opts Options) (lock.Backend, error
 		}
 		b.SetLogger(opts.Log)
 		return b, nil
-	case "redis", "rediss", "redis+sentinel", "redis+cluster":
+	case "redis", "rediss", "redis+sentinel", "redis+cluster", "rediss+sentinel", "rediss+cluster":
 		parse := redis.ParseURL
 		switch strings.ToLower(scheme) {
-		case "redis+sentinel":
+		case "redis+sentinel", "rediss+sentinel":
 			parse = redis.ParseSentinelURL
-		case "redis+cluster":
+		case "redis+cluster", "rediss+cluster":
 			parse = redis.ParseClusterURL
 		}
 		cfg, err := parse(rawURL)
@@ -86,7 +86,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (lock.Backend, error
 		cfg.Prefix = opts.Prefix
 		cfg.ConnectTimeout = opts.ConnectTimeout
 		return redis.New(ctx, cfg)
-	case "redlock":
+	case "redlock", "redlocks":
 		cfg, err := redis.ParseRedlockURL(rawURL)
 		if err != nil {
 			return nil, err
@@ -138,7 +138,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (lock.Backend, error
 		cfg.ConnectTimeout = opts.ConnectTimeout
 		return zookeeper.New(ctx, cfg)
 	default:
-		return nil, lock.Invalidf("backend scheme %q is not supported: use file://, redis://, rediss://, redis+sentinel://, redis+cluster://, redlock://, etcd://, etcds://, zk://, postgres://, postgresql:// or mysql://", scheme)
+		return nil, lock.Invalidf("backend scheme %q is not supported: use file://, redis://, rediss://, redis+sentinel://, rediss+sentinel://, redis+cluster://, rediss+cluster://, redlock://, redlocks://, etcd://, etcds://, zk://, postgres://, postgresql:// or mysql://", scheme)
 	}
 }
 
