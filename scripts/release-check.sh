@@ -11,7 +11,7 @@
 # GORELEASER_VERSION below (override with the environment variable of that
 # name); it is a Go module, installed with
 #   GOBIN=$PWD/build/tools/bin go install github.com/goreleaser/goreleaser/v2@VERSION
-# (v2.16.0 needs Go >= 1.26.3; v2.18 needs Go 1.27). --require is accepted
+# (v2.16.0 needs Go >= 1.26.3, v2.17.0 Go >= 1.26.4, v2.18 Go 1.27). --require is accepted
 # and changes nothing (the check is always strict).
 #
 # Steps:
