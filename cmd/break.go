@@ -212,7 +212,11 @@ func confirm(in io.Reader, out io.Writer, key string, hs []lock.Holder, now time
 		fmt.Fprintf(out, "%s is %s\n", printable(key), printable(lock.DescribeHolder(hs[0], now)))
 		printHolderDetails(out, hs[0], "  ")
 	}
-	fmt.Fprintf(out, "Break it? Its command will be stopped. [y/N] ")
+	if len(hs) > 1 {
+		fmt.Fprintf(out, "Break them? Their commands will be stopped. [y/N] ")
+	} else {
+		fmt.Fprintf(out, "Break it? Its command will be stopped. [y/N] ")
+	}
 	answer, err := bufio.NewReader(in).ReadString('\n')
 	if err != nil && answer == "" {
 		fmt.Fprintln(out)
