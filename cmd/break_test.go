@@ -23,7 +23,7 @@ func TestConfirm(t *testing.T) {
 		{"n\n", false}, {"\n", false}, {"", false}, {"yep\n", false}, {"no\n", false},
 	} {
 		var out bytes.Buffer
-		if got := confirm(strings.NewReader(tc.in), &out, "job:daily", h, now); got != tc.want {
+		if got := confirm(strings.NewReader(tc.in), &out, "job:daily", []lock.Holder{h}, now); got != tc.want {
 			t.Errorf("answer %q: confirm = %v, want %v", tc.in, got, tc.want)
 		}
 		s := out.String()
@@ -71,6 +71,28 @@ func TestExpiring(t *testing.T) {
 	} {
 		if got := expiring(lock.Holder{TTL: tc.ttl, ExpiresIn: tc.left}); got != tc.want {
 			t.Errorf("ttl %s left %s: expiring = %v, want %v", tc.ttl, tc.left, got, tc.want)
+		}
+	}
+}
+
+func TestConfirmShowsEverySlot(t *testing.T) {
+	now := time.Now()
+	hs := []lock.Holder{
+		{Key: "pool", Token: 17, Limit: 3, Slot: 0, Meta: lock.Meta{Host: "a", PID: 1}, ExpiresIn: -1},
+		{Key: "pool", Token: 18, Limit: 3, Slot: 2, Meta: lock.Meta{Host: "b", PID: 2}, ExpiresIn: -1},
+	}
+	var out bytes.Buffer
+	if !confirm(strings.NewReader("yes\n"), &out, "pool", hs, now) {
+		t.Fatal("yes was not a yes")
+	}
+	for _, want := range []string{
+		"pool is a semaphore with 2/3 held; to break:\n",
+		"  slot 0: held by a pid 1 (token 17)\n",
+		"  slot 2: held by b pid 2 (token 18)\n",
+		"Break them? Their commands will be stopped. [y/N] ",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("prompt lacks %q:\n%s", want, out.String())
 		}
 	}
 }

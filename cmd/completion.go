@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/distlock/distlock/internal/lock"
 )
@@ -19,7 +20,7 @@ func completeKeys(g *globalOptions, maxArgs int) cobra.CompletionFunc {
 		if maxArgs >= 0 && len(args) >= maxArgs {
 			return nil, none
 		}
-		if g.validate() != nil {
+		if g.applyEnv(cmd.Root()) != nil || g.validate() != nil {
 			return nil, none
 		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), g.ConnectTimeout)
@@ -59,5 +60,55 @@ func completeKeys(g *globalOptions, maxArgs int) cobra.CompletionFunc {
 			}
 		}
 		return out, none
+	}
+}
+
+// backendSchemes are what --backend completes to: every scheme, as the
+// start of a URL.
+var backendSchemes = []cobra.Completion{
+	cobra.CompletionWithDesc("file:///", "a local lock directory (the default)"),
+	cobra.CompletionWithDesc("redis://", "a single Redis"),
+	cobra.CompletionWithDesc("rediss://", "a single Redis over TLS"),
+	cobra.CompletionWithDesc("redis+sentinel://", "Redis behind Sentinels: host:port,…/MASTER"),
+	cobra.CompletionWithDesc("redis+cluster://", "a Redis Cluster: host:port,…"),
+	cobra.CompletionWithDesc("rediss+sentinel://", "Redis behind Sentinels, over TLS"),
+	cobra.CompletionWithDesc("rediss+cluster://", "a Redis Cluster over TLS"),
+	cobra.CompletionWithDesc("redlock://", "Redlock over independent Redis masters"),
+	cobra.CompletionWithDesc("redlocks://", "Redlock over TLS"),
+	cobra.CompletionWithDesc("etcd://", "etcd: host:port,…"),
+	cobra.CompletionWithDesc("etcds://", "etcd over TLS"),
+	cobra.CompletionWithDesc("zk://", "ZooKeeper: host:port,…[/chroot]"),
+	cobra.CompletionWithDesc("postgres://", "PostgreSQL"),
+	cobra.CompletionWithDesc("mysql://", "MySQL or MariaDB"),
+}
+
+// completeFlagValues registers the completions of flag values on c and
+// every command under it: --backend schemes, -o and --log-format formats,
+// and --wait's forever.
+func completeFlagValues(c *cobra.Command) {
+	fixed := func(values ...cobra.Completion) cobra.CompletionFunc {
+		return cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp)
+	}
+	byFlag := map[string]cobra.CompletionFunc{
+		"backend": func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			return backendSchemes, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+		},
+		"output":     fixed("text", "json"),
+		"log-format": fixed("text", "json"),
+		"wait": fixed(cobra.CompletionWithDesc("forever", "wait until the lock is free"),
+			cobra.CompletionWithDesc("0", "try once (the default)"),
+			cobra.CompletionWithDesc("30s", "a duration"), cobra.CompletionWithDesc("10m", "a duration")),
+	}
+	register := func(cmd *cobra.Command, fs *pflag.FlagSet) {
+		fs.VisitAll(func(f *pflag.Flag) {
+			if fn, ok := byFlag[f.Name]; ok {
+				_ = cmd.RegisterFlagCompletionFunc(f.Name, fn) // a second registration is refused: harmless
+			}
+		})
+	}
+	register(c, c.PersistentFlags())
+	register(c, c.LocalNonPersistentFlags())
+	for _, sub := range c.Commands() {
+		completeFlagValues(sub)
 	}
 }

@@ -41,13 +41,16 @@ own checks, including its clock against the 1% drift allowance:
          leader's clock rate (takes 3-7 seconds)
   zk     the session timeout granted for --ttl, TTL nodes allowed (holds),
          clock offset (the mtime of a write)
-  file   local filesystem (not NFS/CIFS), writable, flock(2) works
+  postgres, mysql
+         clock offset (the database's clock times the leases)
+  file   local filesystem (not NFS/CIFS), writable (a directory that cannot
+         be created is a problem, not exit 69), flock(2) works
 
 With -o json: an array of objects with check, status (ok, warning or
 problem), detail and fix.
 
 Exit status: 0 nothing is a problem (warnings allowed), 1 a problem was
-found, 64 usage, 69 engine unreachable.`,
+found, 64 usage, 69 engine unreachable, 77 credentials refused.`,
 		Example: `  distlock --backend redis://redis:6379 doctor --ttl 30s
   distlock doctor -o json | jq '.[] | select(.status != "ok")'`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -78,7 +81,7 @@ func (o *doctorOptions) run(ctx context.Context) error {
 	if o.TTL < time.Second {
 		return lock.Invalidf("--ttl must be at least 1s, got %s", o.TTL)
 	}
-	b, err := o.g.open(ctx)
+	b, err := o.g.openEngine(ctx, true)
 	if err != nil {
 		return err
 	}

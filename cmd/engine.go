@@ -12,6 +12,12 @@ import (
 
 // open connects to the engine, bounded by --connect-timeout.
 func (g *globalOptions) open(ctx context.Context) (lock.Backend, error) {
+	return g.openEngine(ctx, false)
+}
+
+// openEngine is open; with doctor set, a file directory that cannot be
+// created is left for doctor's checks to report.
+func (g *globalOptions) openEngine(ctx context.Context, doctor bool) (lock.Backend, error) {
 	if err := g.validate(); err != nil {
 		return nil, err
 	}
@@ -26,7 +32,7 @@ func (g *globalOptions) open(ctx context.Context) (lock.Backend, error) {
 	b, err := backend.Open(ctx, g.backendURL(), backend.Options{
 		Prefix: g.Prefix, ConnectTimeout: g.ConnectTimeout, Password: pw,
 		EtcdCACert: g.EtcdCACert, EtcdCert: g.EtcdCert, EtcdKey: g.EtcdKey,
-		Log: g.logger(),
+		Log: g.logger(), Doctor: doctor,
 	})
 	if err != nil {
 		// An engine whose own dial timeout lost the race with ours.

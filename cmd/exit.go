@@ -20,6 +20,7 @@ const (
 	exitFree        = 3 // status/break: the key is not held
 	exitUsage       = 64
 	exitUnavailable = 69
+	exitNoPerm      = 77 // EX_NOPERM: the engine refused our credentials or permissions; retrying cannot help
 	exitInternal    = 70
 	exitBusy        = 75 // the default of --busy-exit-code
 	exitLost        = 76
@@ -41,14 +42,34 @@ func (e *statusError) Error() string { return e.msg }
 func withCode(code int) error { return &statusError{code: code} }
 
 // usageError marks a flag or argument mistake (exit 64). An error that
-// already carries its code is left as it is. Only the first line is kept:
-// cobra adds "Did you mean this?" lines to an unknown command.
+// already carries its code is left as it is. The message is kept to one
+// line: cobra's "Did you mean this?" lines under an unknown command become
+// "; did you mean status?".
 func usageError(err error) error {
 	var se *statusError
 	if errors.As(err, &se) {
 		return err
 	}
-	return &statusError{code: exitUsage, msg: firstLine(err.Error()) + " (see --help)"}
+	msg := firstLine(err.Error())
+	if s := suggestions(err.Error()); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return &statusError{code: exitUsage, msg: msg + " (see --help)"}
+}
+
+// suggestions are the names cobra lists under "Did you mean this?".
+func suggestions(msg string) []string {
+	_, tail, ok := strings.Cut(msg, "Did you mean this?\n")
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(tail, "\n") {
+		if name := strings.TrimSpace(line); name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // commandExit passes the command's own exit status on as distlock's.
@@ -136,6 +157,7 @@ func codeFor(err error) (code int, msg string) {
 		maxh *runner.MaxHoldError
 		intr *runner.InterruptedError
 		busy *lock.BusyError
+		ue   *lock.UnavailableError
 	)
 	switch {
 	case errors.As(err, &se):
@@ -160,6 +182,8 @@ func codeFor(err error) (code int, msg string) {
 		return exitBusy, msg
 	case errors.Is(err, lock.ErrInvalid):
 		return exitUsage, msg
+	case errors.As(err, &ue) && ue.Refused:
+		return exitNoPerm, msg
 	case errors.Is(err, lock.ErrUnavailable):
 		return exitUnavailable, msg
 	}

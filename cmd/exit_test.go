@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"syscall"
 	"testing"
@@ -36,7 +37,9 @@ func TestCodeFor(t *testing.T) {
 		{"usage", usageError(errors.New("list takes at most one PREFIX")), 64, "list takes at most one PREFIX (see --help)"},
 		{"usage once", usageError(usageError(errors.New("bad"))), 64, "bad (see --help)"},
 		{"usage keeps a code", usageError(notHeld("k")), 3, "k is not held; nothing to break"},
-		{"usage: first line only", usageError(errors.New("unknown command \"statu\" for \"distlock\"\n\nDid you mean this?\n\tstatus\n")), 64, `unknown command "statu" for "distlock" (see --help)`},
+		{"usage: one line, with cobra's suggestion", usageError(errors.New("unknown command \"statu\" for \"distlock\"\n\nDid you mean this?\n\tstatus\n")), 64, `unknown command "statu" for "distlock"; did you mean status? (see --help)`},
+		{"usage: two suggestions", usageError(errors.New("unknown command \"lst\" for \"distlock\"\n\nDid you mean this?\n\tlist\n\tlast\n")), 64, `unknown command "lst" for "distlock"; did you mean list or last? (see --help)`},
+		{"credentials refused", &lock.UnavailableError{Msg: "redis at x refused the credentials", Refused: true}, 77, "redis at x refused the credentials"},
 		{"invalid input", lock.Invalidf("--ttl must be at least 1s, got 500ms"), 64, "--ttl must be at least 1s, got 500ms"},
 		{"wrapped invalid input", fmt.Errorf("opening: %w", lock.Invalidf("bad URL")), 64, "opening: bad URL"},
 		{"engine unreachable", &lock.UnavailableError{Msg: "redis at x did not answer"}, 69, "redis at x did not answer"},
@@ -74,11 +77,11 @@ func TestCommandLineMistakesExit64(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"nosuchcommand"}, `unknown command "nosuchcommand" for "distlock"`},
-		{[]string{"statu", "k"}, `unknown command "statu" for "distlock"`},
+		{[]string{"statu", "k"}, `unknown command "statu" for "distlock"; did you mean status?`},
+		{[]string{"status", "--outptu", "json", "k"}, "unknown flag: --outptu; did you mean --output?"},
 		{[]string{"--bogus=1", "status", "k"}, "unknown flag: --bogus"},
 		{[]string{"status", "k", "--bogus"}, "unknown flag: --bogus"},
 		{[]string{"run", "--bogus", "--key", "k", "--", "true"}, "unknown flag: --bogus"},
-		{[]string{"run", "--key", "k", "--ttl", "soon", "--", "true"}, `invalid argument "soon" for "--ttl"`},
 		{[]string{"status", "-o"}, "flag needs an argument"},
 		{[]string{"run", "--key", "k"}, "no command given"},
 		{[]string{"status"}, "status needs at least one KEY"},
@@ -89,7 +92,6 @@ func TestCommandLineMistakesExit64(t *testing.T) {
 		{[]string{"extend", "x"}, "extend takes no arguments"},
 		{[]string{"release", "x"}, "release takes no arguments"},
 		{[]string{"doctor", "x"}, "doctor takes no arguments"},
-		{[]string{"doctor", "--ttl", "soon"}, `invalid argument "soon" for "--ttl"`},
 		{[]string{"version", "x"}, `unknown command "x" for "distlock version"`},
 		{[]string{"completion", "bash", "x"}, `"distlock completion bash"`},
 	} {
@@ -102,6 +104,28 @@ func TestCommandLineMistakesExit64(t *testing.T) {
 		}
 		if stdout.Len() != 0 || stderr.Len() != 0 {
 			t.Errorf("distlock %s: cobra printed %q %q; Execute says what went wrong", strings.Join(tc.args, " "), stdout.String(), stderr.String())
+		}
+	}
+}
+
+// TestDurationFlagsSayWhatToWrite: every duration flag given something
+// that is not a duration says the one line --wait says, exit 64.
+func TestDurationFlagsSayWhatToWrite(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"run", "--key", "k", "--ttl", "soon", "--", "true"}, `--ttl must be a duration such as 30s or 10m; got "soon"`},
+		{[]string{"run", "--key", "k", "--ttl", "5", "--", "true"}, `--ttl must be a duration such as 30s or 10m; got "5"`},
+		{[]string{"run", "--key", "k", "--kill-grace=2", "--", "true"}, `--kill-grace must be a duration such as 30s or 10m; got "2"`},
+		{[]string{"--connect-timeout", "3", "status", "k"}, `--connect-timeout must be a duration such as 30s or 10m; got "3"`},
+		{[]string{"doctor", "--ttl", "soon"}, `--ttl must be a duration such as 30s or 10m; got "soon"`},
+		{[]string{"run", "--key", "k", "--wait", "5", "--", "true"}, `--wait must be a duration such as 30s or 10m, or forever; got "5"`},
+	} {
+		root := NewRootCommand(nil, io.Discard, io.Discard)
+		root.SetArgs(tc.args)
+		if code, msg := codeFor(execute(context.Background(), root)); code != exitUsage || msg != tc.msg {
+			t.Errorf("distlock %s: exit %d %q, want 64 %q", strings.Join(tc.args, " "), code, msg, tc.msg)
 		}
 	}
 }

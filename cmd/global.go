@@ -4,9 +4,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/distlock/distlock/internal/backend"
 	"github.com/distlock/distlock/internal/lock"
@@ -34,7 +36,7 @@ type globalOptions struct {
 // addFlags defines the global flags on root, for every command.
 func (g *globalOptions) addFlags(root *cobra.Command) {
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.Backend, "backend", "", "engine URL: file://DIR, redis://, rediss://, redis+sentinel://, redis+cluster://, redlock://, etcd://, etcds://, zk://, postgres://, mysql:// (env DISTLOCK_BACKEND; default file)")
+	pf.StringVar(&g.Backend, "backend", "", "engine URL: file:///DIR, redis://, rediss://, redis+sentinel://, redis+cluster://, redlock:// (TLS: rediss+sentinel://, rediss+cluster://, redlocks:// or ?tls=true), etcd://, etcds://, zk://, postgres://, mysql:// (env DISTLOCK_BACKEND; default file)")
 	pf.StringVar(&g.Prefix, "prefix", "distlock", "namespace for keys on the engine")
 	pf.DurationVar(&g.ConnectTimeout, "connect-timeout", 5*time.Second, "give up reaching the engine after this long (exit 69)")
 	pf.StringVar(&g.PasswordFile, "password-file", "", "read the engine password from this file (or set DISTLOCK_PASSWORD)")
@@ -44,6 +46,40 @@ func (g *globalOptions) addFlags(root *cobra.Command) {
 	pf.BoolVarP(&g.Verbose, "verbose", "v", false, "log acquire, renew, loss, child exit and release to stderr")
 	pf.StringVar(&g.LogFormat, "log-format", "text", "log format on stderr: text or json")
 	pf.BoolVar(&g.NoColor, "no-color", false, "never colour the output (also: NO_COLOR=1; colour is only used on a terminal)")
+	pf.VisitAll(func(f *pflag.Flag) {
+		if name := envName(f.Name); !strings.Contains(f.Usage, name) {
+			f.Usage += " (env " + name + ")"
+		}
+	})
+}
+
+// envName is the environment variable twin of the global flag name:
+// --connect-timeout is DISTLOCK_CONNECT_TIMEOUT.
+func envName(flag string) string {
+	return "DISTLOCK_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// applyEnv sets every global flag that the command line left alone from
+// its DISTLOCK_* twin, when that is set and not empty: the command line
+// wins over the environment, the environment over the defaults. A value
+// that does not parse is a usage error naming the variable.
+func (g *globalOptions) applyEnv(root *cobra.Command) error {
+	var err error
+	root.PersistentFlags().VisitAll(func(f *pflag.Flag) {
+		name := envName(f.Name)
+		v := os.Getenv(name)
+		if err != nil || f.Changed || v == "" {
+			return
+		}
+		if e := f.Value.Set(v); e != nil {
+			if f.Value.Type() == "duration" {
+				err = lock.Invalidf("%s", durationHint(name, v))
+				return
+			}
+			err = lock.Invalidf("%s=%q is not valid for --%s: %v", name, v, f.Name, e)
+		}
+	})
+	return err
 }
 
 // validate checks the global flags (exit 64 on mistakes).
@@ -73,10 +109,24 @@ func (g *globalOptions) describeBackend() string { return backend.Describe(g.bac
 
 // logger logs to stderr: warnings always, the lease's life with -v.
 func (g *globalOptions) logger() *slog.Logger {
-	level := slog.LevelWarn
 	if g.Verbose {
-		level = slog.LevelDebug
+		return g.newLogger(slog.LevelDebug)
 	}
+	return g.newLogger(slog.LevelWarn)
+}
+
+// waitLogger is the logger of a waiting run's progress lines: waiting is
+// normal contention, logged at INFO (alerts on WARN must not fire on it),
+// and shown without -v all the same.
+func (g *globalOptions) waitLogger() *slog.Logger {
+	if g.Verbose {
+		return g.newLogger(slog.LevelDebug)
+	}
+	return g.newLogger(slog.LevelInfo)
+}
+
+// newLogger logs records of level and above to stderr in --log-format.
+func (g *globalOptions) newLogger(level slog.Level) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
 	if g.LogFormat == "json" {
 		// Durations as "1.2ms", not nanosecond integers nobody can read.

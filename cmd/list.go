@@ -26,15 +26,19 @@ PREFIX is empty), sorted by key, as an aligned table: key, fencing token,
 holder (user@host and the pid of the holding distlock), note, how long it has
 been held and when its lease expires.
 
+A semaphore (run --limit N) has one row per held slot, and a SLOT column
+says which slot and how many of the N are held: "0 (2/3)".
+
 On Redis the keys are found with SCAN (never KEYS, which would block the
 server), on etcd with one range read, on ZooKeeper by listing the prefix's
-node, on the file engine by reading the lock
-directory (a lock whose holder died is not listed).
+node, on PostgreSQL and MySQL/MariaDB with one query, on the file engine by
+reading the lock directory (a lock whose holder died is not listed).
 
-With -o json the output is an array of objects shaped like those of
-status -o json (an empty array when nothing is held).
+With -o json the output is an array with one object per key, shaped like
+those of status -o json (an empty array when nothing is held).
 
-Exit status: 0 (also when nothing is held), 64 usage, 69 engine unreachable.`,
+Exit status: 0 (also when nothing is held), 64 usage, 69 engine
+unreachable, 77 credentials refused.`,
 		Example: `  distlock list
   distlock list job: -o json | jq -r '.[] | "\(.key) \(.host)"'`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -72,12 +76,20 @@ func (o *listOptions) run(ctx context.Context, prefix string) error {
 	if err != nil {
 		return err
 	}
-	if o.Output == "json" {
-		out := make([]statusJSON, len(hs))
-		for i, h := range hs {
-			out[i] = toStatusJSON(h.Key, h, true, o.g.describeBackend(), b.Guarantee())
+	sts := make([]keyStatus, len(hs))
+	for i, h := range hs {
+		all, err := o.g.holdersOf(ctx, b, h.Key, h)
+		if err != nil {
+			return err
 		}
-		return writeJSON(o.g.stdout, out, false)
+		sts[i] = keyStatus{key: h.Key, h: h, all: all, held: true}
+	}
+	if o.Output == "json" {
+		out := make([]statusJSON, len(sts))
+		for i, st := range sts {
+			out[i] = toStatusJSON(st, o.g.describeBackend(), b.Guarantee())
+		}
+		return writeJSON(o.g.stdout, out)
 	}
 	if len(hs) == 0 {
 		if prefix == "" {
@@ -87,6 +99,5 @@ func (o *listOptions) run(ctx context.Context, prefix string) error {
 		}
 		return nil
 	}
-	printTable(o.g.stdout, o.g.palette(), hs, time.Now())
-	return nil
+	return printTable(o.g.stdout, o.g.palette(), sts, time.Now())
 }

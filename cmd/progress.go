@@ -81,7 +81,7 @@ func (p *waitProgress) busy(h lock.Holder) {
 		p.since = now
 		go p.tick()
 		if !p.live {
-			p.log.Warn("waiting for lock", "key", p.key, "holder", lock.DescribeHolder(h, now), "holder_id", h.ID())
+			p.log.Info("waiting for lock", "key", p.key, "holder", lock.DescribeHolder(h, now), "holder_id", h.ID())
 			return
 		}
 	}
@@ -111,7 +111,7 @@ func (p *waitProgress) tick() {
 			p.draw(now)
 		} else {
 			h := p.current(now)
-			p.log.Warn("still waiting for lock", "key", p.key, "waited", now.Sub(p.since).Round(time.Second).String(), "holder", lock.DescribeHolder(h, now), "holder_id", h.ID())
+			p.log.Info("still waiting for lock", "key", p.key, "waited", now.Sub(p.since).Round(time.Second).String(), "holder", lock.DescribeHolder(h, now), "holder_id", h.ID())
 		}
 		p.mu.Unlock()
 	}

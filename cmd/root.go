@@ -27,10 +27,12 @@ or Redlock; etcd; ZooKeeper; PostgreSQL or MySQL/MariaDB), so that across
 many machines at most one copy runs. A background renewer keeps the lease
 alive; if renewal fails the command is stopped before the lease could pass
 to anyone else.`,
-		SilenceUsage:      true,
-		SilenceErrors:     true,
-		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
+		SilenceUsage:  true,
+		SilenceErrors: true,
 	}
+	// Every global flag has its DISTLOCK_* twin, read before any command
+	// runs (completion reads them itself: it runs no hooks).
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return g.applyEnv(cmd.Root()) }
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -52,9 +54,10 @@ to anyone else.`,
 	// Every mistake in the command line is a usage error (exit 64): flags
 	// here, arguments through each command's Args, cobra's own commands
 	// (help, completion) included, and an unknown command in execute.
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.SetFlagErrorFunc(flagError)
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
+	completeFlagValues(root)
 	argsAreUsage(root)
 	return root
 }

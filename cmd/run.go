@@ -36,7 +36,8 @@ of logs), DISTLOCK_TTL and DISTLOCK_BACKEND (password redacted). It does
 not inherit DISTLOCK_PASSWORD: distlock's password is for distlock alone.
 
 Exit status: the command's own (128+N if killed by signal N; 127 not found,
-126 not executable); 64 usage; 69 engine unreachable; 70 internal error;
+126 not executable); 64 usage; 69 engine unreachable; 77 credentials
+refused; 70 internal error;
 75 busy (--busy-exit-code); 76 lock lost while the command ran; 124 the
 command ran past --max-hold.`,
 		Example: `  distlock run --key job:daily --ttl 30s -- ./job.sh
@@ -108,7 +109,7 @@ func (o *runOptions) lockAndRun(ctx context.Context, args []string, wait time.Du
 	if err != nil {
 		return err
 	}
-	wp := newWaitProgress(o.g, log, o.Key, o.Quiet)
+	wp := newWaitProgress(o.g, o.g.waitLogger(), o.Key, o.Quiet)
 	wp.inspect = b.Inspect
 	defer wp.stop()
 	code, err := runner.Run(ctx, runner.Config{

@@ -27,16 +27,24 @@ func newStatusCommand(g *globalOptions) *cobra.Command {
 distlock, user, command, note, fencing token, when it was acquired, how long
 it has been held and when the lease expires, and what the engine guarantees.
 
-With -o json a single KEY gives one object, several KEYs an array of them:
+A semaphore (run --limit N) shows how many of its slots are held ("2/3
+held") and every holder: its slot, token, holder, age and time left.
+
+With -o json: an array with one object per KEY, in the order named (also
+for a single KEY):
   key, held, token, holder_id, host, pid, user, command, note,
   acquired_at (RFC 3339, null when free), ttl_ms,
   expires_in_ms (null when free or unknown), backend (password redacted),
-  guarantee.
+  guarantee, limit (1 a mutex, N a semaphore, 0 free), holders.
+The holder fields describe the oldest holder; holders lists every one
+(one for a mutex, each held slot of a semaphore) with slot, token,
+holder_id, host, pid, user, command, note, acquired_at, ttl_ms and
+expires_in_ms.
 holder_id is a public id derived one-way from the holder's secret owner id
 (DISTLOCK_OWNER), which is never shown.
 
 Exit status (like systemctl is-active): 0 every KEY is held, 3 at least one
-is free, 64 usage, 69 engine unreachable.`,
+is free, 64 usage, 69 engine unreachable, 77 credentials refused.`,
 		Example: `  distlock status job:daily
   distlock status job:daily job:hourly -o json | jq '.[] | select(.held) | .host'
   distlock status deploy && echo "a deploy is running"`,
@@ -54,48 +62,49 @@ is free, 64 usage, 69 engine unreachable.`,
 }
 
 // statusJSON is the documented JSON shape of one key's status (also one
-// row of `list -o json`). Every field is always present, so that scripts
-// can rely on the shape: a free key has held=false, zero values and nulls.
+// element of `list -o json`). Every field is always present, so that
+// scripts can rely on the shape: a free key has held=false, zero values,
+// nulls and no holders. The holder fields describe the key's oldest holder;
+// holders lists every one (each slot of a semaphore).
 type statusJSON struct {
-	Key         string     `json:"key"`
-	Held        bool       `json:"held"`
-	Token       uint64     `json:"token"`
-	HolderID    string     `json:"holder_id"` // never the owner id: that is the holder's secret
-	Host        string     `json:"host"`
-	PID         int        `json:"pid"`
-	User        string     `json:"user"`
-	Command     string     `json:"command"`
-	Note        string     `json:"note"`
-	AcquiredAt  *time.Time `json:"acquired_at"`
-	TTLms       int64      `json:"ttl_ms"`
-	ExpiresInMs *int64     `json:"expires_in_ms"`
-	Backend     string     `json:"backend"`
-	Guarantee   string     `json:"guarantee"`
+	Key         string       `json:"key"`
+	Held        bool         `json:"held"`
+	Token       uint64       `json:"token"`
+	HolderID    string       `json:"holder_id"` // never the owner id: that is the holder's secret
+	Host        string       `json:"host"`
+	PID         int          `json:"pid"`
+	User        string       `json:"user"`
+	Command     string       `json:"command"`
+	Note        string       `json:"note"`
+	AcquiredAt  *time.Time   `json:"acquired_at"`
+	TTLms       int64        `json:"ttl_ms"`
+	ExpiresInMs *int64       `json:"expires_in_ms"`
+	Backend     string       `json:"backend"`
+	Guarantee   string       `json:"guarantee"`
+	Limit       int          `json:"limit"` // 1 a mutex, N a semaphore (--limit N), 0 free
+	Holders     []holderJSON `json:"holders"`
 }
 
-func toStatusJSON(key string, h lock.Holder, held bool, backendDesc, guarantee string) statusJSON {
-	s := statusJSON{Key: key, Held: held, Backend: backendDesc, Guarantee: guarantee}
-	if !held {
+func toStatusJSON(st keyStatus, backendDesc, guarantee string) statusJSON {
+	s := statusJSON{Key: st.key, Held: st.held, Backend: backendDesc, Guarantee: guarantee, Holders: []holderJSON{}}
+	if !st.held {
 		return s
 	}
-	s.Token, s.HolderID = h.Token, h.ID()
-	s.Host, s.PID, s.User, s.Command, s.Note = h.Meta.Host, h.Meta.PID, h.Meta.User, h.Meta.Command, h.Meta.Note
-	if !h.AcquiredAt.IsZero() {
-		at := h.AcquiredAt.UTC().Truncate(time.Millisecond)
-		s.AcquiredAt = &at
-	}
-	s.TTLms = h.TTL.Milliseconds()
-	if h.ExpiresIn >= 0 {
-		ms := h.ExpiresIn.Milliseconds()
-		s.ExpiresInMs = &ms
-	}
+	h := toHolderJSON(st.h)
+	s.Token, s.HolderID = h.Token, h.HolderID
+	s.Host, s.PID, s.User, s.Command, s.Note = h.Host, h.PID, h.User, h.Command, h.Note
+	s.AcquiredAt, s.TTLms, s.ExpiresInMs = h.AcquiredAt, h.TTLms, h.ExpiresInMs
+	s.Limit = max(1, st.h.Limit)
+	s.Holders = toHoldersJSON(st.all)
 	return s
 }
 
-// keyStatus is what the engine said about one key.
+// keyStatus is what the engine said about one key: the holder it is
+// described by, and every holder (each slot of a semaphore).
 type keyStatus struct {
 	key  string
 	h    lock.Holder
+	all  []lock.Holder
 	held bool
 }
 
@@ -123,28 +132,26 @@ func (o *statusOptions) run(ctx context.Context, keys []string) error {
 	sts := make([]keyStatus, 0, len(keys))
 	allHeld := true
 	for _, key := range keys {
-		ictx, cancel := context.WithTimeout(ctx, o.g.ConnectTimeout)
-		h, held, err := b.Inspect(ictx, key)
-		cancel()
+		st, err := o.g.keyStatus(ctx, b, key)
 		if err != nil {
-			return o.g.engineError(err)
+			return err
 		}
-		sts = append(sts, keyStatus{key: key, h: h, held: held})
-		allHeld = allHeld && held
+		sts = append(sts, st)
+		allHeld = allHeld && st.held
 	}
 	if o.Output == "json" {
 		out := make([]statusJSON, len(sts))
 		for i, st := range sts {
-			out[i] = toStatusJSON(st.key, st.h, st.held, o.g.describeBackend(), b.Guarantee())
+			out[i] = toStatusJSON(st, o.g.describeBackend(), b.Guarantee())
 		}
-		if err := writeJSON(o.g.stdout, out, len(keys) == 1); err != nil {
+		if err := writeJSON(o.g.stdout, out); err != nil {
 			return err
 		}
 	} else {
 		pal := o.g.palette()
 		now := time.Now()
 		for _, st := range sts {
-			printStatusText(o.g.stdout, pal, st.key, st.h, st.held, now)
+			printStatusText(o.g.stdout, pal, st, now)
 		}
 		fmt.Fprintf(o.g.stdout, "engine: %s\nbackend: %s\n", b.Guarantee(), o.g.describeBackend())
 	}
@@ -154,18 +161,33 @@ func (o *statusOptions) run(ctx context.Context, keys []string) error {
 	return nil
 }
 
-// writeJSON writes one compact JSON value and a newline: the first element
-// alone when single is set, else the whole array.
-func writeJSON(w io.Writer, v []statusJSON, single bool) error {
+// keyStatus asks the engine about key, each request bounded by
+// --connect-timeout.
+func (g *globalOptions) keyStatus(ctx context.Context, b lock.Backend, key string) (keyStatus, error) {
+	ictx, cancel := context.WithTimeout(ctx, g.ConnectTimeout)
+	h, held, err := b.Inspect(ictx, key)
+	cancel()
+	if err != nil {
+		return keyStatus{}, g.engineError(err)
+	}
+	st := keyStatus{key: key, h: h, held: held}
+	if held {
+		if st.all, err = g.holdersOf(ctx, b, key, h); err != nil {
+			return keyStatus{}, err
+		}
+	}
+	return st, nil
+}
+
+// writeJSON writes one compact JSON value and a newline.
+func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	if single && len(v) == 1 {
-		return enc.Encode(v[0])
-	}
 	return enc.Encode(v)
 }
 
-// printStatusText prints one key: a summary line, then the holder's details.
+// printStatusText prints one key: a summary line, then the holder's
+// details; a semaphore says how many of its slots are held, then each.
 //
 //	job:daily: held by host-b pid 4123 (token 17) for 2m13s, expires in 28s
 //	  holder id: 942bc218274f
@@ -174,28 +196,49 @@ func writeJSON(w io.Writer, v []statusJSON, single bool) error {
 //	  note:      release 1.4
 //	  acquired:  2025-05-01T03:04:05Z
 //	  ttl:       30s
-func printStatusText(w io.Writer, pal palette, key string, h lock.Holder, held bool, now time.Time) {
-	if !held {
-		fmt.Fprintf(w, "%s: %s\n", printable(key), pal.free.Sprint("free"))
+//	pool: 2/3 held
+//	  slot 0: held by host-b pid 4123 (token 17) for 2m13s, expires in 28s
+//	    holder id: 942bc218274f
+//	  slot 1: held by ...
+func printStatusText(w io.Writer, pal palette, st keyStatus, now time.Time) {
+	key, h := printable(st.key), st.h
+	if !st.held {
+		fmt.Fprintf(w, "%s: %s\n", key, pal.free.Sprint("free"))
 		return
 	}
-	if !knownHolder(h) {
-		fmt.Fprintf(w, "%s: %s\n", printable(key), pal.expiring.Sprint("held, but its holder left no record (broken already; the holding process has not let go yet)"))
+	if semaphore(st.all) {
+		fmt.Fprintf(w, "%s: %s\n", key, pal.held.Sprint(heldText(st.all)))
+		for _, h := range st.all {
+			fmt.Fprintf(w, "  slot %d: %s\n", h.Slot, holderSummary(pal, h, now))
+			printHolderDetails(w, h, "    ")
+		}
 		return
+	}
+	fmt.Fprintf(w, "%s: %s\n", key, holderSummary(pal, h, now))
+	if knownHolder(h) {
+		printHolderDetails(w, h, "  ")
+	}
+}
+
+// holderSummary is "held by host-b pid 4123 (token 17) for 2m13s, expires
+// in 28s", coloured by how soon it expires.
+func holderSummary(pal palette, h lock.Holder, now time.Time) string {
+	if !knownHolder(h) {
+		return pal.expiring.Sprint("held, but its holder left no record (broken already; the holding process has not let go yet)")
 	}
 	state := pal.held
 	if expiring(h) {
 		state = pal.expiring
 	}
-	fmt.Fprintf(w, "%s: %s\n", printable(key), state.Sprint(printable(lock.DescribeHolder(h, now))))
-	printHolderDetails(w, h)
+	return state.Sprint(printable(lock.DescribeHolder(h, now)))
 }
 
-// printHolderDetails prints the aligned "  name: value" lines under a holder.
-func printHolderDetails(w io.Writer, h lock.Holder) {
+// printHolderDetails prints the aligned "name: value" lines under a
+// holder, each after indent.
+func printHolderDetails(w io.Writer, h lock.Holder, indent string) {
 	field := func(name, value string) {
 		if value != "" {
-			fmt.Fprintf(w, "  %-10s %s\n", name+":", printable(value))
+			fmt.Fprintf(w, "%s%-10s %s\n", indent, name+":", printable(value))
 		}
 	}
 	field("holder id", h.ID())

@@ -1,12 +1,13 @@
 package cmd
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/distlock/distlock/internal/lock"
 )
@@ -30,55 +31,74 @@ func holderText(h lock.Holder) string {
 	return s
 }
 
-// printTable prints held locks as columns aligned on their plain text;
-// colour is added around the padded cells, so escapes never skew widths.
-func printTable(w io.Writer, pal palette, hs []lock.Holder, now time.Time) {
+// tableRow is one row of the list table: its cells in plain text, and
+// whether its lease is expiring (its last cell is painted).
+type tableRow struct {
+	cells    []string
+	expiring bool
+}
+
+// printTable prints held locks as columns (text/tabwriter), one row per
+// holder: a semaphore has a row per held slot, and a SLOT column appears
+// when any is listed. Columns are aligned on the plain text; colour is
+// added afterwards around the key and the last cell, whose text is known,
+// so escapes never skew widths.
+func printTable(w io.Writer, pal palette, sts []keyStatus, now time.Time) error {
+	slots := false
+	for _, st := range sts {
+		slots = slots || semaphore(st.all)
+	}
 	header := []string{"KEY", "TOKEN", "HOLDER", "NOTE", "HELD FOR", "EXPIRES IN"}
-	rows := make([][]string, len(hs))
-	for i, h := range hs {
-		rows[i] = []string{
-			printable(h.Key),
-			strconv.FormatUint(h.Token, 10),
-			printable(holderText(h)),
-			orDash(printable(h.Meta.Note)),
-			heldForText(h, now),
-			expiresText(h),
+	if slots {
+		header = append([]string{"KEY", "SLOT"}, header[1:]...)
+	}
+	var rows []tableRow
+	for _, st := range sts {
+		for _, h := range st.all {
+			cells := []string{printable(st.key), strconv.FormatUint(h.Token, 10), printable(holderText(h)),
+				orDash(printable(h.Meta.Note)), heldForText(h, now), expiresText(h)}
+			if slots {
+				slot := "-"
+				if semaphore(st.all) {
+					slot = fmt.Sprintf("%d (%d/%d)", h.Slot, len(st.all), st.all[0].Limit)
+				}
+				cells = append([]string{cells[0], slot}, cells[1:]...)
+			}
+			rows = append(rows, tableRow{cells: cells, expiring: expiring(h)})
 		}
 	}
-	width := make([]int, len(header))
-	for c, s := range header {
-		width[c] = utf8.RuneCountInString(s)
-	}
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for _, r := range rows {
-		for c, s := range r {
-			width[c] = max(width[c], utf8.RuneCountInString(s))
-		}
+		fmt.Fprintln(tw, strings.Join(r.cells, "\t"))
 	}
-	line := func(cells []string, paint func(c int, s string) string) {
-		var b strings.Builder
-		for c, s := range cells {
-			if c == len(cells)-1 {
-				b.WriteString(paint(c, s))
-				break
-			}
-			b.WriteString(paint(c, s+strings.Repeat(" ", width[c]-utf8.RuneCountInString(s))))
-			b.WriteString("  ")
-		}
-		fmt.Fprintln(w, b.String())
+	if err := tw.Flush(); err != nil {
+		return err
 	}
-	line(header, func(_ int, s string) string { return pal.header.Sprint(s) })
-	for i, r := range rows {
-		h := hs[i]
-		line(r, func(c int, s string) string {
-			switch {
-			case c == 0:
-				return pal.held.Sprint(s)
-			case c == len(r)-1 && expiring(h):
-				return pal.expiring.Sprint(s)
-			}
-			return s
-		})
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	var out strings.Builder
+	out.WriteString(pal.header.Sprint(lines[0]) + "\n")
+	for i, line := range lines[1:] {
+		out.WriteString(paintRow(pal, line, rows[i]) + "\n")
 	}
+	_, err := io.WriteString(w, out.String())
+	return err
+}
+
+// paintRow colours a laid-out row: its key, and its last cell when the
+// lease is expiring. Cells cannot hold tabs or escapes (printable).
+func paintRow(pal palette, line string, r tableRow) string {
+	key, last := r.cells[0], r.cells[len(r.cells)-1]
+	mid := strings.TrimPrefix(line, key)
+	// The key's cell is the key and its padding, up to the 2-space gap.
+	pad := max(0, len(mid)-len(strings.TrimLeft(mid, " "))-2)
+	cell, mid := key+mid[:pad], mid[pad:]
+	end := ""
+	if r.expiring && strings.HasSuffix(mid, last) {
+		mid, end = strings.TrimSuffix(mid, last), pal.expiring.Sprint(last)
+	}
+	return pal.held.Sprint(cell) + mid + end
 }
 
 func orDash(s string) string {

@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
 # release-check.sh — check that distlock still packages and that the package works.
 #
-#   scripts/release-check.sh            # skip (exit 0) if goreleaser is not on PATH
-#   scripts/release-check.sh --require  # fail if goreleaser is not on PATH
-#   RELEASE_CHECK_REQUIRE=1 scripts/release-check.sh   # same as --require
+#   scripts/release-check.sh            # fail (exit 1) if goreleaser is not found
+#   CI=true scripts/release-check.sh    # install the pinned goreleaser first when it is absent
+#   scripts/release-check.sh --install  # the same outside CI
+#
+# Nothing is skipped: without goreleaser the packaging is not checked, and
+# that is a failure, not a pass. goreleaser is looked for in build/tools/bin
+# (where --install and CI put it), then on PATH. The pinned version is
+# GORELEASER_VERSION below (override with the environment variable of that
+# name); it is a Go module, installed with
+#   GOBIN=$PWD/build/tools/bin go install github.com/goreleaser/goreleaser/v2@VERSION
+# (v2.16.0 needs Go >= 1.26.3, v2.17.0 Go >= 1.26.4, v2.18 Go 1.27). --require is accepted
+# and changes nothing (the check is always strict).
 #
 # Steps:
 #   1. goreleaser check                 (.goreleaser.yaml is valid, nothing deprecated)
@@ -12,14 +21,17 @@
 #   3. dpkg -x the .deb into a scratch root and run its /usr/bin/distlock --version;
 #      check the man pages and completions it installs (bash -n the bash one)
 #
-# Needs: goreleaser v2 (v2.16.0 is what the config is checked with), go, git,
-# dpkg-deb, bash. See docs/RELEASING.md.
+# Needs: go, git, dpkg-deb, bash (and goreleaser, or network access to the Go
+# module proxy to install it). See docs/RELEASING.md.
 set -euo pipefail
 
-require=${RELEASE_CHECK_REQUIRE:-0}
+GORELEASER_VERSION=${GORELEASER_VERSION:-v2.16.0}
+install=0
+[ "${CI:-}" = true ] && install=1
 for arg in "$@"; do
 	case $arg in
-	--require) require=1 ;;
+	--require) ;;
+	--install) install=1 ;;
 	-h | --help)
 		sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
 		exit 0
@@ -37,17 +49,22 @@ die() {
 	exit 1
 }
 
+cd "$(git -C "$(dirname "$0")" rev-parse --show-toplevel)"
+
+tools=$PWD/build/tools/bin
+export PATH="$tools:$PATH"
 if ! command -v goreleaser >/dev/null 2>&1; then
-	if [ "$require" = 1 ]; then
-		die "goreleaser is not on PATH (install: go install github.com/goreleaser/goreleaser/v2@v2.16.0)"
+	if [ "$install" != 1 ]; then
+		die "goreleaser is not found, so the packaging cannot be checked: run with --install (or CI=true) to install $GORELEASER_VERSION into $tools, or: GOBIN=$tools go install github.com/goreleaser/goreleaser/v2@$GORELEASER_VERSION"
 	fi
-	say "SKIP: goreleaser is not on PATH, so the release config and packages were NOT checked."
-	say "      install it with: go install github.com/goreleaser/goreleaser/v2@v2.16.0"
-	exit 0
+	say "installing goreleaser $GORELEASER_VERSION into $tools (go install; a few minutes on 2 cores)"
+	start=$(date +%s)
+	GOBIN=$tools GOFLAGS= go install "github.com/goreleaser/goreleaser/v2@$GORELEASER_VERSION" ||
+		die "go install github.com/goreleaser/goreleaser/v2@$GORELEASER_VERSION failed"
+	say "installed in $(($(date +%s) - start))s"
+	command -v goreleaser >/dev/null 2>&1 || die "goreleaser is still not found after installing it into $tools"
 fi
 command -v dpkg-deb >/dev/null 2>&1 || die "dpkg-deb is not on PATH (needed to unpack the .deb)"
-
-cd "$(git -C "$(dirname "$0")" rev-parse --show-toplevel)"
 
 say "using $(goreleaser --version 2>/dev/null | grep -m1 -i '^GitVersion' || echo goreleaser)"
 

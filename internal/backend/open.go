@@ -29,6 +29,9 @@ type Options struct {
 	// Log receives an engine's own warnings (the file engine's renewals
 	// that cannot write their record); nil discards them.
 	Log *slog.Logger
+	// Doctor opens the engine for distlock doctor: a file directory that
+	// cannot be created is reported by its checks instead of failing here.
+	Doctor bool
 }
 
 // Open connects to the engine named by rawURL ("" = the file engine in its
@@ -48,19 +51,29 @@ func Open(ctx context.Context, rawURL string, opts Options) (lock.Backend, error
 		if err != nil {
 			return nil, lock.Invalidf("backend URL %q is malformed: %v", Redact(rawURL), cleanURLError(err))
 		}
-		dir := u.Host + u.Path
-		b, err := file.Open(dir, opts.Prefix)
+		if u.Host != "" && !strings.EqualFold(u.Host, "localhost") {
+			return nil, lock.Invalidf("backend URL %q names the host %q, not a directory: use file:///abs/path (three slashes) for a lock directory", Redact(rawURL), u.Host)
+		}
+		if u.Path != "" && !strings.HasPrefix(u.Path, "/") {
+			return nil, lock.Invalidf("backend URL %q is a relative path: use file:///abs/path (three slashes) for a lock directory", Redact(rawURL))
+		}
+		if opts.Doctor {
+			b := file.OpenForDoctor(u.Path, opts.Prefix)
+			b.SetLogger(opts.Log)
+			return b, nil
+		}
+		b, err := file.Open(u.Path, opts.Prefix)
 		if err != nil {
 			return nil, err
 		}
 		b.SetLogger(opts.Log)
 		return b, nil
-	case "redis", "rediss", "redis+sentinel", "redis+cluster":
+	case "redis", "rediss", "redis+sentinel", "redis+cluster", "rediss+sentinel", "rediss+cluster":
 		parse := redis.ParseURL
 		switch strings.ToLower(scheme) {
-		case "redis+sentinel":
+		case "redis+sentinel", "rediss+sentinel":
 			parse = redis.ParseSentinelURL
-		case "redis+cluster":
+		case "redis+cluster", "rediss+cluster":
 			parse = redis.ParseClusterURL
 		}
 		cfg, err := parse(rawURL)
@@ -73,7 +86,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (lock.Backend, error
 		cfg.Prefix = opts.Prefix
 		cfg.ConnectTimeout = opts.ConnectTimeout
 		return redis.New(ctx, cfg)
-	case "redlock":
+	case "redlock", "redlocks":
 		cfg, err := redis.ParseRedlockURL(rawURL)
 		if err != nil {
 			return nil, err
@@ -125,7 +138,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (lock.Backend, error
 		cfg.ConnectTimeout = opts.ConnectTimeout
 		return zookeeper.New(ctx, cfg)
 	default:
-		return nil, lock.Invalidf("backend scheme %q is not supported: use file://, redis://, rediss://, redis+sentinel://, redis+cluster://, redlock://, etcd://, etcds://, zk://, postgres://, postgresql:// or mysql://", scheme)
+		return nil, lock.Invalidf("backend scheme %q is not supported: use file://, redis://, rediss://, redis+sentinel://, rediss+sentinel://, redis+cluster://, rediss+cluster://, redlock://, redlocks://, etcd://, etcds://, zk://, postgres://, postgresql:// or mysql://", scheme)
 	}
 }
 

@@ -6,29 +6,27 @@ import (
 )
 
 // Redact replaces the password in a URL (and any password-like query
-// parameter) with "xxxxx". It works on malformed URLs too, since those are
-// exactly the ones that end up in error messages.
+// parameter) with "xxxxx": url.URL.Redacted does the userinfo. It works on
+// malformed URLs too, since those are exactly the ones that end up in
+// error messages.
 func Redact(raw string) string {
 	if u, err := url.Parse(raw); err == nil {
-		changed := false
-		if u.User != nil {
-			if _, has := u.User.Password(); has {
-				u.User = url.UserPassword(u.User.Username(), "xxxxx")
-				changed = true
-			}
-		}
+		_, hasPassword := u.User.Password()
 		q := u.Query()
+		secretQuery := false
 		for k := range q {
 			if isSecretParam(k) {
 				q.Set(k, "xxxxx")
-				changed = true
+				secretQuery = true
 			}
 		}
-		if !changed {
+		if !hasPassword && !secretQuery {
 			return raw
 		}
-		u.RawQuery = q.Encode()
-		return u.String()
+		if secretQuery {
+			u.RawQuery = q.Encode()
+		}
+		return u.Redacted()
 	}
 	// Malformed: blank everything between "://" and the last '@' after the first ':'.
 	scheme, rest, ok := strings.Cut(raw, "://")

@@ -54,6 +54,20 @@ type Holder struct {
 	// Hold is set when no process renews the lease any more and it is kept
 	// until it expires: HoldMinHold or HoldHandle.
 	Hold string
+	// Limit is the --limit of a semaphore's holder (> 1), and Slot its
+	// slot (0..Limit-1); 0 and 0 for a mutex, or when the engine cannot
+	// tell (it does not implement SlotInspector).
+	Limit int
+	Slot  int
+}
+
+// SlotInspector is implemented by engines that can describe every holder
+// of a semaphore, not only the one Inspect and List describe it by.
+type SlotInspector interface {
+	// InspectSlots returns every current holder of key, sorted by slot,
+	// each with Limit and Slot set; nil when the key is free. A mutex
+	// gives its one holder (Limit 0).
+	InspectSlots(ctx context.Context, key string) ([]Holder, error)
 }
 
 // Backend is one lock engine (file, redis, etcd, ...). docs/ARCHITECTURE.md

@@ -2,8 +2,10 @@ package etcd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -194,6 +196,14 @@ func (c *queueContender) Try(ctx context.Context) (lock.Lease, error) {
 // busy describes the holder kv (asking etcd for its time left only when
 // the holder's key changed) and returns the busy answer.
 func (c *queueContender) busy(ctx context.Context, kv *mvccpb.KeyValue) error {
+	// A slot holder ahead: the key is a semaphore, and every holder of a
+	// key must use the same --limit (as every engine says).
+	if strings.HasPrefix(string(kv.Key), c.b.slotPrefix(c.req.Key)) {
+		var rec slotRecord
+		if json.Unmarshal(kv.Value, &rec) == nil && rec.Limit > 1 {
+			return &lock.LimitMismatchError{Key: c.req.Key, Want: 1, Have: rec.Limit}
+		}
+	}
 	if c.shown == nil || c.shown.CreateRevision != kv.CreateRevision || c.shown.ModRevision != kv.ModRevision {
 		c.shown, c.holder = kv, c.b.holderOf(ctx, c.req.Key, kv)
 	}

@@ -199,19 +199,22 @@ func (b *Backend) connectError(cfg Config, tlsCfg *tls.Config, err error) error 
 		return &lock.UnavailableError{
 			Msg: fmt.Sprintf("etcd at %s refused user %q (%s): check the user name and the password in the URL, DISTLOCK_PASSWORD or --password-file",
 				b.endpoints, cfg.Username, rpctypes.ErrorDesc(err)),
-			Err: err,
+			Err:     err,
+			Refused: true,
 		}
 	case errors.Is(err, rpctypes.ErrPermissionDenied):
 		return &lock.UnavailableError{
 			Msg: fmt.Sprintf("etcd at %s: user %q may not read %s/: grant its role readwrite on the prefix (etcdctl role grant-permission ROLE --prefix readwrite %s/)",
 				b.endpoints, cfg.Username, b.prefix, b.prefix),
-			Err: err,
+			Err:     err,
+			Refused: true,
 		}
 	case errors.Is(err, rpctypes.ErrUserEmpty):
 		return &lock.UnavailableError{
 			Msg: fmt.Sprintf("etcd at %s has authentication enabled: give a user in the URL (etcd://USER@host:port) and its password in DISTLOCK_PASSWORD or --password-file",
 				b.endpoints),
-			Err: err,
+			Err:     err,
+			Refused: true,
 		}
 	}
 	why := probeEndpoints(cfg.Endpoints, tlsCfg, min(cfg.DialTimeout, time.Second))
@@ -364,13 +367,16 @@ func leaseSeconds(ttl time.Duration) int64 {
 // its lease has left; when that fails ExpiresIn is -1 (unknown).
 func (b *Backend) holderOf(ctx context.Context, key string, kv *mvccpb.KeyValue) lock.Holder {
 	h := lock.Holder{Key: key, Token: uint64(kv.CreateRevision), ExpiresIn: -1}
-	var r record
+	var r slotRecord // a mutex contender's record has no limit nor slot
 	if err := json.Unmarshal(kv.Value, &r); err == nil {
 		h.Owner = r.Owner
 		h.Meta = lock.Meta{Host: r.Host, PID: r.PID, User: r.User, Command: r.Command, Note: r.Note}
 		h.AcquiredAt = r.AcquiredAt
 		h.TTL = time.Duration(r.TTLms) * time.Millisecond
 		h.Hold = r.Hold
+		if r.Limit > 1 {
+			h.Limit, h.Slot = r.Limit, r.Slot
+		}
 	}
 	if kv.Lease == 0 {
 		return h

@@ -22,9 +22,9 @@ package etcd
 //
 // Because slot keys live in the queue prefix, the mutex code sees them:
 // Inspect (the first contender by create revision) describes the oldest
-// slot holder, and a mutex acquirer finds the key busy; a queued mutex
-// waiter waits for the slot holders that came before it, while semaphore
-// acquirers that come after it are refused (a mutex contender is there).
+// slot holder, and a mutex acquirer that finds a slot holder first in line
+// is refused with a *lock.LimitMismatchError (acquire.go, busy); semaphore
+// acquirers that come after a queued mutex contender are refused too.
 //
 // # Waiting
 //

@@ -57,9 +57,10 @@ func TestSemaphoreSlots(t *testing.T) {
 		if _, err := lock.TryOnce(ctx, b, semReq("job", "e", 2, 3*time.Second)); !errors.As(err, &mm) || mm.Have != 3 || mm.Want != 2 {
 			t.Errorf("limit 2 on a limit-3 key = %v", err)
 		}
-		// A mutex contender cannot take the key from the slot holders.
-		if _, err := lock.TryOnce(ctx, b, semReq("job", "m", 1, 3*time.Second)); !errors.Is(err, lock.ErrHeld) {
-			t.Errorf("mutex on a held semaphore = %v, want busy", err)
+		// A mutex contender cannot take the key from the slot holders, and
+		// is told which limit is in use.
+		if _, err := lock.TryOnce(ctx, b, semReq("job", "m", 1, 3*time.Second)); !errors.As(err, &mm) || mm.Have != 3 || mm.Want != 1 {
+			t.Errorf("mutex on a held semaphore = %v, want a limit mismatch (have 3, want 1)", err)
 		}
 		if err := ls[1].Release(ctx); err != nil {
 			t.Fatal(err)

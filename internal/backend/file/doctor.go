@@ -147,6 +147,11 @@ func isOctal(c byte) bool { return c >= '0' && c <= '7' }
 // open file description refuses another, and allows it once let go: the
 // same exclusion two distlock processes rely on.
 func (b *Backend) fileChecks() []lock.Check {
+	if b.dirErr != nil {
+		return []lock.Check{{Name: "writable", Status: lock.CheckProblem,
+			Detail: b.dirErr.Error(),
+			Fix:    "give --backend file:///DIR a directory this user can create, or create it and make it writable by the user that runs distlock"}}
+	}
 	f, err := os.CreateTemp(b.dir, fmt.Sprintf(".doctor-%d-*.tmp", os.Getpid()))
 	if err != nil {
 		return []lock.Check{{Name: "writable", Status: lock.CheckProblem,

@@ -24,6 +24,9 @@ type Backend struct {
 	prefix string
 	host   string
 	log    *slog.Logger // warnings of the leases it grants
+	// dirErr is why the directory could not be created (OpenForDoctor
+	// only): Doctor reports it as its writable check.
+	dirErr error
 }
 
 // Open uses dir ("" = DefaultDir()), creating it with mode 0700.
@@ -36,6 +39,21 @@ func Open(dir, prefix string) (*Backend, error) {
 	}
 	host, _ := os.Hostname()
 	return &Backend{dir: dir, prefix: prefix, host: host, log: slog.Default()}, nil
+}
+
+// OpenForDoctor is Open for distlock doctor: a directory that cannot be
+// created is a failed check to report, not a reason to stop, so it returns
+// the backend all the same (its locks then fail as Open would have).
+func OpenForDoctor(dir, prefix string) *Backend {
+	b, err := Open(dir, prefix)
+	if err != nil {
+		if dir == "" {
+			dir = DefaultDir()
+		}
+		host, _ := os.Hostname()
+		return &Backend{dir: dir, prefix: prefix, host: host, log: slog.Default(), dirErr: err}
+	}
+	return b
 }
 
 // SetLogger sets where the leases granted from now on log their warnings
@@ -101,7 +119,13 @@ func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, er
 	if err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, &lock.BusyError{Holder: b.heldBy(req.Key, metaPath)}
+			h := b.heldBy(req.Key, metaPath)
+			if h.Token == 0 { // no mutex holder on record: semaphore slots may share the file
+				if have, ok := b.slotLimit(ctx, req.Key); ok {
+					return nil, &lock.LimitMismatchError{Key: req.Key, Want: 1, Have: have}
+				}
+			}
+			return nil, &lock.BusyError{Holder: h}
 		}
 		return nil, fmt.Errorf("flock %s: %w", lockPath, err)
 	}
@@ -111,10 +135,11 @@ func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, er
 		return nil, &lock.BusyError{Holder: m.holder(time.Now())}
 	}
 	// A semaphore slot kept by a hold holds no shared flock on lockPath.
-	if h, ok := b.heldSlot(req.Key); ok {
+	if _, ok := b.heldSlot(req.Key); ok {
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
-		return nil, &lock.BusyError{Holder: h}
+		have, _ := b.slotLimit(ctx, req.Key)
+		return nil, &lock.LimitMismatchError{Key: req.Key, Want: 1, Have: max(have, 2)}
 	}
 	l, err := b.initLease(ctx, f, req, metaPath, tokenPath, granted)
 	if err != nil {

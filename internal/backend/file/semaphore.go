@@ -23,9 +23,8 @@ package file
 // the mutex's own lock file, for as long as it holds its slot. A mutex
 // holder (--limit 1) takes that file exclusively, so the kernel keeps the two
 // modes apart: a semaphore acquirer that finds the mutex held is refused
-// with a *lock.LimitMismatchError, and a mutex acquirer that finds slots held
-// is busy (the mutex code path does not know about slots, so it reports an
-// unknown holder rather than the limit).
+// with a *lock.LimitMismatchError, and so is a mutex acquirer that finds
+// slots held (slotLimit reads the limit from their sidecars).
 //
 // Fencing tokens come from the key's one counter file "<base>.token" with
 // the same max(counter+1, now in µs) rule as the mutex (token.go). It is
@@ -164,9 +163,11 @@ type slotHolder struct {
 
 func (s slotHolder) holder(key string, now time.Time) lock.Holder {
 	if !s.ok {
-		return lock.Holder{Key: key, ExpiresIn: -1}
+		return lock.Holder{Key: key, ExpiresIn: -1, Slot: s.slot, Limit: max(2, s.slot+1)}
 	}
-	return s.m.holder(now)
+	h := s.m.holder(now)
+	h.Slot, h.Limit = s.slot, max(2, s.m.Limit, s.slot+1)
+	return h
 }
 
 // oldest is the holder with the lowest fencing token (the one that has held
@@ -353,6 +354,30 @@ func (b *Backend) heldSlot(key string) (h lock.Holder, ok bool) {
 	return oldest(kept).holder(key, time.Now()), true
 }
 
+// slotLimit is the --limit the holders of key's slots use; ok is false
+// when no slot is held. A mutex acquirer that finds the key's lock file
+// shared by slot holders is refused with it, as every engine refuses a
+// mismatched --limit.
+func (b *Backend) slotLimit(ctx context.Context, key string) (limit int, ok bool) {
+	p := b.semPaths(key)
+	if !p.anySlotFiles() {
+		return 0, false
+	}
+	short, err := lockShort(ctx, p.short())
+	if err != nil {
+		return 0, false
+	}
+	defer unlockClose(short)
+	held, err := heldSlots(p)
+	if err != nil || len(held) == 0 {
+		return 0, false
+	}
+	for _, h := range held {
+		limit = max(limit, h.m.Limit, h.slot+1)
+	}
+	return max(limit, 2), true
+}
+
 // inspectSlots is Inspect's hook for semaphores: when any slot of key is
 // held, it describes the oldest holder (lowest token) and reports held;
 // otherwise it reports not held and Inspect goes on as for a mutex. Status
@@ -372,6 +397,36 @@ func (b *Backend) inspectSlots(ctx context.Context, key string) (lock.Holder, bo
 		return lock.Holder{}, false, err
 	}
 	return oldest(held).holder(key, time.Now()), true, nil
+}
+
+// InspectSlots implements lock.SlotInspector: every held slot of key, by
+// slot, or the mutex's holder.
+func (b *Backend) InspectSlots(ctx context.Context, key string) ([]lock.Holder, error) {
+	p := b.semPaths(key)
+	if p.anySlotFiles() {
+		short, err := lockShort(ctx, p.short())
+		if err != nil {
+			return nil, err
+		}
+		held, err := heldSlots(p)
+		unlockClose(short)
+		if err != nil {
+			return nil, err
+		}
+		if len(held) > 0 {
+			now := time.Now()
+			out := make([]lock.Holder, len(held))
+			for i, s := range held {
+				out[i] = s.holder(key, now)
+			}
+			return out, nil // heldSlots scans slots in order
+		}
+	}
+	h, held, err := b.inspectMutex(key)
+	if err != nil || !held {
+		return nil, err
+	}
+	return []lock.Holder{h}, nil
 }
 
 // breakSlots is Break's hook for semaphores; handled is false when no slot

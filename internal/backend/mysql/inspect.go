@@ -14,10 +14,11 @@ import (
 // semaphore, the holder with the lowest token).
 func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
 	var (
-		k  string
-		hr holderRow
+		k           string
+		hr          holderRow
+		limit, slot int
 	)
-	err := b.db.QueryRowContext(ctx, inspectSQL, b.prefix, key).Scan(append([]any{&k}, hr.dest()...)...)
+	err := b.db.QueryRowContext(ctx, inspectSQL, b.prefix, key).Scan(append(append([]any{&k}, hr.dest()...), &limit, &slot)...)
 	if errors.Is(err, sql.ErrNoRows) || isUndefined(err) {
 		return lock.Holder{}, false, nil
 	}
@@ -25,7 +26,7 @@ func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, e
 		return lock.Holder{}, false, b.unavailable(err)
 	}
 	h, ok := hr.holder(key)
-	return h, ok, nil
+	return withSlot(h, limit, slot), ok, nil
 }
 
 // List implements lock.Backend: one row per held key, its oldest live lease.
@@ -41,17 +42,18 @@ func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 	var out []lock.Holder
 	for rows.Next() {
 		var (
-			k  string
-			hr holderRow
+			k           string
+			hr          holderRow
+			limit, slot int
 		)
-		if err := rows.Scan(append([]any{&k}, hr.dest()...)...); err != nil {
+		if err := rows.Scan(append(append([]any{&k}, hr.dest()...), &limit, &slot)...); err != nil {
 			return nil, b.unavailable(err)
 		}
 		if len(out) > 0 && out[len(out)-1].Key == k {
 			continue // a semaphore's younger holder: the oldest describes it
 		}
 		if h, ok := hr.holder(k); ok && lock.ValidateKey(k) == nil {
-			out = append(out, h)
+			out = append(out, withSlot(h, limit, slot))
 		}
 	}
 	if err := rows.Err(); err != nil {

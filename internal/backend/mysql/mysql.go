@@ -157,11 +157,11 @@ func (b *Backend) unavailable(err error) error {
 	var opErr *net.OpError
 	switch {
 	case errors.As(err, &me) && (me.Number == 1045 || me.Number == 1044):
-		return &lock.UnavailableError{Msg: fmt.Sprintf("mysql at %s refused the credentials (%s): check the user and password in --backend, DISTLOCK_PASSWORD or --password-file", b.addr, me.Message), Err: err}
+		return &lock.UnavailableError{Msg: fmt.Sprintf("mysql at %s refused the credentials (%s): check the user and password in --backend, DISTLOCK_PASSWORD or --password-file", b.addr, me.Message), Err: err, Refused: true}
 	case errors.As(err, &me) && me.Number == 1049:
 		return &lock.UnavailableError{Msg: fmt.Sprintf("mysql at %s: %s: check the database in --backend", b.addr, me.Message), Err: err}
 	case errors.As(err, &me) && (me.Number == 1142 || me.Number == 1044):
-		return &lock.UnavailableError{Msg: fmt.Sprintf("mysql at %s: %s: create distlock_token, distlock_lease and distlock_waiter once (README, MySQL), then grant distlock's user SELECT, INSERT, UPDATE, DELETE on them", b.addr, me.Message), Err: err}
+		return &lock.UnavailableError{Msg: fmt.Sprintf("mysql at %s: %s: create distlock_token, distlock_lease and distlock_waiter once (README, MySQL), then grant distlock's user SELECT, INSERT, UPDATE, DELETE on them", b.addr, me.Message), Err: err, Refused: true}
 	case errors.As(err, &me):
 		return &lock.UnavailableError{Msg: fmt.Sprintf("mysql at %s: %s (error %d)", b.addr, me.Message, me.Number), Err: err}
 	case errors.Is(err, context.DeadlineExceeded):

@@ -33,14 +33,21 @@ const (
 	resumeSQL = "SELECT slot, lock_limit, ttl_ms FROM distlock_lease" +
 		" WHERE prefix = ? AND lock_key = ? AND owner = ? AND token = ? AND expires_us > " + nowUS
 
-	// inspectSQL is the oldest live lease of a key. Args: prefix, key.
-	inspectSQL = "SELECT lock_key, " + holderCols + " FROM distlock_lease" +
+	// inspectSQL is the oldest live lease of a key, then its limit and
+	// slot. Args: prefix, key.
+	inspectSQL = "SELECT lock_key, " + holderCols + ", lock_limit, slot FROM distlock_lease" +
 		" WHERE prefix = ? AND lock_key = ? AND expires_us > " + nowUS + " ORDER BY token LIMIT 1"
 
 	// listSQL is every live lease of a prefix whose key starts with a
-	// LIKE pattern, by key then token. Args: prefix, pattern.
-	listSQL = "SELECT lock_key, " + holderCols + " FROM distlock_lease" +
+	// LIKE pattern, by key then token, each with its limit and slot.
+	// Args: prefix, pattern.
+	listSQL = "SELECT lock_key, " + holderCols + ", lock_limit, slot FROM distlock_lease" +
 		" WHERE prefix = ? AND lock_key LIKE ? ESCAPE '!' AND expires_us > " + nowUS + " ORDER BY lock_key, token"
+
+	// slotsSQL is every live lease of a key, by slot, each with its limit
+	// and slot. Args: prefix, key.
+	slotsSQL = "SELECT lock_key, " + holderCols + ", lock_limit, slot FROM distlock_lease" +
+		" WHERE prefix = ? AND lock_key = ? AND expires_us > " + nowUS + " ORDER BY slot"
 
 	// breakSQL deletes the live lease with a token (token 0: every lease
 	// of the key), in one round trip and one transaction, and gives the

@@ -14,10 +14,11 @@ import (
 // semaphore, the holder with the lowest token).
 func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
 	var (
-		k  string
-		hc holderCols
+		k           string
+		hc          holderCols
+		limit, slot int32
 	)
-	err := b.pool.QueryRow(ctx, inspectSQL, b.prefix, key).Scan(append([]any{&k}, hc.dest()...)...)
+	err := b.pool.QueryRow(ctx, inspectSQL, b.prefix, key).Scan(append(append([]any{&k}, hc.dest()...), &limit, &slot)...)
 	if errors.Is(err, pgx.ErrNoRows) || isUndefined(err) {
 		return lock.Holder{}, false, nil // no row, or no table yet: free
 	}
@@ -25,7 +26,7 @@ func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, e
 		return lock.Holder{}, false, b.unavailable(err)
 	}
 	h, ok := hc.holder(key)
-	return h, ok, nil
+	return withSlot(h, limit, slot), ok, nil
 }
 
 // List implements lock.Backend: one row per held key, its oldest live lease.
@@ -40,15 +41,16 @@ func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 	var out []lock.Holder
 	for rows.Next() {
 		var (
-			k  string
-			hc holderCols
+			k           string
+			hc          holderCols
+			limit, slot int32
 		)
-		if err := rows.Scan(append([]any{&k}, hc.dest()...)...); err != nil {
+		if err := rows.Scan(append(append([]any{&k}, hc.dest()...), &limit, &slot)...); err != nil {
 			rows.Close()
 			return nil, b.unavailable(err)
 		}
 		if h, ok := hc.holder(k); ok && lock.ValidateKey(k) == nil {
-			out = append(out, h)
+			out = append(out, withSlot(h, limit, slot))
 		}
 	}
 	if err := rows.Err(); err != nil {

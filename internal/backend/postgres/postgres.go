@@ -188,11 +188,11 @@ func (b *Backend) unavailable(err error) error {
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && (pgErr.Code == "28P01" || pgErr.Code == "28000"):
-		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s refused the credentials (%s): check the user and password in --backend, DISTLOCK_PASSWORD or --password-file", b.addr, pgErr.Message), Err: err}
+		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s refused the credentials (%s): check the user and password in --backend, DISTLOCK_PASSWORD or --password-file", b.addr, pgErr.Message), Err: err, Refused: true}
 	case errors.As(err, &pgErr) && pgErr.Code == "3D000":
 		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s: %s: check the database in --backend", b.addr, pgErr.Message), Err: err}
 	case errors.As(err, &pgErr) && pgErr.Code == "42501":
-		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s: %s: create distlock_lease, distlock_waiter and distlock_token once as their owner (README, PostgreSQL), then grant distlock's user SELECT, INSERT, UPDATE, DELETE on the tables and USAGE on the sequence", b.addr, pgErr.Message), Err: err}
+		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s: %s: create distlock_lease, distlock_waiter and distlock_token once as their owner (README, PostgreSQL), then grant distlock's user SELECT, INSERT, UPDATE, DELETE on the tables and USAGE on the sequence", b.addr, pgErr.Message), Err: err, Refused: true}
 	case errors.As(err, &pgErr):
 		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s: %s (SQLSTATE %s)", b.addr, pgErr.Message, pgErr.Code), Err: err}
 	case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):

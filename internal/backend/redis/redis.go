@@ -268,6 +268,10 @@ func parseHolder(key string, fields, pttl any) lock.Holder {
 			if ms, err := strconv.ParseInt(val, 10, 64); err == nil {
 				h.TTL = time.Duration(ms) * time.Millisecond
 			}
+		case "limit": // a semaphore's slot, or its marker (sem_lib.lua)
+			h.Limit, _ = strconv.Atoi(val)
+		case "slot":
+			h.Slot, _ = strconv.Atoi(val)
 		}
 	}
 	if ms, ok := pttl.(int64); ok && ms >= 0 {

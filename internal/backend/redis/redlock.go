@@ -40,7 +40,7 @@ var (
 	setTokenScript = lazyScript(func() string { return setTokenSrc })
 )
 
-const redlockForm = "redlock://[user:password@]host:port,host:port,host:port[,host:port...]"
+const redlockForm = "redlock://[user:password@]host:port,host:port,host:port[,host:port...][?tls=true] (redlocks:// for TLS)"
 
 // redlockDrift and redlockDelta are Redlock's clock-drift allowance
 // (ρ = 0.01) and fixed margin (δ = 2 ms), the same as the keeper's.
@@ -73,12 +73,16 @@ func ParseRedlockURL(raw string) (RedlockConfig, error) {
 	if len(u.hosts) < 3 {
 		return RedlockConfig{}, lock.Invalidf("redlock URL names %d Redis masters: Redlock needs at least 3 independent ones (%s)", len(u.hosts), redlockForm)
 	}
+	tlsCfg, err := takeTLS(&u, "redlock")
+	if err != nil {
+		return RedlockConfig{}, err
+	}
 	if strings.Trim(u.path, "/") != "" || len(u.query) > 0 {
-		return RedlockConfig{}, lock.Invalidf("redlock URL takes no path or parameters (%s)", redlockForm)
+		return RedlockConfig{}, lock.Invalidf("redlock URL takes no path, and no parameters but "+tlsParams+" (%s)", redlockForm)
 	}
 	var cfg RedlockConfig
 	for _, h := range u.hosts {
-		cfg.Nodes = append(cfg.Nodes, &goredis.Options{Addr: h, Username: u.user, Password: u.pass})
+		cfg.Nodes = append(cfg.Nodes, &goredis.Options{Addr: h, Username: u.user, Password: u.pass, TLSConfig: tlsCfg})
 	}
 	cfg.Password = u.pass
 	return cfg, nil

@@ -58,8 +58,8 @@ const (
 )
 
 const (
-	sentinelForm = "redis+sentinel://[user:password@]host:port[,host:port...]/MASTERNAME[?db=N&wait=N]"
-	clusterForm  = "redis+cluster://[user:password@]host:port[,host:port...]"
+	sentinelForm = "redis+sentinel://[user:password@]host:port[,host:port...]/MASTERNAME[?db=N&wait=N&tls=true] (rediss+sentinel:// for TLS)"
+	clusterForm  = "redis+cluster://[user:password@]host:port[,host:port...][?tls=true] (rediss+cluster:// for TLS)"
 )
 
 // ParseSentinelURL parses redis+sentinel:// URLs: the sentinels' addresses,
@@ -77,7 +77,11 @@ func ParseSentinelURL(raw string) (Config, error) {
 	if master == "" || strings.Contains(master, "/") {
 		return Config{}, lock.Invalidf("redis+sentinel URL must name the master after the hosts: %s", sentinelForm)
 	}
-	fo := &goredis.FailoverOptions{MasterName: master, SentinelAddrs: u.hosts, Username: u.user, Password: u.pass}
+	tlsCfg, err := takeTLS(&u, "redis+sentinel")
+	if err != nil {
+		return Config{}, err
+	}
+	fo := &goredis.FailoverOptions{MasterName: master, SentinelAddrs: u.hosts, Username: u.user, Password: u.pass, TLSConfig: tlsCfg}
 	cfg := Config{Failover: fo, Password: u.pass, Topology: Sentinel,
 		addr: "redis sentinel master " + master + " (sentinels " + strings.Join(u.hosts, ",") + ")"}
 	for k, vs := range u.query {
@@ -96,7 +100,7 @@ func ParseSentinelURL(raw string) (Config, error) {
 		case "sentinel_password":
 			fo.SentinelPassword = v
 		default:
-			return Config{}, lock.Invalidf("redis+sentinel URL: unknown parameter %q (known: db, wait, sentinel_user, sentinel_password)", k)
+			return Config{}, lock.Invalidf("redis+sentinel URL: unknown parameter %q (known: db, wait, sentinel_user, sentinel_password, "+tlsParams+")", k)
 		}
 	}
 	return cfg, nil
@@ -113,18 +117,24 @@ func ParseClusterURL(raw string) (Config, error) {
 	if strings.Trim(u.path, "/") != "" {
 		return Config{}, lock.Invalidf("redis+cluster URL has a path: a cluster has only database 0 (%s)", clusterForm)
 	}
+	tlsCfg, err := takeTLS(&u, "redis+cluster")
+	if err != nil {
+		return Config{}, err
+	}
 	for k := range u.query {
 		if k == "wait" {
 			return Config{}, lock.Invalidf("redis+cluster URL: wait= is not supported on a cluster (only on redis+sentinel://): distlock does not wait for a cluster's replicas")
 		}
-		return Config{}, lock.Invalidf("redis+cluster URL: unknown parameter %q (%s)", k, clusterForm)
+		return Config{}, lock.Invalidf("redis+cluster URL: unknown parameter %q (known: "+tlsParams+"; %s)", k, clusterForm)
 	}
-	return Config{Cluster: &goredis.ClusterOptions{Addrs: u.hosts, Username: u.user, Password: u.pass},
+	return Config{Cluster: &goredis.ClusterOptions{Addrs: u.hosts, Username: u.user, Password: u.pass, TLSConfig: tlsCfg},
 		Password: u.pass, Topology: Cluster, addr: "redis cluster at " + strings.Join(u.hosts, ",")}, nil
 }
 
 // multiHost is a URL whose authority lists several host:port.
 type multiHost struct {
+	scheme     string // as written
+	tls        bool   // a TLS scheme (tls.go)
 	user, pass string
 	hosts      []string
 	path       string
@@ -137,9 +147,11 @@ type multiHost struct {
 func parseMultiHost(raw, scheme, form string) (multiHost, error) {
 	var u multiHost
 	s, rest, ok := strings.Cut(raw, "://")
-	if !ok || !strings.EqualFold(s, scheme) {
+	plain, secure := plainScheme(s)
+	if !ok || plain != scheme {
 		return u, lock.Invalidf("%s URL is malformed: expected %s", scheme, form)
 	}
+	u.scheme, u.tls = s, secure
 	authority, tail := rest, ""
 	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
 		authority, tail = rest[:i], rest[i:]

@@ -61,7 +61,7 @@ func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, e
 	if err != nil || len(es) == 0 {
 		return lock.Holder{}, false, err
 	}
-	return holderOf(key, es[0], ds[0], time.Now()), true, nil
+	return withSlot(holderOf(key, es[0], ds[0], time.Now()), ds[0]), true, nil
 }
 
 // List walks <prefix>'s children: one row per held key.

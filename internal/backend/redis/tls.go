@@ -1,0 +1,93 @@
+package redis
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// TLS for the multi-host URLs (redis+sentinel://, redis+cluster://,
+// redlock://), as rediss:// is for one server: a TLS scheme
+// (rediss+sentinel://, rediss+cluster://, redlocks://) or tls=true turns it
+// on, and these parameters tune it:
+//
+//	tls=true|false             TLS to every node (and sentinel)
+//	tls_ca=FILE                PEM CA bundle to verify the servers (default: the system's)
+//	tls_server_name=NAME       the name to verify instead of each node's host
+//	tls_insecure_skip_verify=true   do not verify the servers (testing only)
+//
+// Each node's certificate is verified against its own host unless
+// tls_server_name is set (crypto/tls infers it from the address dialed).
+
+// tlsSchemes maps each TLS scheme to its plain twin.
+var tlsSchemes = map[string]string{
+	"rediss+sentinel": "redis+sentinel",
+	"rediss+cluster":  "redis+cluster",
+	"redlocks":        "redlock",
+}
+
+// tlsParams lists the query parameters takeTLS knows, for messages.
+const tlsParams = "tls, tls_ca, tls_server_name, tls_insecure_skip_verify"
+
+// plainScheme is scheme without TLS, and whether it was a TLS scheme.
+func plainScheme(scheme string) (string, bool) {
+	s := strings.ToLower(scheme)
+	if plain, ok := tlsSchemes[s]; ok {
+		return plain, true
+	}
+	return s, false
+}
+
+// takeTLS removes the TLS parameters from u.query and returns the TLS
+// configuration they and u's scheme ask for; nil means plain TCP.
+func takeTLS(u *multiHost, scheme string) (*tls.Config, error) {
+	on := u.tls
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	tuned := false
+	for k, vs := range u.query {
+		v := vs[len(vs)-1]
+		switch k {
+		case "tls":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, lock.Invalidf("%s URL: tls=%q is not true or false", scheme, v)
+			}
+			if !b && u.tls {
+				return nil, lock.Invalidf("%s URL: tls=false contradicts the TLS scheme %s://", scheme, u.scheme)
+			}
+			on = b
+		case "tls_ca":
+			pem, err := os.ReadFile(v)
+			if err != nil {
+				return nil, lock.Invalidf("%s URL: cannot read tls_ca: %v", scheme, err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, lock.Invalidf("%s URL: tls_ca %s holds no PEM certificate", scheme, v)
+			}
+			cfg.RootCAs, tuned = pool, true
+		case "tls_server_name":
+			cfg.ServerName, tuned = v, true
+		case "tls_insecure_skip_verify":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, lock.Invalidf("%s URL: tls_insecure_skip_verify=%q is not true or false", scheme, v)
+			}
+			cfg.InsecureSkipVerify, tuned = b, true
+		default:
+			continue
+		}
+		delete(u.query, k)
+	}
+	if tuned && !on {
+		return nil, lock.Invalidf("%s URL: TLS parameters without TLS: add tls=true or use the TLS scheme (rediss+sentinel://, rediss+cluster://, redlocks://)", scheme)
+	}
+	if !on {
+		return nil, nil
+	}
+	return cfg, nil
+}
