@@ -243,7 +243,8 @@ func (c *contender) lastHolder() lock.Holder {
 }
 
 // takeOver makes us the holder: for a semaphore, claim a free slot; then
-// stamp the acquisition time on our node with a write, which also proves,
+// stamp the acquisition time and the token on our node with a write (in
+// one multi with the key's token counter, token.go), which also proves,
 // through the leader, that our node (so our session) was alive after the
 // moment it was sent: the lease's validity counts from that moment.
 func (c *contender) takeOver(ctx context.Context, line []entry) (lock.Lease, error) {
@@ -262,11 +263,8 @@ func (c *contender) takeOver(ctx context.Context, line []entry) (lock.Lease, err
 	}
 	rec := c.rec
 	rec.AcquiredAt = time.Now()
-	granted := time.Now()
-	st, err := call(ctx, func() (*zk.Stat, error) {
-		return c.s.conn.Set(c.dir+"/"+c.node, rec.encode(), -1)
-	})
-	if errors.Is(err, zk.ErrNoNode) {
+	token, rec, granted, lost, err := c.b.grantToken(ctx, c.s, c.req.Key, c.dir+"/"+c.node, rec)
+	if lost {
 		// We lost our place (our session expired): give the slot back.
 		if slot >= 0 {
 			_ = do(ctx, func() error { return c.s.conn.Delete(c.dir+"/"+slotName(slot), -1) })
@@ -280,7 +278,7 @@ func (c *contender) takeOver(ctx context.Context, line []entry) (lock.Lease, err
 	c.rec = rec
 	l := &Lease{
 		b: c.b, s: c.s, key: c.req.Key, dir: c.dir, node: c.node, nonce: c.nonce,
-		token: uint64(st.Czxid), granted: granted, rec: rec, limit: c.limit, slot: slot,
+		token: token, granted: granted, rec: rec, limit: c.limit, slot: slot,
 		alerts: make(chan struct{}, 1),
 	}
 	l.watchOwn()
