@@ -221,10 +221,16 @@ func (c *queueContender) Try(ctx context.Context) (lock.Lease, error) {
 }
 
 // busy describes the holder kv (asking etcd for its time left only when
-// the holder's key changed) and returns the busy answer.
+// the holder's key changed) and returns the busy answer. A first in line
+// that has no token yet is a waiter taking over from the holder that just
+// left: until it has taken the lock, the last holder shown stays.
 func (c *queueContender) busy(ctx context.Context, kv *mvccpb.KeyValue) error {
 	if c.shown == nil || c.shown.CreateRevision != kv.CreateRevision || c.shown.ModRevision != kv.ModRevision {
-		c.shown, c.holder = kv, c.b.holderOf(ctx, c.req.Key, kv)
+		h := c.b.holderOf(ctx, c.req.Key, kv)
+		if h.Token == 0 && c.shown != nil {
+			return &lock.BusyError{Holder: c.holder}
+		}
+		c.shown, c.holder = kv, h
 	}
 	return &lock.BusyError{Holder: c.holder}
 }
