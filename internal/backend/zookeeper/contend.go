@@ -95,6 +95,9 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 				return nil, err
 			}
 		}
+		// The key's token counter is read alongside the line (one round
+		// trip for both): if we hold, the grant needs it (token.go).
+		counter := c.b.prefetchCounter(ctx, c.s, c.req.Key)
 		names, cv, err := c.b.childrenV(ctx, c.s, c.dir)
 		if err != nil {
 			return nil, c.b.opError("read the line of "+c.req.Key, err)
@@ -141,7 +144,7 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 			c.holdLeft = left
 		}
 		if mine < c.limit {
-			return c.takeOver(ctx, line)
+			return c.takeOver(ctx, line, counter)
 		}
 		c.ahead = line[mine-1].node()
 		return nil, c.busy(ctx, line[0])
@@ -229,8 +232,12 @@ func (c *contender) busy(ctx context.Context, head entry) error {
 		return c.b.opError("read the holder of "+c.req.Key, err)
 	}
 	if ok && (name != c.shown || d.stat.Version != c.shownV) {
-		c.shown, c.shownV = name, d.stat.Version
-		c.holder = holderOf(c.req.Key, head, d, time.Now())
+		// A first in line with no token yet is a waiter taking over from
+		// the holder that just left: until it has the lock, the last
+		// holder shown stays.
+		if h := holderOf(c.req.Key, head, d, time.Now()); h.Token != 0 || c.shown == "" {
+			c.shown, c.shownV, c.holder = name, d.stat.Version, h
+		}
 	}
 	return &lock.BusyError{Holder: c.lastHolder()}
 }
@@ -247,7 +254,7 @@ func (c *contender) lastHolder() lock.Holder {
 // one multi with the key's token counter, token.go), which also proves,
 // through the leader, that our node (so our session) was alive after the
 // moment it was sent: the lease's validity counts from that moment.
-func (c *contender) takeOver(ctx context.Context, line []entry) (lock.Lease, error) {
+func (c *contender) takeOver(ctx context.Context, line []entry, counter <-chan counterRead) (lock.Lease, error) {
 	slot := -1
 	if c.limit > 1 {
 		var err error
@@ -263,7 +270,7 @@ func (c *contender) takeOver(ctx context.Context, line []entry) (lock.Lease, err
 	}
 	rec := c.rec
 	rec.AcquiredAt = time.Now()
-	token, rec, granted, lost, err := c.b.grantToken(ctx, c.s, c.req.Key, c.dir+"/"+c.node, rec)
+	token, rec, granted, lost, err := c.b.grantToken(ctx, c.s, c.req.Key, c.dir+"/"+c.node, rec, counter)
 	if lost {
 		// We lost our place (our session expired): give the slot back.
 		if slot >= 0 {

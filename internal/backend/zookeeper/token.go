@@ -53,15 +53,43 @@ func (b *Backend) readCounter(ctx context.Context, s *session, key string) (last
 	return last, d.stat.Version, true, nil
 }
 
+// counterRead is one read of a key's counter (readCounter).
+type counterRead struct {
+	last    uint64
+	version int32
+	exists  bool
+	err     error
+}
+
+// prefetchCounter reads key's counter on its own goroutine, so that the
+// read goes out with the contender's read of the line.
+func (b *Backend) prefetchCounter(ctx context.Context, s *session, key string) <-chan counterRead {
+	ch := make(chan counterRead, 1)
+	go func() {
+		var r counterRead
+		r.last, r.version, r.exists, r.err = b.readCounter(ctx, s, key)
+		ch <- r
+	}()
+	return ch
+}
+
 // grantToken hands out the next token of key to the contender whose lock
 // node is at path, writing rec (given the token) to that node in the same
-// multi that raises the counter. granted is the monotonic time taken just
-// before the multi was sent (the write proves our session was alive
-// then). lost: our node is gone.
-func (b *Backend) grantToken(ctx context.Context, s *session, key, path string, rec record) (tok uint64, out record, granted time.Time, lost bool, err error) {
+// multi that raises the counter. first, when not nil, is a read of the
+// counter already under way (prefetchCounter); later attempts read it
+// again. granted is the monotonic time taken just before the multi was
+// sent (the write proves our session was alive then). lost: our node is
+// gone.
+func (b *Backend) grantToken(ctx context.Context, s *session, key, path string, rec record, first <-chan counterRead) (tok uint64, out record, granted time.Time, lost bool, err error) {
 	tp := b.tokenPath(key)
 	for attempt := 0; ; attempt++ {
-		last, version, exists, err := b.readCounter(ctx, s, key)
+		var r counterRead
+		if attempt == 0 && first != nil {
+			r = <-first
+		} else {
+			r.last, r.version, r.exists, r.err = b.readCounter(ctx, s, key)
+		}
+		last, version, exists, err := r.last, r.version, r.exists, r.err
 		if err != nil {
 			return 0, rec, granted, false, err
 		}
