@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -40,6 +41,7 @@ func allCommands() map[string]func(ts *testscript.TestScript, neg bool, args []s
 		"sentinel":       cmdSentinel,       // commands_topology_test.go
 		"clustermasters": cmdClusterMasters, // commands_topology_test.go
 		"redlocknode":    cmdRedlockNode,    // commands_topology_test.go
+		"wipe":           cmdWipe,           // commands_wipe_test.go
 		// what the engine says
 		"tokensrise":       cmdTokensRise,
 		"deadbeforeexpiry": cmdDeadBeforeExpiry,
@@ -294,8 +296,8 @@ func directEtcd(ts *testscript.TestScript) *clientv3.Client {
 	return h.etcd
 }
 
-// etcdHolder reads KEY's holder on etcd directly: its token (the create
-// revision of its key) and its lease.
+// etcdHolder reads KEY's holder on etcd directly: its token (from its
+// record) and its lease.
 func etcdHolder(c *clientv3.Client, key string) (uint64, clientv3.LeaseID, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -306,7 +308,15 @@ func etcdHolder(c *clientv3.Client, key string) (uint64, clientv3.LeaseID, error
 	if len(resp.Kvs) == 0 {
 		return 0, 0, fmt.Errorf("%s is free", key)
 	}
-	return uint64(resp.Kvs[0].CreateRevision), clientv3.LeaseID(resp.Kvs[0].Lease), nil
+	// The token is in the holder's record (not its create revision, the
+	// queue's order: internal/backend/etcd/token.go).
+	var rec struct {
+		Token uint64 `json:"token"`
+	}
+	if err := json.Unmarshal(resp.Kvs[0].Value, &rec); err != nil {
+		return 0, 0, fmt.Errorf("the holder's record of %s: %w", key, err)
+	}
+	return rec.Token, clientv3.LeaseID(resp.Kvs[0].Lease), nil
 }
 
 // etcdLeaseLive is the strict check on etcd, where a holder's key outlives

@@ -21,7 +21,8 @@ type entry struct {
 	qp      string // queue prefix
 	etcdKey string // our contender key
 	id      clientv3.LeaseID
-	rev     int64 // create revision of etcdKey: the fencing token
+	rev     int64  // create revision of etcdKey: its place in the queue
+	token   uint64 // the fencing token, once held (token.go)
 	rec     record
 	// slot is set when etcdKey is a semaphore slot: its value then also
 	// carries the limit and the slot (slotRecord).
@@ -55,15 +56,18 @@ func checkRequest(req lock.Request) error {
 	return nil
 }
 
-// enqueue grants a lease and puts our contender key with it, reading the
-// queue's first contender in the same transaction. granted is the
-// monotonic time taken just before the grant was sent.
-func (b *Backend) enqueue(ctx context.Context, req lock.Request) (e *entry, first *mvccpb.KeyValue, granted time.Time, err error) {
+// enqueue grants a lease and puts our contender key with it: when the
+// queue is empty, as its holder with a token (in the one transaction that
+// checks the queue is empty, grantOp); otherwise at the back, reading the
+// queue's first contender and the token counter. granted is the monotonic
+// time taken just before the grant was sent. held says we are the holder;
+// else first is the holder (or the first in line) and last the counter.
+func (b *Backend) enqueue(ctx context.Context, req lock.Request) (e *entry, held bool, first *mvccpb.KeyValue, last uint64, granted time.Time, err error) {
 	qp := b.queuePrefix(req.Key)
 	granted = time.Now()
 	g, err := b.cli.Grant(ctx, leaseSeconds(req.TTL))
 	if err != nil {
-		return nil, nil, granted, b.opError("grant a lease for "+req.Key, err)
+		return nil, false, nil, 0, granted, b.opError("grant a lease for "+req.Key, err)
 	}
 	e = &entry{
 		key:     req.Key,
@@ -72,29 +76,53 @@ func (b *Backend) enqueue(ctx context.Context, req lock.Request) (e *entry, firs
 		id:      g.ID,
 		rec:     newRecord(req, time.Now()),
 	}
-	resp, err := b.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", 0)).
-		Then(
-			clientv3.OpPut(e.etcdKey, e.rec.encode(), clientv3.WithLease(e.id)),
-			clientv3.OpGet(qp, clientv3.WithFirstCreate()...),
-		).
-		Commit()
-	if err != nil {
+	fail := func(err error) (*entry, bool, *mvccpb.KeyValue, uint64, time.Time, error) {
 		// The put may have been applied: revoking the lease removes it.
 		b.cleanup(ctx, e)
-		return nil, nil, granted, b.opError("join the queue of "+req.Key, err)
+		return nil, false, nil, 0, granted, b.opError("join the queue of "+req.Key, err)
 	}
-	if !resp.Succeeded {
-		b.cleanup(ctx, e) // a fresh lease's key cannot exist; be safe anyway
-		return nil, nil, granted, b.opError("join the queue of "+req.Key, fmt.Errorf("key %s already exists", e.etcdKey))
+	for attempt := 0; ; attempt++ {
+		t := nextToken(last)
+		held := e.rec
+		held.Token = t
+		resp, err := b.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(qp).WithPrefix(), "=", 0)). // nobody in the queue
+			Then(b.grantOp(req.Key, t, clientv3.OpPut(e.etcdKey, held.encode(), clientv3.WithLease(e.id)))).
+			Else(
+				clientv3.OpPut(e.etcdKey, e.rec.encode(), clientv3.WithLease(e.id)),
+				clientv3.OpGet(qp, clientv3.WithFirstCreate()...),
+				clientv3.OpGet(b.tokenKey(req.Key)),
+			).
+			Commit()
+		if err != nil {
+			return fail(err)
+		}
+		if resp.Succeeded {
+			ok, counter, err := grantResult(req.Key, resp.Responses[0])
+			if err != nil {
+				return fail(err)
+			}
+			if ok {
+				e.rev, e.token, e.rec = resp.Header.Revision, t, held
+				return e, true, nil, 0, granted, nil
+			}
+			// Our clock is behind the last token: offer the counter + 1.
+			last = counter
+			if attempt+1 >= grantAttempts {
+				return fail(fmt.Errorf("the token counter of %s kept moving", req.Key))
+			}
+			continue
+		}
+		e.rev = resp.Header.Revision
+		kvs := resp.Responses[1].GetResponseRange().Kvs
+		if len(kvs) == 0 { // cannot happen: our own key is in the range
+			return fail(errors.New("own key not found in the queue"))
+		}
+		if last, err = counterOf(req.Key, resp.Responses[2]); err != nil {
+			return fail(err)
+		}
+		return e, false, kvs[0], last, granted, nil
 	}
-	e.rev = resp.Header.Revision
-	kvs := resp.Responses[1].GetResponseRange().Kvs
-	if len(kvs) == 0 { // cannot happen: our own key is in the range
-		b.cleanup(ctx, e)
-		return nil, nil, granted, b.opError("join the queue of "+req.Key, errors.New("own key not found in the queue"))
-	}
-	return e, kvs[0], granted, nil
 }
 
 // cleanup leaves the queue: revoking our lease deletes our key with it, in
@@ -139,6 +167,7 @@ type queueContender struct {
 	e       *entry           // our place; nil before the first Try or once lost
 	ahead   *mvccpb.KeyValue // the contender just ahead, at the last read
 	readRev int64            // the revision of the last read
+	last    uint64           // the token counter at the last read (token.go)
 
 	shown  *mvccpb.KeyValue // the holder's key as last described
 	holder lock.Holder
@@ -161,12 +190,12 @@ func (c *queueContender) Try(ctx context.Context) (lock.Lease, error) {
 		c.e = nil
 	}
 	if c.e == nil {
-		e, first, granted, err := c.b.enqueue(ctx, c.req)
+		e, held, first, last, granted, err := c.b.enqueue(ctx, c.req)
 		if err != nil {
 			return nil, err
 		}
-		c.e, c.ahead, c.readRev = e, nil, 0
-		if first.CreateRevision == e.rev {
+		c.e, c.ahead, c.readRev, c.last = e, nil, 0, last
+		if held {
 			return c.b.newLease(e, granted), nil
 		}
 		return nil, c.busy(ctx, first)
@@ -194,7 +223,9 @@ func (c *queueContender) Try(ctx context.Context) (lock.Lease, error) {
 }
 
 // busy describes the holder kv (asking etcd for its time left only when
-// the holder's key changed) and returns the busy answer.
+// the holder's key changed) and returns the busy answer. A first in line
+// that has no token yet is a waiter taking over from the holder that just
+// left: until it has taken the lock, the last holder shown stays.
 func (c *queueContender) busy(ctx context.Context, kv *mvccpb.KeyValue) error {
 	// A slot holder ahead: the key is a semaphore, and every holder of a
 	// key must use the same --limit (as every engine says).
@@ -205,7 +236,11 @@ func (c *queueContender) busy(ctx context.Context, kv *mvccpb.KeyValue) error {
 		}
 	}
 	if c.shown == nil || c.shown.CreateRevision != kv.CreateRevision || c.shown.ModRevision != kv.ModRevision {
-		c.shown, c.holder = kv, c.b.holderOf(ctx, c.req.Key, kv)
+		h := c.b.holderOf(ctx, c.req.Key, kv)
+		if h.Token == 0 && c.shown != nil {
+			return &lock.BusyError{Holder: c.holder}
+		}
+		c.shown, c.holder = kv, h
 	}
 	return &lock.BusyError{Holder: c.holder}
 }
@@ -330,14 +365,15 @@ func (b *Backend) keepAlive(ctx context.Context, id clientv3.LeaseID, ttl time.D
 }
 
 // takeIfFirst asks, in one transaction, whether anyone is still ahead of
-// us and, if nobody is, takes the lock: it stamps the acquisition time on
-// our key (the compare on its create revision makes sure it is still
-// ours). A keep-alive of our lease goes out at the same time, so that the
-// lease's validity counts from just before both were sent: one round trip
-// where a read, a keep-alive and a write took three. Its answers: the
-// lease (l); or the contender just ahead and the queue's first (ahead,
-// first: busy); or errLostPlace (our lease expired or our key was deleted
-// while we waited); or a transient error.
+// us and, if nobody is, takes the lock: it stamps the acquisition time and
+// the token on our key (the compare on its create revision makes sure it
+// is still ours) and raises the token counter (grantOp). A keep-alive of
+// our lease goes out at the same time, so that the lease's validity counts
+// from just before both were sent: one round trip where a read, a
+// keep-alive and a write took three. Its answers: the lease (l); or the
+// contender just ahead and the queue's first (ahead, first: busy); or
+// errLostPlace (our lease expired or our key was deleted while we waited);
+// or a transient error.
 //
 // Waiters are woken only by the deletion of the contender just ahead, so
 // at a handover one waiter asks, not all of them; the progress line asks
@@ -350,21 +386,44 @@ func (c *queueContender) takeIfFirst(ctx context.Context) (l *Lease, ahead, firs
 		_, err := b.cli.KeepAliveOnce(ctx, e.id)
 		kaDone <- err
 	}()
-	rec := e.rec
-	rec.AcquiredAt = time.Now()
-	resp, err := b.cli.Txn(ctx).
-		If(
-			// every key of the queue was created at or after ours
-			clientv3.Compare(clientv3.CreateRevision(e.qp), ">", e.rev-1).WithPrefix(),
-			clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", e.rev),
-		).
-		Then(clientv3.OpPut(e.etcdKey, rec.encode(), clientv3.WithLease(e.id))).
-		Else(
-			clientv3.OpGet(e.qp, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(e.rev-1))...),
-			clientv3.OpGet(e.qp, clientv3.WithFirstCreate()...),
-			clientv3.OpGet(e.etcdKey, clientv3.WithKeysOnly()),
-		).
-		Commit()
+	var resp *clientv3.TxnResponse
+	var rec record
+	for attempt := 0; ; attempt++ {
+		t := nextToken(c.last)
+		rec = e.rec
+		rec.AcquiredAt, rec.Token = time.Now(), t
+		resp, err = b.cli.Txn(ctx).
+			If(
+				// every key of the queue was created at or after ours
+				clientv3.Compare(clientv3.CreateRevision(e.qp), ">", e.rev-1).WithPrefix(),
+				clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", e.rev),
+			).
+			Then(b.grantOp(e.key, t, clientv3.OpPut(e.etcdKey, rec.encode(), clientv3.WithLease(e.id)))).
+			Else(
+				clientv3.OpGet(e.qp, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(e.rev-1))...),
+				clientv3.OpGet(e.qp, clientv3.WithFirstCreate()...),
+				clientv3.OpGet(e.etcdKey, clientv3.WithKeysOnly()),
+				clientv3.OpGet(b.tokenKey(e.key)),
+			).
+			Commit()
+		if err != nil || !resp.Succeeded {
+			break
+		}
+		ok, counter, gerr := grantResult(e.key, resp.Responses[0])
+		if gerr != nil {
+			err = gerr
+			break
+		}
+		if ok {
+			break
+		}
+		// Our clock is behind the last token: offer the counter + 1.
+		c.last = counter
+		if attempt+1 >= grantAttempts {
+			err = fmt.Errorf("the token counter of %s kept moving", e.key)
+			break
+		}
+	}
 	kaErr := <-kaDone
 	if errors.Is(kaErr, rpctypes.ErrLeaseNotFound) || errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		return nil, nil, nil, errLostPlace
@@ -377,6 +436,11 @@ func (c *queueContender) takeIfFirst(ctx context.Context) (l *Lease, ahead, firs
 		if mine := resp.Responses[2].GetResponseRange().Kvs; len(mine) == 0 || mine[0].CreateRevision != e.rev {
 			return nil, nil, nil, errLostPlace // our key was deleted
 		}
+		last, err := counterOf(e.key, resp.Responses[3])
+		if err != nil {
+			return nil, nil, nil, b.opError("wait for "+c.req.Key, err)
+		}
+		c.last = last
 		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 			ahead = kvs[0]
 		}
@@ -392,9 +456,10 @@ func (c *queueContender) takeIfFirst(ctx context.Context) (l *Lease, ahead, firs
 	}
 	if kaErr != nil {
 		// The lock is ours, but the lease's validity is not known: the
-		// next Try asks again (the same transaction succeeds again).
+		// next Try asks again (the same transaction succeeds again, with
+		// a new token).
 		return nil, nil, nil, b.opError("renew the lease for "+e.key, kaErr)
 	}
-	e.rec = rec
+	e.rec, e.token = rec, rec.Token
 	return b.newLease(e, granted), nil, nil, nil
 }

@@ -8,10 +8,11 @@
 //
 //	<prefix>/<url.PathEscape(KEY)>/<lease ID in hex>
 //
-// The holder is the contender whose key has the lowest create revision; that
-// create revision is the fencing token (etcd revisions only rise, across
-// leader changes too, so tokens strictly rise per KEY). The value is the
-// holder's metadata as JSON (see record).
+// The holder is the contender whose key has the lowest create revision
+// (etcd revisions only rise, across leader changes too: the queue's
+// order). The value is the holder's metadata as JSON (see record), with
+// its fencing token, which is not the revision: revisions start again
+// when etcd loses its data, tokens must not (token.go).
 //
 // KEY is escaped with url.PathEscape, which encodes '/' (and '%') so that the
 // escaped key never holds a '/': "<prefix>/a/" is never a prefix of the keys
@@ -332,6 +333,9 @@ type record struct {
 	// Hold is set once no process renews the lease (lock.HoldMinHold,
 	// lock.HoldHandle): the key then lives on a lease of its own.
 	Hold string `json:"hold,omitempty"`
+	// Token is the fencing token, set when the contender became holder
+	// (token.go); 0 while it waits.
+	Token uint64 `json:"token,omitempty"`
 }
 
 func newRecord(req lock.Request, now time.Time) record {
@@ -366,9 +370,10 @@ func leaseSeconds(ttl time.Duration) int64 {
 // holderOf describes the contender kv (of key). It asks the server how long
 // its lease has left; when that fails ExpiresIn is -1 (unknown).
 func (b *Backend) holderOf(ctx context.Context, key string, kv *mvccpb.KeyValue) lock.Holder {
-	h := lock.Holder{Key: key, Token: uint64(kv.CreateRevision), ExpiresIn: -1}
+	h := lock.Holder{Key: key, ExpiresIn: -1}
 	var r slotRecord // a mutex contender's record has no limit nor slot
 	if err := json.Unmarshal(kv.Value, &r); err == nil {
+		h.Token = r.Token
 		h.Owner = r.Owner
 		h.Meta = lock.Meta{Host: r.Host, PID: r.PID, User: r.User, Command: r.Command, Note: r.Note}
 		h.AcquiredAt = r.AcquiredAt
@@ -413,7 +418,8 @@ func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, e
 
 // Break deletes the holder's key (not its lease: the holder's next Renew
 // finds its key gone and reports lock.ErrNotHeld). With token != 0 it is a
-// compare-and-delete on the holder's create revision. The next waiter in
+// compare-and-delete: only the holder with that token (its record's), by
+// its create revision. The next waiter in
 // the queue, if any, becomes holder.
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
 	if h, handled, err := b.breakSlots(ctx, key, token); handled {
@@ -430,9 +436,11 @@ func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Hol
 		}
 		kv := resp.Kvs[0]
 		h := b.holderOf(ctx, key, kv)
-		if token != 0 && uint64(kv.CreateRevision) != token {
+		if token != 0 && h.Token != token {
 			return h, &lock.BusyError{Holder: h}
 		}
+		// The create revision names this holder: its token is set once,
+		// when it became holder, and never changes after.
 		k := string(kv.Key)
 		tresp, err := b.cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(k), "=", kv.CreateRevision)).

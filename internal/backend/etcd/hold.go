@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -93,26 +94,31 @@ func (b *Backend) revoke(ctx context.Context, id clientv3.LeaseID) {
 
 // Handle implements lock.Lease.
 func (l *Lease) Handle() lock.Handle {
-	return lock.Handle{Key: l.e.key, Owner: l.e.rec.Owner, Token: uint64(l.e.rev), TTLms: l.e.rec.TTLms, LeaseID: int64(l.e.id)}
+	return lock.Handle{Key: l.e.key, Owner: l.e.rec.Owner, Token: l.e.token, TTLms: l.e.rec.TTLms, LeaseID: int64(l.e.id)}
 }
 
 // Resume implements lock.Backend: the key's queue must still hold a
-// contender with h's create revision and owner, at its head.
+// contender with h's owner and token: a mutex's at its head, or a slot.
 func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
 	granted := time.Now()
 	qp := b.queuePrefix(h.Key)
-	resp, err := b.cli.Get(ctx, qp, clientv3.WithFirstCreate()...)
+	resp, err := b.cli.Get(ctx, qp, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
 	if err != nil {
 		return nil, b.opError("look up "+h.Key, err)
 	}
-	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != int64(h.Token) {
-		return nil, fmt.Errorf("%s: %w", h.Key, lock.ErrNotHeld)
+	for i, kv := range resp.Kvs {
+		var sr slotRecord
+		if err := json.Unmarshal(kv.Value, &sr); err != nil || sr.Owner != h.Owner || sr.Token != h.Token {
+			continue
+		}
+		e := &entry{key: h.Key, qp: qp, etcdKey: string(kv.Key), id: clientv3.LeaseID(kv.Lease), rev: kv.CreateRevision, token: sr.Token, rec: sr.record}
+		if strings.HasPrefix(string(kv.Key), b.slotPrefix(h.Key)) {
+			e.slot = &sr
+			return &SlotLease{l: b.newLease(e, granted), slot: sr.Slot}, nil
+		}
+		if i == 0 {
+			return b.newLease(e, granted), nil
+		}
 	}
-	kv := resp.Kvs[0]
-	var rec record
-	if err := json.Unmarshal(kv.Value, &rec); err != nil || rec.Owner != h.Owner {
-		return nil, fmt.Errorf("%s: %w", h.Key, lock.ErrNotHeld)
-	}
-	e := &entry{key: h.Key, qp: qp, etcdKey: string(kv.Key), id: clientv3.LeaseID(kv.Lease), rev: kv.CreateRevision, rec: rec}
-	return b.newLease(e, granted), nil
+	return nil, fmt.Errorf("%s: %w", h.Key, lock.ErrNotHeld)
 }

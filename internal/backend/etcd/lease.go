@@ -23,7 +23,7 @@ type Lease struct {
 var _ lock.Lease = (*Lease)(nil)
 
 func (l *Lease) Key() string   { return l.e.key }
-func (l *Lease) Token() uint64 { return uint64(l.e.rev) }
+func (l *Lease) Token() uint64 { return l.e.token }
 func (l *Lease) Owner() string { return l.e.rec.Owner }
 
 // Alerts implements lock.Lease: etcd sends no news; renewals find out.

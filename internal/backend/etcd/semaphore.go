@@ -9,9 +9,10 @@ package etcd
 //	<prefix>/<url.PathEscape(KEY)>/slot/<i>
 //
 // inside KEY's queue prefix, next to where mutex contenders put their
-// "<lease ID in hex>" keys. Its value is the holder's record plus the limit
-// and the slot (slotRecord); its create revision is the fencing token, so
-// tokens rise strictly across every acquisition of KEY, mutex or slot.
+// "<lease ID in hex>" keys. Its value is the holder's record (with its
+// fencing token) plus the limit and the slot (slotRecord); a slot's token
+// comes from the key's one counter (token.go), so tokens rise strictly
+// across every acquisition of KEY, mutex or slot.
 //
 // An acquirer reads the whole queue prefix at revision R, refuses with a
 // *lock.LimitMismatchError when a mutex contender is there or a slot holder
@@ -84,11 +85,16 @@ func (b *Backend) semTake(ctx context.Context, req lock.Request, id clientv3.Lea
 		resp, err := b.cli.Txn(ctx).Then(
 			clientv3.OpGet(qp, clientv3.WithPrefix()),
 			clientv3.OpGet(wp, clientv3.WithFirstCreate()...),
+			clientv3.OpGet(b.tokenKey(req.Key)),
 		).Commit()
 		if err != nil {
 			return nil, 0, b.opError("read the slots of "+req.Key, err)
 		}
 		rev := resp.Header.Revision
+		last, err := counterOf(req.Key, resp.Responses[2])
+		if err != nil {
+			return nil, 0, b.opError("read the slots of "+req.Key, err)
+		}
 		sr, err := readSlots(req, qp, resp.Responses[0].GetResponseRange().Kvs)
 		if err != nil {
 			return nil, 0, err
@@ -98,21 +104,31 @@ func (b *Backend) semTake(ctx context.Context, req lock.Request, id clientv3.Lea
 			return nil, rev, &lock.BusyError{Holder: b.semBusyHolder(ctx, req.Key, sr.oldest, waiters)}
 		}
 		sk := b.slotPrefix(req.Key) + strconv.Itoa(sr.free)
+		tok := nextToken(last)
 		rec := slotRecord{record: newRecord(req, time.Now()), Limit: n, Slot: sr.free}
-		rec.QueuedAt = time.Time{}
+		rec.QueuedAt, rec.Token = time.Time{}, tok
 		tr, err := b.cli.Txn(ctx).
 			If(
 				clientv3.Compare(clientv3.ModRevision(qp).WithPrefix(), "<", rev+1),
 				clientv3.Compare(clientv3.CreateRevision(wp).WithPrefix(), "=", 0), // nobody in line
 			).
-			Then(clientv3.OpPut(sk, encodeJSON(rec), clientv3.WithLease(id))).
+			Then(b.grantOp(req.Key, tok, clientv3.OpPut(sk, encodeJSON(rec), clientv3.WithLease(id)))).
 			Commit()
 		if err != nil {
 			return nil, 0, b.opError("take a slot of "+req.Key, err)
 		}
 		if tr.Succeeded {
-			e := &entry{key: req.Key, qp: qp, etcdKey: sk, id: id, rev: tr.Header.Revision, rec: rec.record, slot: &rec}
-			return &SlotLease{l: b.newLease(e, granted), slot: sr.free}, 0, nil
+			ok, _, err := grantResult(req.Key, tr.Responses[0])
+			if err != nil {
+				return nil, 0, b.opError("take a slot of "+req.Key, err)
+			}
+			if ok {
+				e := &entry{key: req.Key, qp: qp, etcdKey: sk, id: id, rev: tr.Header.Revision, token: tok, rec: rec.record, slot: &rec}
+				return &SlotLease{l: b.newLease(e, granted), slot: sr.free}, 0, nil
+			}
+			// The counter is at or above our token (a clock behind the
+			// last token): read again at once, offering the counter + 1.
+			continue
 		}
 		// Someone changed the key's slots, queue or line since our read:
 		// read again, after a moment so that racing acquirers spread out.
@@ -191,8 +207,8 @@ func (b *Backend) semRevoke(ctx context.Context, id clientv3.LeaseID) {
 
 // breakSlots is Break's hook for semaphores; handled is false when no slot
 // of key is held (Break then goes on as for a mutex). With token != 0 it
-// deletes the slot with that token (compare-and-delete on its create
-// revision), or returns a *lock.BusyError naming the oldest holder when no
+// deletes the slot with that token (its record's; compare-and-delete on
+// the create revision of the slot key, whose token never changes), or returns a *lock.BusyError naming the oldest holder when no
 // slot has it. With token 0 it deletes every slot and returns the oldest
 // holder. Like the mutex's Break it deletes keys, not leases: each holder's
 // next Renew finds its key gone.
@@ -210,7 +226,8 @@ func (b *Backend) breakSlots(ctx context.Context, key string, token uint64) (loc
 		if token != 0 {
 			victims = nil
 			for _, kv := range resp.Kvs {
-				if uint64(kv.CreateRevision) == token {
+				var r record
+				if json.Unmarshal(kv.Value, &r) == nil && r.Token == token {
 					victims = append(victims, kv)
 				}
 			}

@@ -94,6 +94,7 @@ type semContender struct {
 	w       *entry           // our waiter key and lease; nil before the first Wait or once lost
 	ahead   *mvccpb.KeyValue // the waiter just ahead at the last read; nil: we are first
 	readRev int64            // the revision of the last read
+	last    uint64           // the token counter at the last read (token.go)
 	again   bool             // look again at once
 
 	shown  *mvccpb.KeyValue // the slot holder as last described
@@ -234,6 +235,7 @@ func (c *semContender) step(ctx context.Context) (lock.Lease, error) {
 		clientv3.OpGet(c.b.semWaitPrefix(c.req.Key), append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(c.w.rev-1))...),
 		clientv3.OpGet(qp, clientv3.WithPrefix()),
 		clientv3.OpGet(c.w.etcdKey, clientv3.WithKeysOnly()),
+		clientv3.OpGet(c.b.tokenKey(c.req.Key)),
 	).Commit()
 	if err != nil {
 		// A transient failure is the wait loop's to ride out; we keep our
@@ -241,6 +243,9 @@ func (c *semContender) step(ctx context.Context) (lock.Lease, error) {
 		return nil, c.b.opError("wait for "+c.req.Key, err)
 	}
 	c.readRev = resp.Header.Revision
+	if c.last, err = counterOf(c.req.Key, resp.Responses[3]); err != nil {
+		return nil, c.b.opError("wait for "+c.req.Key, err)
+	}
 	if own := resp.Responses[2].GetResponseRange().Kvs; len(own) == 0 || own[0].CreateRevision != c.w.rev {
 		c.dropPlace(ctx) // our key was deleted: join again at once
 		c.again = true
@@ -279,17 +284,18 @@ func (c *semContender) take(ctx context.Context, free int) (lock.Lease, error) {
 		return nil, b.opError("renew the lease for "+w.key, err)
 	}
 	sk := b.slotPrefix(w.key) + strconv.Itoa(free)
+	t := nextToken(c.last)
 	rec := slotRecord{record: w.rec, Limit: c.req.Limit, Slot: free}
-	rec.AcquiredAt, rec.QueuedAt = time.Now(), time.Time{}
+	rec.AcquiredAt, rec.QueuedAt, rec.Token = time.Now(), time.Time{}, t
 	tr, err := b.cli.Txn(ctx).
 		If(
 			clientv3.Compare(clientv3.ModRevision(w.qp).WithPrefix(), "<", c.readRev+1),
 			clientv3.Compare(clientv3.CreateRevision(w.etcdKey), "=", w.rev),
 		).
-		Then(
+		Then(b.grantOp(w.key, t,
 			clientv3.OpPut(sk, encodeJSON(rec), clientv3.WithLease(w.id)),
 			clientv3.OpDelete(w.etcdKey),
-		).
+		)).
 		Commit()
 	if err != nil {
 		// If it was applied, our waiter key is gone and the next step
@@ -300,7 +306,17 @@ func (c *semContender) take(ctx context.Context, free int) (lock.Lease, error) {
 		c.again = true // the slots changed since our read: look again
 		return nil, &lock.BusyError{Holder: c.holder}
 	}
-	e := &entry{key: w.key, qp: w.qp, etcdKey: sk, id: w.id, rev: tr.Header.Revision, rec: rec.record, slot: &rec}
+	ok, last, err := grantResult(w.key, tr.Responses[0])
+	if err != nil {
+		return nil, b.opError("take a slot of "+w.key, err)
+	}
+	if !ok {
+		// Our clock is behind the last token: again at once, offering
+		// the counter + 1.
+		c.last, c.again = last, true
+		return nil, &lock.BusyError{Holder: c.holder}
+	}
+	e := &entry{key: w.key, qp: w.qp, etcdKey: sk, id: w.id, rev: tr.Header.Revision, token: t, rec: rec.record, slot: &rec}
 	c.w = nil
 	return &SlotLease{l: b.newLease(e, granted), slot: free}, nil
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/distlock/distlock/internal/lock"
 )
 
 // tokenWidth is the fixed width of the counter file (20 digits and a
@@ -14,7 +16,8 @@ import (
 // never spans a sector: no truncate, no rename, one fsync.
 const tokenWidth = 21
 
-// nextToken reads the key's counter, computes max(counter+1, now in µs),
+// nextToken reads the key's counter, computes max(counter+1, now in µs)
+// (lock.NextToken, the rule of every engine),
 // and persists it (fsync'd) before returning, so tokens never go backwards
 // even if the counter file is lost and the clock is sane. Call it only
 // while holding the key's flock.
@@ -30,10 +33,7 @@ func nextToken(path string, now time.Time) (uint64, error) {
 		return 0, err
 	}
 	last, _ := strconv.ParseUint(strings.TrimSpace(string(buf[:n])), 10, 64)
-	tok := last + 1
-	if us := now.UnixMicro(); us > 0 {
-		tok = max(tok, uint64(us))
-	}
+	tok := lock.NextToken(last, lock.ClockMicros(now))
 	if _, err := f.WriteAt([]byte(fmt.Sprintf("%020d\n", tok)), 0); err != nil {
 		return 0, err
 	}

@@ -19,6 +19,9 @@
 -- (host, pid).
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 START TRANSACTION;
+-- the token: max(last + 1, the clock of the database in µs), the rule of
+-- every engine (lock.NextToken), with one counter for all keys, whose last
+-- value is at least the last token of this key
 UPDATE distlock_token
 SET value = LAST_INSERT_ID(GREATEST(value + 1, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS UNSIGNED)))
 WHERE id = 1;

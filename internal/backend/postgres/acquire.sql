@@ -1,6 +1,8 @@
 -- Take a free slot of $2 (a mutex: $5 = 1, slot 0), judging expiry by the
--- database's clock, with a fencing token from distlock_token in the same
--- statement. A slot is free when it has no row or its row has expired; a
+-- database's clock, with a fencing token in the same statement: max(the
+-- key's last token + 1, the database's clock in µs) (lock.NextToken, one
+-- rule for every engine), kept in distlock_key_token, so that tokens rise
+-- even after a point-in-time restore or a failover to a lagging replica. A slot is free when it has no row or its row has expired; a
 -- row of our own ($3) is ours again (our earlier attempt got through but
 -- its answer was lost). Nothing is granted while a live holder uses
 -- another limit.
@@ -37,11 +39,16 @@ WITH live AS (
                AND (SELECT count(*) FROM ahead) < $5::integer - (SELECT count(*) FROM live)))
     ORDER BY s
     LIMIT 1
+), tok AS (
+    INSERT INTO distlock_key_token AS t (prefix, lock_key, token)
+    SELECT $1, $2, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint FROM pick
+    ON CONFLICT (prefix, lock_key) DO UPDATE SET token = GREATEST(t.token + 1, EXCLUDED.token)
+    RETURNING t.token
 ), granted AS (
     INSERT INTO distlock_lease AS l
         (prefix, lock_key, slot, lock_limit, owner, token, acquired_at, expires_at, ttl_ms,
          hold, host, pid, username, command, note)
-    SELECT $1, $2, pick.slot, $5::integer, $3, nextval('distlock_token'), clock_timestamp(),
+    SELECT $1, $2, pick.slot, $5::integer, $3, (SELECT token FROM tok), clock_timestamp(),
            clock_timestamp() + $4::bigint * interval '1 millisecond', $4::bigint, '', $6, $7::integer, $8, $9, $10
     FROM pick
     ON CONFLICT (prefix, lock_key, slot) DO UPDATE

@@ -1,7 +1,8 @@
 // Package postgres is the PostgreSQL engine: a lease is a row of the table
 // distlock_lease (schema.sql, created on first use when missing) whose
 // expires_at is set and judged by the database's clock, never the
-// client's; the fencing token comes from the sequence distlock_token in
+// client's; the fencing token is max(the key's last token + 1, the
+// database's clock in µs) (lock.NextToken), kept in distlock_key_token by
 // the statement that grants; releases and breaks NOTIFY a channel per key
 // so that waiters wake at once, with jittered polling as the fallback.
 //
@@ -158,7 +159,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 
 // Guarantee implements lock.Backend.
 func (b *Backend) Guarantee() string {
-	return "PostgreSQL: exclusive while this database (its primary) lives and its clock runs true; leases expire by the database's clock, tokens come from a sequence"
+	return "PostgreSQL: exclusive while this database (its primary) lives and its clock runs true; leases expire by the database's clock, tokens follow it too"
 }
 
 // Close implements lock.Backend. It waits at most 200ms: pgx ends a
@@ -192,7 +193,7 @@ func (b *Backend) unavailable(err error) error {
 	case errors.As(err, &pgErr) && pgErr.Code == "3D000":
 		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s: %s: check the database in --backend", b.addr, pgErr.Message), Err: err}
 	case errors.As(err, &pgErr) && pgErr.Code == "42501":
-		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s: %s: create distlock_lease, distlock_waiter and distlock_token once as their owner (README, PostgreSQL), then grant distlock's user SELECT, INSERT, UPDATE, DELETE on the tables and USAGE on the sequence", b.addr, pgErr.Message), Err: err, Refused: true}
+		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s: %s: create distlock_lease, distlock_waiter, distlock_key_token and distlock_token once as their owner (README, PostgreSQL), then grant distlock's user SELECT, INSERT, UPDATE, DELETE on the tables and USAGE on the sequence", b.addr, pgErr.Message), Err: err, Refused: true}
 	case errors.As(err, &pgErr):
 		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s: %s (SQLSTATE %s)", b.addr, pgErr.Message, pgErr.Code), Err: err}
 	case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):

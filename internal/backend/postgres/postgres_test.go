@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -96,8 +97,8 @@ func TestUnreachableIsUnavailableQuickly(t *testing.T) {
 	}
 }
 
-// The schema is created on first use; tokens come from the sequence, start
-// at the database's clock in µs and rise across deletions.
+// The schema is created on first use; tokens start at the database's
+// clock in µs and rise across deletions.
 func TestSchemaOnFirstUseAndTokens(t *testing.T) {
 	p := startServer(t)
 	b := open(t, p.Addr(), "t")
@@ -122,9 +123,9 @@ func TestSchemaOnFirstUseAndTokens(t *testing.T) {
 	if _, err := b.Break(ctx(t), "k", 0); err != nil {
 		t.Fatal(err)
 	}
-	// A schema dropped and created again: tokens still rise (the new
-	// sequence starts at the clock).
-	if _, err := b.pool.Exec(ctx(t), "DROP TABLE distlock_lease; DROP SEQUENCE distlock_token", pgx.QueryExecModeSimpleProtocol); err != nil {
+	// A schema dropped and created again: tokens still rise (they follow
+	// the clock).
+	if _, err := b.pool.Exec(ctx(t), "DROP TABLE distlock_lease, distlock_key_token; DROP SEQUENCE distlock_token", pgx.QueryExecModeSimpleProtocol); err != nil {
 		t.Fatal(err)
 	}
 	l3, err := lock.TryOnce(ctx(t), b, request("k", "o3", 3*time.Second))
@@ -434,3 +435,52 @@ func TestAcquireWaits(t *testing.T) {
 		t.Fatal("the waiter did not get the lock within 10s of the release")
 	}
 }
+
+// A point-in-time restore (or a failover to an asynchronous replica) puts
+// the database back to an older state: here the sequence and the key's
+// last token are set back to what they were after the first grant. A
+// token already handed out must not be handed out again: the next token
+// is max(last + 1, the database's clock in µs), so it is still greater
+// than every earlier one. And a clock behind the last token still gives
+// last + 1 (lock.NextToken).
+func TestTokensRiseAfterRestoreToOlderState(t *testing.T) {
+	p := startServer(t)
+	b := open(t, p.Addr(), "t")
+	take := func(owner string) uint64 {
+		t.Helper()
+		l, err := lock.TryOnce(ctx(t), b, request("pitr", owner, 3*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx(t)); err != nil {
+			t.Fatal(err)
+		}
+		return l.Token()
+	}
+	t1 := take("o1")
+	t2 := take("o2")
+	// The restore: the state right after t1 was granted.
+	restore := `SELECT setval('distlock_token', $1::bigint);
+		DO $$ BEGIN
+			IF to_regclass('distlock_key_token') IS NOT NULL THEN
+				UPDATE distlock_key_token SET token = ` + "(SELECT last_value FROM distlock_token)" + ` WHERE lock_key = 'pitr';
+			END IF;
+		END $$`
+	if _, err := b.pool.Exec(ctx(t), strings.Replace(restore, "$1::bigint", strconvU(t1), 1), pgx.QueryExecModeSimpleProtocol); err != nil {
+		t.Fatal(err)
+	}
+	if t3 := take("o3"); t3 <= t2 {
+		t.Fatalf("after a restore to the state after token %d: token %d, not greater than %d already handed out", t1, t3, t2)
+	}
+	// The database's clock behind the last token (a counter far ahead):
+	// the next token is that counter + 1.
+	ahead := uint64(time.Now().Add(24 * time.Hour).UnixMicro())
+	if _, err := b.pool.Exec(ctx(t), "UPDATE distlock_key_token SET token = "+strconvU(ahead)+" WHERE lock_key = 'pitr'", pgx.QueryExecModeSimpleProtocol); err != nil {
+		t.Fatal(err)
+	}
+	if t4 := take("o4"); t4 != ahead+1 {
+		t.Fatalf("with the last token %d ahead of the clock: token %d, want %d", ahead, t4, ahead+1)
+	}
+}
+
+func strconvU(v uint64) string { return strconv.FormatUint(v, 10) }

@@ -1,14 +1,24 @@
 -- distlock's PostgreSQL schema, created on first use when missing (in the
 -- first schema of the connection's search_path). A DBA who would rather
 -- not give distlock's user CREATE can run this once; distlock's user then
--- needs SELECT, INSERT, UPDATE, DELETE on distlock_lease and USAGE on the
--- sequence distlock_token.
+-- needs SELECT, INSERT, UPDATE, DELETE on distlock_lease, distlock_waiter
+-- and distlock_key_token, and USAGE on the sequence distlock_token.
 
--- Fencing tokens: every grant takes the next value in the statement that
--- grants, so tokens rise across every key, even when rows are deleted. A
--- new sequence starts at the database's clock in microseconds since 1970
--- (as the Redis and file engines' tokens do), so that tokens still rise if
--- the schema is dropped and created again.
+-- Fencing tokens: the last token of each key. The statement that grants
+-- sets it to max(last + 1, the database's clock in microseconds since
+-- 1970) and hands that out (the rule of every engine: lock.NextToken), so
+-- tokens rise across releases (rows deleted), and still rise after a
+-- point-in-time restore, a failover to a lagging replica or the schema
+-- dropped and created again, as long as the database's clock is sane.
+CREATE TABLE IF NOT EXISTS distlock_key_token (
+    prefix   text   NOT NULL,
+    lock_key text   NOT NULL,
+    token    bigint NOT NULL,
+    PRIMARY KEY (prefix, lock_key)
+);
+
+-- The waiters' tickets (arrival order). A new sequence starts at the
+-- database's clock in microseconds.
 CREATE SEQUENCE IF NOT EXISTS distlock_token AS bigint;
 SELECT setval('distlock_token', (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)
 FROM distlock_token WHERE NOT is_called;

@@ -95,6 +95,9 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 				return nil, err
 			}
 		}
+		// The key's token counter is read alongside the line (one round
+		// trip for both): if we hold, the grant needs it (token.go).
+		counter := c.b.prefetchCounter(ctx, c.s, c.req.Key)
 		names, cv, err := c.b.childrenV(ctx, c.s, c.dir)
 		if err != nil {
 			return nil, c.b.opError("read the line of "+c.req.Key, err)
@@ -141,7 +144,7 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 			c.holdLeft = left
 		}
 		if mine < c.limit {
-			return c.takeOver(ctx, line)
+			return c.takeOver(ctx, line, counter)
 		}
 		c.ahead = line[mine-1].node()
 		return nil, c.busy(ctx, line[0])
@@ -229,8 +232,12 @@ func (c *contender) busy(ctx context.Context, head entry) error {
 		return c.b.opError("read the holder of "+c.req.Key, err)
 	}
 	if ok && (name != c.shown || d.stat.Version != c.shownV) {
-		c.shown, c.shownV = name, d.stat.Version
-		c.holder = holderOf(c.req.Key, head, d, time.Now())
+		// A first in line with no token yet is a waiter taking over from
+		// the holder that just left: until it has the lock, the last
+		// holder shown stays.
+		if h := holderOf(c.req.Key, head, d, time.Now()); h.Token != 0 || c.shown == "" {
+			c.shown, c.shownV, c.holder = name, d.stat.Version, h
+		}
 	}
 	return &lock.BusyError{Holder: c.lastHolder()}
 }
@@ -243,10 +250,11 @@ func (c *contender) lastHolder() lock.Holder {
 }
 
 // takeOver makes us the holder: for a semaphore, claim a free slot; then
-// stamp the acquisition time on our node with a write, which also proves,
+// stamp the acquisition time and the token on our node with a write (in
+// one multi with the key's token counter, token.go), which also proves,
 // through the leader, that our node (so our session) was alive after the
 // moment it was sent: the lease's validity counts from that moment.
-func (c *contender) takeOver(ctx context.Context, line []entry) (lock.Lease, error) {
+func (c *contender) takeOver(ctx context.Context, line []entry, counter <-chan counterRead) (lock.Lease, error) {
 	slot := -1
 	if c.limit > 1 {
 		var err error
@@ -262,11 +270,8 @@ func (c *contender) takeOver(ctx context.Context, line []entry) (lock.Lease, err
 	}
 	rec := c.rec
 	rec.AcquiredAt = time.Now()
-	granted := time.Now()
-	st, err := call(ctx, func() (*zk.Stat, error) {
-		return c.s.conn.Set(c.dir+"/"+c.node, rec.encode(), -1)
-	})
-	if errors.Is(err, zk.ErrNoNode) {
+	token, rec, granted, lost, err := c.b.grantToken(ctx, c.s, c.req.Key, c.dir+"/"+c.node, rec, counter)
+	if lost {
 		// We lost our place (our session expired): give the slot back.
 		if slot >= 0 {
 			_ = do(ctx, func() error { return c.s.conn.Delete(c.dir+"/"+slotName(slot), -1) })
@@ -280,7 +285,7 @@ func (c *contender) takeOver(ctx context.Context, line []entry) (lock.Lease, err
 	c.rec = rec
 	l := &Lease{
 		b: c.b, s: c.s, key: c.req.Key, dir: c.dir, node: c.node, nonce: c.nonce,
-		token: uint64(st.Czxid), granted: granted, rec: rec, limit: c.limit, slot: slot,
+		token: token, granted: granted, rec: rec, limit: c.limit, slot: slot,
 		alerts: make(chan struct{}, 1),
 	}
 	l.watchOwn()

@@ -72,6 +72,9 @@ func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 	}
 	var out []lock.Holder
 	for _, name := range names {
+		if strings.Contains(name, "#") {
+			continue // a key's token counter (token.go), not a key
+		}
 		key, err := url.PathUnescape(name)
 		if err != nil || !strings.HasPrefix(key, keyPrefix) || lock.ValidateKey(key) != nil {
 			continue

@@ -162,11 +162,11 @@ func holderOf(key string, e entry, d described, now time.Time) lock.Holder {
 		// A session's time left is the server's alone to know.
 		ExpiresIn: -1,
 	}
+	h.Token = d.rec.Token // 0 for a contender still waiting (token.go)
 	if e.lock != "" && d.rec.Hold == "" {
-		h.Token = uint64(d.stat.Czxid)
 		return h
 	}
-	h.Token, h.Hold = d.rec.Token, d.rec.Hold
+	h.Hold = d.rec.Hold
 	h.ExpiresIn = max(time.UnixMilli(holdExpiry(d)).Sub(now), 0)
 	return h
 }

@@ -8,6 +8,7 @@
 //	<chroot>/<prefix>/<escaped KEY>/lock-<limit>-<nonce>-<seq>       a contender (ephemeral, sequential)
 //	<chroot>/<prefix>/<escaped KEY>/hold-<limit>-<nonce>-<gen>-<seq> a held lock with no process (TTL node)
 //	<chroot>/<prefix>/<escaped KEY>/slot-<i>                         semaphore slot i of a running holder (ephemeral; data: nonce)
+//	<chroot>/<prefix>/<escaped KEY>#token                            the key's last fencing token (persistent; token.go)
 //
 // KEY is escaped with url.PathEscape (so it never holds a '/'); the key's
 // node is a container node, which the server removes once it is empty, and
@@ -35,9 +36,11 @@
 // version check of our node): the session was heard from after the moment
 // the request was sent, so validity counts from then, like every engine.
 //
-// The token is our lock node's czxid, the zxid of the transaction that
-// created it: zxids only rise, across leader elections too, and the holders
-// of a key hold in the order their nodes were created.
+// The holders of a key hold in the order their nodes were created (the
+// sequence numbers). The token is not a zxid, which starts again when
+// ZooKeeper loses its data: it is max(the key's last token + 1, the wall
+// clock in µs at the grant), kept in a counter node and written into the
+// holder's record (token.go).
 //
 // # Holds
 //
@@ -463,8 +466,10 @@ type record struct {
 	SessionMs int64 `json:"session_ms,omitempty"`
 	Limit     int   `json:"limit,omitempty"`
 	Slot      int   `json:"slot,omitempty"`
-	// Hold nodes: the hold mode, its length from the node's mtime, the
-	// token of the contender it replaced and the TTL the node was created with.
+	// Token: the fencing token, set when the contender became holder
+	// (token.go; 0 while it waits), and kept by its hold node.
+	// Hold nodes: the hold mode, its length from the node's mtime and
+	// the TTL the node was created with.
 	Hold    string `json:"hold,omitempty"`
 	HoldMs  int64  `json:"hold_ms,omitempty"`
 	Token   uint64 `json:"token,omitempty"`
