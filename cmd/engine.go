@@ -29,7 +29,7 @@ func (g *globalOptions) openEngine(ctx context.Context, doctor bool) (lock.Backe
 	// why they failed; the context is the backstop, a little later.
 	ctx, cancel := context.WithTimeout(ctx, g.ConnectTimeout+500*time.Millisecond)
 	defer cancel()
-	b, err := backend.Open(ctx, g.backendURL(), backend.Options{
+	b, err := g.dial(ctx, g.backendURL(), backend.Options{
 		Prefix: g.Prefix, ConnectTimeout: g.ConnectTimeout, Password: pw,
 		EtcdCACert: g.EtcdCACert, EtcdCert: g.EtcdCert, EtcdKey: g.EtcdKey,
 		Log: g.logger(), Doctor: doctor,

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"os"
@@ -31,6 +32,8 @@ type globalOptions struct {
 
 	stdout, stderr io.Writer
 	stdin          *os.File
+	// dial is backend.Open, or a test's (Factory).
+	dial func(ctx context.Context, url string, o backend.Options) (lock.Backend, error)
 }
 
 // addFlags defines the global flags on root, for every command.

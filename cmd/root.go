@@ -5,19 +5,18 @@ package cmd
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/distlock/distlock/internal/backend"
 	"github.com/distlock/distlock/internal/child"
 )
 
-// NewRootCommand builds the whole command tree. It holds no global state, so
-// tests and the docs generator can build as many trees as they need.
-func NewRootCommand(stdin *os.File, stdout, stderr io.Writer) *cobra.Command {
-	g := &globalOptions{stdin: stdin, stdout: stdout, stderr: stderr}
+// NewRootCommandWith builds the whole command tree on f (factory.go).
+func NewRootCommandWith(f Factory) *cobra.Command {
+	stdin, stdout, stderr := f.Stdin, f.Stdout, f.Stderr
+	g := &globalOptions{stdin: stdin, stdout: stdout, stderr: stderr, dial: f.OpenEngine}
 	root := &cobra.Command{
 		Use:   "distlock",
 		Short: "Run a command on at most one machine at a time",
@@ -100,9 +99,5 @@ func Execute(ctx context.Context) int {
 	if len(os.Args) > 1 && os.Args[1] == child.PinArg {
 		return child.PinMain()
 	}
-	code, msg := codeFor(execute(ctx, NewRootCommand(os.Stdin, os.Stdout, os.Stderr)))
-	if msg != "" {
-		fmt.Fprintln(os.Stderr, "distlock: "+msg)
-	}
-	return code
+	return Run(ctx, Factory{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, OpenEngine: backend.Open}, os.Args[1:])
 }
