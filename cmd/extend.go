@@ -52,6 +52,9 @@ func (o *extendOptions) run(ctx context.Context) error {
 		return lock.Invalidf("--ttl must be at least 1s, got %s", ttl)
 	}
 	b, l, err := o.g.resume(ctx, h)
+	if errors.Is(err, lock.ErrNotHeld) {
+		return staleHandle(h)
+	}
 	if err != nil {
 		return err
 	}
