@@ -15,6 +15,10 @@ import (
 
 var lookPath = exec.LookPath
 
+// repoDir is the checkout: go test runs a package's tests in its
+// directory, and this package is the module's root.
+var repoDir, _ = os.Getwd()
+
 // TestScripts runs the scenarios in testdata/script: those in common/ on
 // every engine, those in <kind>/ on the engines of that kind (file, redis,
 // etcd), those in network/ on every engine reached over the network. That
@@ -154,6 +158,9 @@ func params(e *engine, s suite) testscript.Params {
 			env.Values[stateKey{}] = st
 			env.Setenv("DISTLOCK_BACKEND", st.url)
 			env.Setenv("ENGINE", e.name)
+			// The checkout, for scenarios that run what the README and
+			// examples/ tell users to paste (read only).
+			env.Setenv("REPO", repoDir)
 			// Under -race every process sleeps 1s at exit by default; the
 			// scenarios exec distlock hundreds of times.
 			env.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))

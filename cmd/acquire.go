@@ -14,20 +14,30 @@ import (
 type acquireOptions struct {
 	g *globalOptions
 	lockFlags
+	Output string
 }
 
 func newAcquireCommand(g *globalOptions) *cobra.Command {
 	o := &acquireOptions{g: g}
 	c := &cobra.Command{
-		Use:   "acquire --key KEY [--ttl D] [--wait D]",
+		Use:   "acquire --key KEY [--ttl D] [--wait D] [-o shell|env|json]",
 		Short: "Take a lock and keep it after exiting, for use across CI steps",
 		Long: `Take the lock on KEY and leave it held for --ttl after distlock exits, so
 that several separate steps (of a CI job, say) run under one lock. Prints
-DISTLOCK_HANDLE=... and DISTLOCK_TOKEN=... lines, ready for eval or for
->> "$GITHUB_ENV". Nothing renews the lock: extend it with distlock extend,
-end it with distlock release. Exit status: 0 acquired, 75 busy.`,
-		Example: `  eval "$(distlock acquire --key deploy:prod --ttl 30m --wait 10m)"
-  distlock acquire --key deploy:prod --ttl 30m >> "$GITHUB_ENV"`,
+the handle, which extend and release need, and the fencing token:
+
+  -o shell (default)  export DISTLOCK_HANDLE=... and export DISTLOCK_TOKEN=...
+                      lines, for eval or for a file a later shell sources
+  -o env              DISTLOCK_HANDLE=... and DISTLOCK_TOKEN=... lines, for
+                      >> "$GITHUB_ENV" or a dotenv file
+  -o json             {"key","token","ttl_ms","handle"}
+
+The handle lets whoever has it extend or release the lock: keep it out of
+logs. Nothing renews the lock: extend it with distlock extend, end it with
+distlock release.
+Exit status: 0 acquired, 75 busy (--busy-exit-code).`,
+		Example: `  lock=$(distlock acquire --key deploy:prod --ttl 30m --wait 10m) && eval "$lock"
+  distlock acquire --key deploy:prod --ttl 30m -o env >> "$GITHUB_ENV"`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
 				return errors.New("acquire takes no arguments")
@@ -37,10 +47,14 @@ end it with distlock release. Exit status: 0 acquired, 75 busy.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context()) },
 	}
 	o.lockFlags.add(c, 30*time.Minute, "how long the lock stays held unless extended or released (at least 1s)")
+	c.Flags().StringVarP(&o.Output, "output", "o", outShell, "output format: shell (export lines), env (NAME=value lines) or json")
 	return c
 }
 
 func (o *acquireOptions) run(ctx context.Context) error {
+	if err := checkFormat(o.Output, outShell, outEnv, outJSON); err != nil {
+		return err
+	}
 	wait, err := o.lockFlags.check()
 	if err != nil {
 		return err
@@ -70,6 +84,5 @@ func (o *acquireOptions) run(ctx context.Context) error {
 		l.Release(rctx)
 		return err
 	}
-	printHandle(o.g.stdout, l.Handle())
-	return nil
+	return printHandle(o.g.stdout, o.Output, l.Handle(), o.TTL)
 }
