@@ -34,7 +34,8 @@ the handle, which extend and release need, and the fencing token:
 
 The handle lets whoever has it extend or release the lock: keep it out of
 logs. Nothing renews the lock: extend it with distlock extend, end it with
-distlock release.
+distlock release. While it waits (--wait) it says so on stderr: a live line
+on a terminal, else a log line at once and every 30s.
 Exit status: 0 acquired, 75 busy (--busy-exit-code).`,
 		Example: `  lock=$(distlock acquire --key deploy:prod --ttl 30m --wait 10m) && eval "$lock"
   distlock acquire --key deploy:prod --ttl 30m -o env >> "$GITHUB_ENV"`,
@@ -69,7 +70,7 @@ func (o *acquireOptions) run(ctx context.Context) error {
 		return err
 	}
 	req.HeldAtOnce = true // held (Hold) at once below, never renewed
-	l, err := acquire.Acquire(ctx, b, req, acquire.Options{Wait: wait})
+	l, err := o.take(ctx, b, req, wait)
 	if busy := o.busy(err, wait); busy != nil {
 		return busy
 	}
@@ -85,4 +86,17 @@ func (o *acquireOptions) run(ctx context.Context) error {
 		return err
 	}
 	return printHandle(o.g.stdout, o.Output, l.Handle(), o.TTL)
+}
+
+// take acquires the lock, saying on stderr that it waits while it does
+// (as run does: a live line on a terminal, else a log line at once and
+// every 30s), and clearing the live line before anything is printed.
+func (o *acquireOptions) take(ctx context.Context, b lock.Backend, req lock.Request, wait time.Duration) (lock.Lease, error) {
+	log := o.g.logger()
+	wp := newWaitProgress(o.g, log, o.Key, o.Quiet)
+	wp.inspect = b.Inspect
+	defer wp.stop()
+	return acquire.Acquire(ctx, b, req, acquire.Options{Wait: wait, Progress: wp.busy, Retrying: func(err error, attempt int, next time.Duration) {
+		log.Warn("engine error while waiting; trying again", "key", o.Key, "attempt", attempt, "in", next.Round(time.Millisecond), "error", err)
+	}})
 }
