@@ -26,14 +26,14 @@ func (o *handleOptions) handle() (lock.Handle, error) {
 	return lock.ParseHandle(s)
 }
 
-// How acquire (and extend, when asked) print a handle: -o VALUE.
+// How acquire (and extend, when asked) print a handle: -o VALUE, or
+// outJSON (output.go) for one JSON object.
 const (
 	// outShell: `export NAME=value` lines, for eval "$(...)" or a file
 	// that a later shell sources; the variables reach the commands after.
 	outShell = "shell"
 	// outEnv: NAME=value lines, for >> "$GITHUB_ENV" or a dotenv file.
 	outEnv = "env"
-	// outJSON (output.go): one JSON object.
 	// outNone: nothing on stdout (extend's default: the handle does not
 	// change, and printing it would put it in CI logs).
 	outNone = "none"
