@@ -103,8 +103,8 @@ func scope(e *engine, all []*engine, full bool) []suite {
 	return withScenarios([]suite{{dir: "common", files: files}, {dir: e.kind}})
 }
 
-// withScenarios drops the directories that hold no scenario (no engine of
-// every kind has scenarios of its own).
+// withScenarios drops the directories that hold no scenario (not every
+// kind of engine has scenarios of its own).
 func withScenarios(ss []suite) []suite {
 	var out []suite
 	for _, s := range ss {
