@@ -37,7 +37,10 @@ logs. Nothing renews the lock: extend it with distlock extend, end it with
 distlock release. While it waits (--wait) it says so on stderr: a live line
 on a terminal, else a log line at once and every 30s.
 Exit status: 0 acquired, 75 busy (--busy-exit-code).`,
-		Example: `  lock=$(distlock acquire --key deploy:prod --ttl 30m --wait 10m) && eval "$lock"
+		Example: `  # two lines, not eval "$(...)": eval of nothing succeeds, and a busy
+  # acquire would not stop a set -e script
+  lock=$(distlock acquire --key deploy:prod --ttl 30m --wait 10m)
+  eval "$lock"
   distlock acquire --key deploy:prod --ttl 30m -o env >> "$GITHUB_ENV"`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
