@@ -24,14 +24,15 @@ func cmdWaitGrep(ts *testscript.TestScript, neg bool, args []string) {
 	})
 }
 
-// envfile FILE: set the KEY=VALUE lines of FILE in the script's
-// environment, as `eval "$(distlock acquire ...)"` would.
+// envfile FILE: set the KEY=VALUE (and export KEY=VALUE) lines of FILE in
+// the script's environment, as `eval "$(distlock acquire ...)"` would.
 func cmdEnvFile(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: envfile FILE")
 	}
 	for _, line := range strings.Split(ts.ReadFile(args[0]), "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
+		line = strings.TrimPrefix(strings.TrimSpace(line), "export ")
+		if k, v, ok := strings.Cut(line, "="); ok {
 			ts.Setenv(k, v)
 		}
 	}

@@ -33,6 +33,13 @@ type engine struct {
 	// fair: the engine serves waiters in arrival order, for a mutex and a
 	// semaphore's slots alike (scenarios say [fair] / [!fair]).
 	fair bool
+	// deep: the default run (without DISTLOCK_TEST_FULL) runs every
+	// scenario on this engine, not only its own and the smoke ones
+	// (scripts_test.go, scope).
+	deep bool
+	// standIn names the real engine this in-process one stands in for
+	// when that is not installed: then the default run goes deep on it.
+	standIn string
 	// start brings up a fresh instance for one script.
 	start func(env *testscript.Env, st *engineState) error
 	// available reports nil, or why the engine cannot run here.
@@ -70,7 +77,7 @@ func requireServers() bool { return os.Getenv("DISTLOCK_TEST_REQUIRE_SERVERS") =
 func engines() []*engine {
 	return []*engine{
 		{
-			name: "file", kind: "file",
+			name: "file", kind: "file", deep: true,
 			available: func() error { return nil },
 			start: func(env *testscript.Env, st *engineState) error {
 				st.url = "file://" + filepath.Join(env.WorkDir, ".locks")
@@ -78,7 +85,7 @@ func engines() []*engine {
 			},
 		},
 		{
-			name: "miniredis", kind: "redis", fair: true,
+			name: "miniredis", kind: "redis", fair: true, standIn: "redis-server",
 			available: func() error { return nil },
 			start: func(env *testscript.Env, st *engineState) error {
 				m := miniredis.NewMiniRedis()
@@ -91,7 +98,7 @@ func engines() []*engine {
 			},
 		},
 		{
-			name: "redis-server", kind: "redis", real: true, fair: true,
+			name: "redis-server", kind: "redis", real: true, fair: true, deep: true,
 			available: binaryOnPath("redis-server"),
 			start: func(env *testscript.Env, st *engineState) error {
 				p, err := server.StartRedis(filepath.Join(env.WorkDir, ".redis"))
@@ -155,7 +162,7 @@ func engines() []*engine {
 			},
 		},
 		{
-			name: "embedded-etcd", kind: "etcd", fair: true,
+			name: "embedded-etcd", kind: "etcd", fair: true, standIn: "etcd",
 			available: func() error { return nil },
 			start: func(env *testscript.Env, st *engineState) error {
 				ep, stop, err := embedetcd.Start(filepath.Join(env.WorkDir, ".etcd"))

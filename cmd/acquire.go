@@ -14,20 +14,34 @@ import (
 type acquireOptions struct {
 	g *globalOptions
 	lockFlags
+	Output string
 }
 
 func newAcquireCommand(g *globalOptions) *cobra.Command {
 	o := &acquireOptions{g: g}
 	c := &cobra.Command{
-		Use:   "acquire --key KEY [--ttl D] [--wait D]",
+		Use:   "acquire --key KEY [--ttl D] [--wait D] [-o shell|env|json]",
 		Short: "Take a lock and keep it after exiting, for use across CI steps",
 		Long: `Take the lock on KEY and leave it held for --ttl after distlock exits, so
 that several separate steps (of a CI job, say) run under one lock. Prints
-DISTLOCK_HANDLE=... and DISTLOCK_TOKEN=... lines, ready for eval or for
->> "$GITHUB_ENV". Nothing renews the lock: extend it with distlock extend,
-end it with distlock release. Exit status: 0 acquired, 75 busy.`,
-		Example: `  eval "$(distlock acquire --key deploy:prod --ttl 30m --wait 10m)"
-  distlock acquire --key deploy:prod --ttl 30m >> "$GITHUB_ENV"`,
+the handle, which extend and release need, and the fencing token:
+
+  -o shell (default)  export DISTLOCK_HANDLE=... and export DISTLOCK_TOKEN=...
+                      lines, for eval or for a file a later shell sources
+  -o env              DISTLOCK_HANDLE=... and DISTLOCK_TOKEN=... lines, for
+                      >> "$GITHUB_ENV" or a dotenv file
+  -o json             {"key","token","ttl_ms","handle"}
+
+The handle lets whoever has it extend or release the lock: keep it out of
+logs. Nothing renews the lock: extend it with distlock extend, end it with
+distlock release. While it waits (--wait) it says so on stderr: a live line
+on a terminal, else a log line at once and every 30s.
+Exit status: 0 acquired, 75 busy (--busy-exit-code).`,
+		Example: `  # two lines, not eval "$(...)": eval of nothing succeeds, and a busy
+  # acquire would not stop a set -e script
+  lock=$(distlock acquire --key deploy:prod --ttl 30m --wait 10m)
+  eval "$lock"
+  distlock acquire --key deploy:prod --ttl 30m -o env >> "$GITHUB_ENV"`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
 				return errors.New("acquire takes no arguments")
@@ -37,10 +51,14 @@ end it with distlock release. Exit status: 0 acquired, 75 busy.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context()) },
 	}
 	o.lockFlags.add(c, 30*time.Minute, "how long the lock stays held unless extended or released (at least 1s)")
+	c.Flags().StringVarP(&o.Output, "output", "o", outShell, "output format: shell (export lines), env (NAME=value lines) or json")
 	return c
 }
 
 func (o *acquireOptions) run(ctx context.Context) error {
+	if err := checkFormat(o.Output, outShell, outEnv, outJSON); err != nil {
+		return err
+	}
 	wait, err := o.lockFlags.check()
 	if err != nil {
 		return err
@@ -55,7 +73,7 @@ func (o *acquireOptions) run(ctx context.Context) error {
 		return err
 	}
 	req.HeldAtOnce = true // held (Hold) at once below, never renewed
-	l, err := acquire.Acquire(ctx, b, req, acquire.Options{Wait: wait})
+	l, err := o.take(ctx, b, req, wait)
 	if busy := o.busy(err, wait); busy != nil {
 		return busy
 	}
@@ -70,6 +88,18 @@ func (o *acquireOptions) run(ctx context.Context) error {
 		l.Release(rctx)
 		return err
 	}
-	printHandle(o.g.stdout, l.Handle())
-	return nil
+	return printHandle(o.g.stdout, o.Output, l.Handle(), o.TTL)
+}
+
+// take acquires the lock, saying on stderr that it waits while it does
+// (as run does: a live line on a terminal, else a log line at once and
+// every 30s), and clearing the live line before anything is printed.
+func (o *acquireOptions) take(ctx context.Context, b lock.Backend, req lock.Request, wait time.Duration) (lock.Lease, error) {
+	log := o.g.logger()
+	wp := newWaitProgress(o.g, log, o.Key, o.Quiet)
+	wp.inspect = b.Inspect
+	defer wp.stop()
+	return acquire.Acquire(ctx, b, req, acquire.Options{Wait: wait, Progress: wp.busy, Retrying: func(err error, attempt int, next time.Duration) {
+		log.Warn("engine error while waiting; trying again", "key", o.Key, "attempt", attempt, "in", next.Round(time.Millisecond), "error", err)
+	}})
 }

@@ -66,7 +66,8 @@ func (g *globalOptions) list(ctx context.Context, b lock.Backend, prefix string)
 }
 
 // resume opens the engine and takes up the lease named by the handle. A
-// handle that no longer holds its lock is a lost lock: exit 76.
+// handle that no longer holds its lock gives an error wrapping
+// lock.ErrNotHeld: extend and release each say what that means to them.
 func (g *globalOptions) resume(ctx context.Context, h lock.Handle) (lock.Backend, lock.Lease, error) {
 	b, err := g.open(ctx)
 	if err != nil {
@@ -75,10 +76,6 @@ func (g *globalOptions) resume(ctx context.Context, h lock.Handle) (lock.Backend
 	rctx, cancel := context.WithTimeout(ctx, g.ConnectTimeout)
 	defer cancel()
 	l, err := b.Resume(rctx, h)
-	if errors.Is(err, lock.ErrNotHeld) {
-		b.Close()
-		return nil, nil, staleHandle(h)
-	}
 	if err != nil {
 		b.Close()
 		return nil, nil, err

@@ -14,18 +14,21 @@ import (
 type extendOptions struct {
 	g *globalOptions
 	handleOptions
-	TTL time.Duration
+	TTL    time.Duration
+	Output string
 }
 
 func newExtendCommand(g *globalOptions) *cobra.Command {
 	o := &extendOptions{g: g}
 	c := &cobra.Command{
-		Use:   "extend [--ttl D] [--handle H]",
+		Use:   "extend [--ttl D] [--handle H] [-o none|shell|env|json]",
 		Short: "Keep a lock taken by distlock acquire for longer",
 		Long: `Reset the remaining time of the lock named by the handle (--handle, else
 DISTLOCK_HANDLE) to --ttl (default: the TTL it was acquired with), counting
-from now. Prints the handle lines again. Exit status: 0 extended, 76 the
-handle no longer holds its lock.`,
+from now. The handle stays the same, so nothing is printed on stdout (a
+line on stderr says how long the lock is held now); -o shell, env or json
+print the handle as acquire does. Exit status: 0 extended, 76 the handle no
+longer holds its lock.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
 				return errors.New("extend takes no arguments")
@@ -36,10 +39,14 @@ handle no longer holds its lock.`,
 	}
 	c.Flags().StringVar(&o.Handle, "handle", "", "the DISTLOCK_HANDLE printed by acquire (default $DISTLOCK_HANDLE)")
 	c.Flags().DurationVar(&o.TTL, "ttl", 0, "new remaining time (default: the handle's TTL)")
+	c.Flags().StringVarP(&o.Output, "output", "o", outNone, "output format: none, shell, env or json (as acquire)")
 	return c
 }
 
 func (o *extendOptions) run(ctx context.Context) error {
+	if err := checkFormat(o.Output, outNone, outShell, outEnv, outJSON); err != nil {
+		return err
+	}
 	h, err := o.handle()
 	if err != nil {
 		return err
@@ -52,6 +59,9 @@ func (o *extendOptions) run(ctx context.Context) error {
 		return lock.Invalidf("--ttl must be at least 1s, got %s", ttl)
 	}
 	b, l, err := o.g.resume(ctx, h)
+	if errors.Is(err, lock.ErrNotHeld) {
+		return staleHandle(h)
+	}
 	if err != nil {
 		return err
 	}
@@ -63,7 +73,11 @@ func (o *extendOptions) run(ctx context.Context) error {
 	} else if err != nil {
 		return err
 	}
-	printHandle(o.g.stdout, l.Handle())
-	fmt.Fprintf(o.g.stderr, "distlock: %s (token %d) is held for %s more\n", h.Key, h.Token, ttl)
+	if o.Output != outNone {
+		if err := printHandle(o.g.stdout, o.Output, l.Handle(), ttl); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(o.g.stderr, "distlock: %s (token %d) is held for %s more\n", printable(h.Key), h.Token, ttl)
 	return nil
 }

@@ -18,8 +18,8 @@ const (
 	logRefresh  = 30 * time.Second
 )
 
-// waitProgress tells the person (or the log) that `run` is waiting for a
-// busy lock. On a terminal it keeps one line on stderr up to date
+// waitProgress tells the person (or the log) that `run` or `acquire` is
+// waiting for a busy lock. On a terminal it keeps one line on stderr up to date
 //
 //	waiting for job:daily — held by host-b pid 4123 (token 17) for 2m13s, expires in 28s
 //

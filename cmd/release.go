@@ -13,16 +13,23 @@ import (
 type releaseOptions struct {
 	g *globalOptions
 	handleOptions
+	Strict bool
+	Output string
 }
 
 func newReleaseCommand(g *globalOptions) *cobra.Command {
 	o := &releaseOptions{g: g}
 	c := &cobra.Command{
-		Use:   "release [--handle H]",
+		Use:   "release [--handle H] [--strict] [-o text|json]",
 		Short: "Release a lock taken by distlock acquire",
 		Long: `Release the lock named by the handle (--handle, else DISTLOCK_HANDLE), if
-it still holds it. Exit status: 0 released, 76 the handle no longer holds
-its lock (it expired, was broken or was taken over).`,
+it still holds it. A handle whose lock is already gone (it expired, was
+broken, was taken over, or was released before) has nothing to release:
+release says so and succeeds, so that a cleanup step that always runs
+stays green; --strict makes that exit 76.
+-o json prints {"key","token","released"}: released is false when the
+lock was already gone.
+Exit status: 0 released or already gone, 76 already gone with --strict.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
 				return errors.New("release takes no arguments")
@@ -32,14 +39,50 @@ its lock (it expired, was broken or was taken over).`,
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context()) },
 	}
 	c.Flags().StringVar(&o.Handle, "handle", "", "the DISTLOCK_HANDLE printed by acquire (default $DISTLOCK_HANDLE)")
+	c.Flags().BoolVar(&o.Strict, "strict", false, "exit 76 when the handle's lock is already gone")
+	c.Flags().StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
 	return c
 }
 
+// releaseJSON is what release prints with -o json.
+type releaseJSON struct {
+	Key      string `json:"key"`
+	Token    uint64 `json:"token"`
+	Released bool   `json:"released"`
+}
+
 func (o *releaseOptions) run(ctx context.Context) error {
+	if err := checkFormat(o.Output, "text", outJSON); err != nil {
+		return err
+	}
 	h, err := o.handle()
 	if err != nil {
 		return err
 	}
+	err = o.release(ctx, h)
+	gone := errors.Is(err, lock.ErrNotHeld)
+	if err != nil && !gone {
+		return err
+	}
+	if gone && o.Strict {
+		return staleHandle(h)
+	}
+	if o.Output == "json" {
+		if err := writeOneJSON(o.g.stdout, releaseJSON{Key: h.Key, Token: h.Token, Released: !gone}); err != nil {
+			return err
+		}
+	}
+	if gone {
+		fmt.Fprintf(o.g.stderr, "distlock: %s (token %d) was no longer held by this handle (it expired, was broken, taken over or released before); nothing to release\n", printable(h.Key), h.Token)
+		return nil
+	}
+	fmt.Fprintf(o.g.stderr, "distlock: released %s (token %d)\n", printable(h.Key), h.Token)
+	return nil
+}
+
+// release takes up the handle's lease and releases it: an error wrapping
+// lock.ErrNotHeld when the handle no longer holds its lock.
+func (o *releaseOptions) release(ctx context.Context, h lock.Handle) error {
 	b, l, err := o.g.resume(ctx, h)
 	if err != nil {
 		return err
@@ -47,11 +90,5 @@ func (o *releaseOptions) run(ctx context.Context) error {
 	defer b.Close()
 	rctx, cancel := context.WithTimeout(ctx, o.g.ConnectTimeout)
 	defer cancel()
-	if err := l.Release(rctx); errors.Is(err, lock.ErrNotHeld) {
-		return staleHandle(h)
-	} else if err != nil {
-		return err
-	}
-	fmt.Fprintf(o.g.stderr, "distlock: released %s (token %d)\n", h.Key, h.Token)
-	return nil
+	return l.Release(rctx)
 }

@@ -8,21 +8,57 @@ import (
 	"github.com/distlock/distlock/internal/buildinfo"
 )
 
+type versionOptions struct {
+	g      *globalOptions
+	Output string
+}
+
 // newVersionCommand builds `distlock version`: one line with the version,
 // commit, build date, Go version and platform, the same line --version prints.
-func newVersionCommand(_ *globalOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
+func newVersionCommand(g *globalOptions) *cobra.Command {
+	o := &versionOptions{g: g}
+	c := &cobra.Command{
+		Use:   "version [-o text|json]",
 		Short: "Print distlock's version, commit, build date and Go version",
 		Long: `Print one line naming this build of distlock: its version, the commit and
 date it was built from, and the Go version and platform it was built with.
-A build made with a plain "go build" calls itself "dev".`,
+A release build says the version it was stamped with; one installed with
+"go install github.com/distlock/distlock@VERSION" says that version; a
+build in a checkout calls itself "dev". -o json prints the same as
+{"version","commit","date","commit_time","modified","go","platform"}.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintln(cmd.OutOrStdout(), buildinfo.String())
-			return err
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
+	c.Flags().StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
+	return c
+}
+
+// versionJSON is what version prints with -o json. date is when the
+// binary was built, or when its commit was made if commit_time is true
+// (a dev build); commit and date are "" when unknown.
+type versionJSON struct {
+	Version    string `json:"version"`
+	Commit     string `json:"commit"`
+	Date       string `json:"date"`
+	CommitTime bool   `json:"commit_time"`
+	Modified   bool   `json:"modified"`
+	Go         string `json:"go"`
+	Platform   string `json:"platform"`
+}
+
+func (o *versionOptions) run(cmd *cobra.Command) error {
+	if err := checkFormat(o.Output, "text", outJSON); err != nil {
+		return err
+	}
+	i := buildinfo.Get()
+	if o.Output == outJSON {
+		return writeOneJSON(cmd.OutOrStdout(), versionJSON{
+			Version: i.Version, Commit: i.Commit, Date: i.Date, CommitTime: i.CommitTime,
+			Modified: i.Modified, Go: i.GoVersion, Platform: i.Platform,
+		})
+	}
+	_, err := fmt.Fprintln(cmd.OutOrStdout(), i.String())
+	return err
 }
 
 // setVersionFlag gives root a --version flag printing the same line as

@@ -6,9 +6,13 @@
 //	  -X github.com/distlock/distlock/internal/buildinfo.Commit=abc1234... \
 //	  -X github.com/distlock/distlock/internal/buildinfo.Date=2026-11-21T10:00:00Z"
 //
-// A plain `go build` leaves Version as "dev". Then the commit and time are
-// taken from the VCS stamp the go command embeds (vcs.revision, vcs.time,
-// vcs.modified), when it embedded one; nothing is made up.
+// A binary built by `go install github.com/distlock/distlock@v1.2.3` (or
+// any build of the module as a dependency) is not stamped, but the go
+// command records the module's version in the build info (Main.Version):
+// that version is used. A plain `go build` in a checkout records
+// "(devel)" there, and Version stays "dev". A dev build takes the commit
+// and time from the VCS stamp the go command embeds (vcs.revision,
+// vcs.time, vcs.modified), when it embedded one; nothing is made up.
 package buildinfo
 
 import (
@@ -59,6 +63,9 @@ func Get() Info {
 		if bi.GoVersion != "" {
 			info.GoVersion = bi.GoVersion
 		}
+		if info.Version == "dev" {
+			info.Version = moduleVersion(bi.Main.Version, hasVCS(bi))
+		}
 		// Only a dev build borrows the VCS stamp: a release build says
 		// exactly what the release pipeline stamped into it.
 		if info.Version == "dev" {
@@ -80,6 +87,62 @@ func Get() Info {
 		}
 	}
 	return info
+}
+
+// moduleVersion is the version the go command recorded for the main
+// module, without its "v", for a build not stamped by -ldflags:
+//
+//   - a tagged version (go install ...@v1.2.3, or a build in a checkout at
+//     that tag): that version;
+//   - none, or "(devel)": "dev";
+//   - a pseudo-version or a "+dirty" one, from a build in a checkout
+//     (vcs says the VCS stamp is there): "dev", and the stamp names the
+//     commit;
+//   - a pseudo-version without a VCS stamp (go install ...@main): kept
+//     whole, since it is the only record of the commit.
+func moduleVersion(v string, vcs bool) string {
+	switch {
+	case v == "" || v == "(devel)":
+		return "dev"
+	case vcs && (strings.Contains(v, "+dirty") || isPseudo(v)):
+		return "dev"
+	}
+	return strings.TrimPrefix(v, "v")
+}
+
+// isPseudo reports a Go pseudo-version: one ending (before any +build
+// suffix) in a 14-digit time and a 12-hex-digit commit, as in
+// v0.0.0-20261121100000-abc123def456 or v1.2.4-0.20261121100000-abc123def456.
+func isPseudo(v string) bool {
+	v, _, _ = strings.Cut(v, "+")
+	rest, rev, ok := cutLast(v, "-")
+	if !ok || len(rev) != 12 || strings.Trim(rev, "0123456789abcdef") != "" {
+		return false
+	}
+	if len(rest) < 15 {
+		return false
+	}
+	ts := rest[len(rest)-14:]
+	sep := rest[len(rest)-15]
+	return (sep == '-' || sep == '.') && strings.Trim(ts, "0123456789") == ""
+}
+
+func cutLast(s, sep string) (before, after string, ok bool) {
+	i := strings.LastIndex(s, sep)
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+len(sep):], true
+}
+
+// hasVCS reports a VCS stamp in the build info.
+func hasVCS(bi *debug.BuildInfo) bool {
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" {
+			return true
+		}
+	}
+	return false
 }
 
 // String renders the info as one line, for example

@@ -62,6 +62,42 @@ func TestString(t *testing.T) {
 			want:    "distlock dev (go1.26.8 " + platform + ")",
 		},
 		{
+			name:    "go install of a tag: the module version",
+			version: "dev",
+			bi:      &debug.BuildInfo{GoVersion: goVer, Main: debug.Module{Path: "github.com/distlock/distlock", Version: "v1.4.0"}},
+			want:    "distlock 1.4.0 (go1.26.8 " + platform + ")",
+		},
+		{
+			name:    "go install of a branch: the pseudo-version names the commit",
+			version: "dev",
+			bi:      &debug.BuildInfo{GoVersion: goVer, Main: debug.Module{Version: "v1.4.1-0.20261121100000-abc123def456"}},
+			want:    "distlock 1.4.1-0.20261121100000-abc123def456 (go1.26.8 " + platform + ")",
+		},
+		{
+			name:    "build in a checkout: (devel) is dev",
+			version: "dev",
+			bi:      &debug.BuildInfo{GoVersion: goVer, Main: debug.Module{Version: "(devel)"}},
+			want:    "distlock dev (go1.26.8 " + platform + ")",
+		},
+		{
+			name:    "build in a checkout off a tag: dev with the vcs stamp",
+			version: "dev",
+			bi:      &debug.BuildInfo{GoVersion: goVer, Main: debug.Module{Version: "v0.0.0-20261120090000-0123456789ab+dirty"}, Settings: vcs.Settings},
+			want:    "distlock dev (commit 0123456, modified, committed 2026-11-20T09:00:00Z, go1.26.8 " + platform + ")",
+		},
+		{
+			name:    "build in a checkout at a tag: the tag",
+			version: "dev",
+			bi:      &debug.BuildInfo{GoVersion: goVer, Main: debug.Module{Version: "v1.4.0"}, Settings: vcs.Settings[:2]},
+			want:    "distlock 1.4.0 (go1.26.8 " + platform + ")",
+		},
+		{
+			name:    "ldflags win over the module version",
+			version: "1.2.3", commit: "abc1234", date: "2026-11-21T10:00:00Z",
+			bi:   &debug.BuildInfo{GoVersion: goVer, Main: debug.Module{Version: "v9.9.9"}},
+			want: "distlock 1.2.3 (commit abc1234, built 2026-11-21T10:00:00Z, go1.26.8 " + platform + ")",
+		},
+		{
 			name:    "empty version counts as dev",
 			version: "",
 			bi:      &debug.BuildInfo{GoVersion: goVer},
@@ -93,5 +129,23 @@ func TestStringOfThisBinary(t *testing.T) {
 	got := String()
 	if !strings.HasPrefix(got, "distlock ") || !strings.Contains(got, runtime.Version()) {
 		t.Errorf("String() = %q", got)
+	}
+}
+
+func TestIsPseudo(t *testing.T) {
+	for v, want := range map[string]bool{
+		"v0.0.0-20261121100000-abc123def456":        true,
+		"v1.2.4-0.20261121100000-abc123def456":      true,
+		"v1.2.4-rc.1.0.20261121100000-abc123def456": true,
+		"v0.0.0-20261121100000-abc123def456+dirty":  true,
+		"v1.2.3":          false,
+		"v1.2.3-rc.1":     false,
+		"v1.2.3+dirty":    false,
+		"(devel)":         false,
+		"v1.2.3-20261121": false,
+	} {
+		if got := isPseudo(v); got != want {
+			t.Errorf("isPseudo(%q) = %v, want %v", v, got, want)
+		}
 	}
 }

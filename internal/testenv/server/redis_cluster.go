@@ -27,9 +27,10 @@ const clusterSlots = 16384
 // slot. (redis-cli --cluster create does the same, and needs redis-tools.)
 func StartRedisCluster(dir string, n int) (c *RedisCluster, err error) {
 	c = &RedisCluster{}
+	started := c // c is nil by the time a failed start's defer runs
 	defer func() {
 		if err != nil {
-			c.Close()
+			started.Close()
 		}
 	}()
 	for i := range n {

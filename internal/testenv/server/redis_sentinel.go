@@ -35,9 +35,10 @@ type RedisSentinel struct {
 // other (WaitAcquainted), which only a failover needs.
 func StartRedisSentinel(dir string, replicas int) (s *RedisSentinel, err error) {
 	s = &RedisSentinel{}
+	started := s // s is nil by the time a failed start's defer runs
 	defer func() {
 		if err != nil {
-			s.Close()
+			started.Close()
 		}
 	}()
 	if s.Master, err = startRedis(filepath.Join(dir, "master"), "redis-server (master)", replicaSettings); err != nil {
