@@ -30,6 +30,9 @@ type Backend struct {
 	// wait is how many replicas must acknowledge every grant and renewal
 	// (replicas.go); 0 does not wait.
 	wait int
+	// redlock: this is one of a Redlock's masters (doctor judges its
+	// persistence as Redlock needs it).
+	redlock bool
 }
 
 // New connects and checks the server answers within cfg.ConnectTimeout.
@@ -155,6 +158,12 @@ func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, er
 	if err != nil {
 		return nil, b.unavailable(err)
 	}
+	return b.tryOnceReply(ctx, req, granted, res, nr)
+}
+
+// tryOnceReply reads try_once.lua's reply res (a grant at granted; nr:
+// too few replicas acknowledged it).
+func (b *Backend) tryOnceReply(ctx context.Context, req lock.Request, granted time.Time, res []any, nr error) (lock.Lease, error) {
 	if len(res) >= 2 && res[0] == int64(1) {
 		tok, err := strconv.ParseUint(fmt.Sprint(res[1]), 10, 64)
 		if err != nil {
