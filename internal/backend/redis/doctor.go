@@ -185,7 +185,40 @@ func (b *Backend) persistenceCheck(rctx reqCtx) lock.Check {
 		return cannotRead("persistence", "appendonly and save (CONFIG GET)", err,
 			"find out what a restart of this Redis keeps (see the README's \"Doctor\" section for what it means for locks)")
 	}
+	if b.redlock {
+		return redlockPersistenceVerdict(cfg["appendonly"], cfg["appendfsync"], cfg["save"])
+	}
 	return persistenceVerdict(cfg["appendonly"], cfg["appendfsync"], cfg["save"])
+}
+
+// redlockPersistenceVerdict says what a restart of one Redlock master
+// does to the locks. Redlock needs a master that restarts either with
+// every lock it granted (appendfsync always) or with none: an empty
+// master is noticed (its boot marker is gone) and kept out of quorums
+// until the leases it may have lost have run out (redlock.go, "delayed
+// restart"). A master that comes back with part of its data (the last
+// second lost by appendfsync everysec, or an older snapshot) keeps its
+// marker, counts at once and can grant a lock it had granted to another.
+func redlockPersistenceVerdict(appendonly, appendfsync, save string) lock.Check {
+	const name = "persistence"
+	fix := "set appendonly yes and appendfsync always on every Redlock master (a restart then keeps every lock), or turn persistence off (appendonly no, save \"\") so that distlock notices an empty restart and waits it out"
+	if appendonly == "yes" && appendfsync == "always" {
+		return lock.Check{Name: name, Status: lock.CheckOK,
+			Detail: "append-only file with appendfsync always: a restart keeps every lock this Redlock master granted, and it counts toward a quorum at once"}
+	}
+	if appendonly == "yes" {
+		return lock.Check{Name: name, Status: lock.CheckProblem,
+			Detail: fmt.Sprintf("append-only file with appendfsync %s: a crash loses the last writes but not distlock's boot marker, so after a restart this Redlock master counts toward a quorum at once while missing locks it granted just before: a lock can be granted twice", appendfsync),
+			Fix:    fix}
+	}
+	if strings.TrimSpace(save) != "" {
+		return lock.Check{Name: name, Status: lock.CheckProblem,
+			Detail: fmt.Sprintf("snapshots only (save %q): a restart restores an older snapshot with distlock's boot marker but without the locks granted since, so this Redlock master counts toward a quorum at once and can grant a lock twice", save),
+			Fix:    fix}
+	}
+	return lock.Check{Name: name, Status: lock.CheckWarning,
+		Detail: "no persistence (appendonly no, save \"\"): a restart empties this Redlock master; distlock notices (its boot marker is gone) and does not count it toward a quorum until the longest lease live on the other masters has run out (the delayed restart), so with another master down no lock can be taken meanwhile",
+		Fix:    "for restarts that keep the locks and need no wait, set appendonly yes and appendfsync always"}
 }
 
 // persistenceVerdict says what a restart does to the locks. Tokens are
@@ -261,7 +294,7 @@ func (b *Backend) aclCommands(key string) [][]string {
 	lk, tk := b.lockKey(key), b.tokenKey(key)
 	q, alive, waiting, slot := b.queueKey(key), b.aliveKey(key), b.waitingKey(key), b.slotKey(key, 0)
 	ch, wake := b.channel(key), b.wakePrefix(key)+"0"
-	return [][]string{
+	cmds := [][]string{
 		{"PING"},
 		{"EVALSHA", strings.Repeat("0", 40), "2", lk, tk},
 		{"EVAL", "return 1", "2", lk, tk},
@@ -292,6 +325,16 @@ func (b *Backend) aclCommands(key string) [][]string {
 		{"ZSCORE", alive, "x"},
 		{"ZCARD", q},
 	}
+	if b.redlock {
+		// The delayed restart's keys (redlock_lib.lua).
+		boot, ttls := b.bootKey(), b.ttlsKey()
+		cmds = append(cmds,
+			[]string{"GET", boot}, []string{"SET", boot, "1"},
+			[]string{"ZREMRANGEBYSCORE", ttls, "-inf", "0"}, []string{"ZRANGE", ttls, "0", "-1"},
+			[]string{"ZSCORE", ttls, "1"}, []string{"ZADD", ttls, "1", "1"},
+			[]string{"PTTL", ttls}, []string{"PEXPIRE", ttls, "1000"})
+	}
+	return cmds
 }
 
 func (b *Backend) aclCheck(rctx reqCtx, key string) lock.Check {
@@ -324,7 +367,7 @@ func (b *Backend) aclCheck(rctx reqCtx, key string) lock.Check {
 	if len(denied) > 0 {
 		return lock.Check{Name: name, Status: lock.CheckProblem,
 			Detail: fmt.Sprintf("user %s may not run what distlock runs: %s", user, strings.Join(denied, "; ")),
-			Fix: fmt.Sprintf("ACL SETUSER %s +ping +time +evalsha +eval +subscribe +unsubscribe +publish +scan +hgetall +hget +hmget +hset +hdel +pexpire +pttl +del +get +set +zadd +zrange +zrangebyscore +zrem +zscore +zcard ~%s:* &%s:*",
+			Fix: fmt.Sprintf("ACL SETUSER %s +ping +time +evalsha +eval +subscribe +unsubscribe +publish +scan +hgetall +hget +hmget +hset +hdel +pexpire +pttl +del +get +set +zadd +zrange +zrangebyscore +zremrangebyscore +zrem +zscore +zcard ~%s:* &%s:*",
 				user, b.prefix, b.prefix)}
 	}
 	return lock.Check{Name: name, Status: lock.CheckOK,

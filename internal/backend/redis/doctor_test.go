@@ -53,6 +53,28 @@ func TestPersistenceVerdict(t *testing.T) {
 	}
 }
 
+// TestRedlockPersistenceVerdict: a Redlock master must keep every lock
+// across a restart (appendfsync always) or none (noticed, delayed
+// restart); anything in between is a problem.
+func TestRedlockPersistenceVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		aof, fsync, save string
+		want             lock.CheckStatus
+		says             string
+	}{
+		{"yes", "always", "", lock.CheckOK, "appendfsync always"},
+		{"yes", "everysec", "", lock.CheckProblem, "appendfsync everysec"},
+		{"yes", "no", "3600 1", lock.CheckProblem, "appendfsync no"},
+		{"no", "always", "3600 1 300 100", lock.CheckProblem, `snapshots only (save "3600 1 300 100")`},
+		{"no", "everysec", "", lock.CheckWarning, "delayed restart"},
+	} {
+		c := redlockPersistenceVerdict(tc.aof, tc.fsync, tc.save)
+		if c.Status != tc.want || !strings.Contains(c.Detail, tc.says) {
+			t.Errorf("redlockPersistenceVerdict(%q, %q, %q) = %+v, want %s saying %q", tc.aof, tc.fsync, tc.save, c, tc.want, tc.says)
+		}
+	}
+}
+
 func TestReplicationVerdict(t *testing.T) {
 	for _, tc := range []struct {
 		info map[string]string
