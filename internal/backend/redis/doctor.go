@@ -3,9 +3,12 @@ package redis
 import (
 	"context"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/distlock/distlock/internal/lock"
 )
@@ -19,7 +22,7 @@ func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Che
 		timeout = 5 * time.Second
 	}
 	rctx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, timeout) }
-	return []lock.Check{
+	checks := []lock.Check{
 		b.deploymentCheck(rctx),
 		b.evictionCheck(rctx),
 		b.persistenceCheck(rctx),
@@ -27,6 +30,10 @@ func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Che
 		b.aclCheck(rctx, req.Key),
 		b.clockCheck(rctx, req.TTL),
 	}
+	if b.nodeOptions != nil {
+		checks = append(checks, b.replicaClockCheck(rctx, req.TTL))
+	}
+	return checks
 }
 
 type reqCtx func() (context.Context, context.CancelFunc)
@@ -382,4 +389,93 @@ func (b *Backend) clockCheck(rctx reqCtx, ttl time.Duration) lock.Check {
 		return cannotRead("clock", "the server's clock (TIME)", err, "make sure both clocks are synchronised (NTP)")
 	}
 	return lock.ClockOffsetCheck(offset, unc, ttl, fmt.Sprintf("TIME, best of %d round trips: %s", lock.ClockReadings, best.Round(time.Microsecond)))
+}
+
+// replicaClock is one replica's clock against the master's: diff is
+// replica minus master, known to within unc.
+type replicaClock struct {
+	addr      string
+	diff, unc time.Duration
+	err       error
+}
+
+// replicaClockCheck reads every replica's clock (TIME, as clockCheck
+// reads the master's) and compares it with the master's: a lease's expiry
+// reaches replicas as the master's absolute time (PEXPIREAT), so a
+// promoted replica whose clock is ahead ends the leases it inherits early
+// (docs/GUARANTEES.md, "Redis replication carries the expiry as a clock
+// reading").
+func (b *Backend) replicaClockCheck(rctx reqCtx, ttl time.Duration) lock.Check {
+	const name = "replica clocks"
+	repl, err := b.info(rctx, "replication")
+	if err != nil {
+		return cannotRead(name, "INFO replication", err, "keep every Redis node's clock synchronised (NTP)")
+	}
+	master, munc, _, err := lock.ReadClock(rctx, func(ctx context.Context) (time.Time, error) { return b.c.Time(ctx).Result() })
+	if err != nil {
+		return cannotRead(name, "the master's clock (TIME)", err, "keep every Redis node's clock synchronised (NTP)")
+	}
+	var clocks []replicaClock
+	for k := 0; ; k++ {
+		v, ok := repl["slave"+strconv.Itoa(k)]
+		if !ok {
+			break
+		}
+		f := map[string]string{}
+		for _, kv := range strings.Split(v, ",") {
+			if a, b, ok := strings.Cut(kv, "="); ok {
+				f[a] = b
+			}
+		}
+		addr := net.JoinHostPort(f["ip"], f["port"])
+		c := goredis.NewClient(b.nodeOptions(addr))
+		off, unc, _, err := lock.ReadClock(rctx, func(ctx context.Context) (time.Time, error) { return c.Time(ctx).Result() })
+		c.Close()
+		clocks = append(clocks, replicaClock{addr: addr, diff: off - master, unc: unc + munc, err: err})
+	}
+	return replicaClockVerdict(ttl, clocks)
+}
+
+// replicaClockVerdict judges the replicas' clocks against the master's:
+// a replica ahead by more than the lease's margin (ttl/100 + 2 ms, what
+// validUntil keeps back) would end inherited leases before their holders
+// stop: a problem; ahead by more than half of it, a warning.
+func replicaClockVerdict(ttl time.Duration, clocks []replicaClock) lock.Check {
+	const name = "replica clocks"
+	fix := "synchronise every Redis node's clock (NTP, one source for all): a lease's expiry reaches replicas as the master's absolute time, and a promoted replica whose clock is ahead ends every lease it inherits early by that much"
+	if len(clocks) == 0 {
+		return lock.Check{Name: name, Status: lock.CheckOK, Detail: "the master has no replicas"}
+	}
+	margin := time.Duration(float64(ttl)*lock.ClockDrift) + 2*time.Millisecond
+	status := lock.CheckOK
+	worse := func(s lock.CheckStatus) {
+		if s == lock.CheckProblem || status == lock.CheckOK {
+			status = s
+		}
+	}
+	var parts []string
+	for _, c := range clocks {
+		if c.err != nil {
+			parts = append(parts, fmt.Sprintf("%s: cannot read its clock (%s)", c.addr, firstLine(c.err.Error())))
+			worse(lock.CheckWarning)
+			continue
+		}
+		side := "ahead of"
+		abs := c.diff
+		if abs < 0 {
+			side, abs = "behind", -abs
+		}
+		parts = append(parts, fmt.Sprintf("%s is %s (±%s) %s the master's", c.addr, abs.Round(time.Microsecond), c.unc.Round(time.Microsecond), side))
+		switch ahead := c.diff - c.unc; {
+		case ahead > margin:
+			worse(lock.CheckProblem)
+		case c.diff > margin/2:
+			worse(lock.CheckWarning)
+		}
+	}
+	detail := strings.Join(parts, "; ") + fmt.Sprintf("; a promoted replica ahead by more than %s (ttl/100 + 2 ms at --ttl %s) ends inherited leases before their holders stop", margin, ttl)
+	if status == lock.CheckOK {
+		return lock.Check{Name: name, Status: status, Detail: detail}
+	}
+	return lock.Check{Name: name, Status: status, Detail: detail, Fix: fix}
 }

@@ -33,6 +33,10 @@ type Backend struct {
 	// redlock: this is one of a Redlock's masters (doctor judges its
 	// persistence as Redlock needs it).
 	redlock bool
+	// nodeOptions connects to one server of a Sentinel deployment with
+	// the master's credentials (doctor reads the replicas' clocks); nil
+	// on the other topologies.
+	nodeOptions func(addr string) *goredis.Options
 }
 
 // New connects and checks the server answers within cfg.ConnectTimeout.
@@ -56,6 +60,10 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		o.ContextTimeoutEnabled, o.MaxRetries, o.PoolSize, o.DisableIdentity = true, -1, 4, true
 		dial = cmp.Or(o.DialTimeout, 5*time.Second)
 		b.c = goredis.NewFailoverClient(o)
+		b.nodeOptions = func(addr string) *goredis.Options {
+			return &goredis.Options{Addr: addr, Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig,
+				DialTimeout: dial, ContextTimeoutEnabled: true, MaxRetries: -1, PoolSize: 1, DisableIdentity: true}
+		}
 	case cfg.Cluster != nil:
 		o := cfg.Cluster
 		if o.Password == "" {
