@@ -13,8 +13,15 @@ package redis
 //   - The fencing token is the maximum the quorum's nodes granted, written
 //     back to the quorum (settoken.lua) before the lease is returned, so
 //     before the command starts; quorums intersect, so the next holder's
-//     quorum includes a node whose counter is at least our token.
-//   - Renew and hold need a quorum; release and break go to every node.
+//     quorum includes a node whose counter is at least our token. Every
+//     renewal writes it into every record too, and status reads the token
+//     a quorum of records carry: always DISTLOCK_TOKEN.
+//   - Delayed restart (redlock_lib.lua): a master that lost its data (an
+//     empty restart, a flush) does not count toward an acquire's quorum
+//     until the leases it may have lost have run out; see young.
+//   - Renew and hold need a quorum; they take the key back on a master
+//     that lost its data since the grant (redlock_renew.lua). Release and
+//     break go to every node.
 //   - Waiters poll (lock.Polling), woken by releases on any node: no fair
 //     queue. Semaphores (--limit) are refused with 64.
 
