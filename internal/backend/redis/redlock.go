@@ -311,7 +311,7 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 				fields: recordFields(req.Meta, start)}, nil
 		}
 	}
-	r.releaseAll(ctx, req.Key, req.Owner)
+	r.releaseEach(ctx, req.Key, req.Owner, false)
 	// No quorum: busy if any node has another holder, else unavailable.
 	for _, err := range errs {
 		var busy *lock.BusyError
@@ -431,8 +431,22 @@ func i(r *Redlock, n *Backend) int {
 // releaseAll releases key on every node where owner holds it, on a fresh
 // short context (ctx may have ended).
 func (r *Redlock) releaseAll(ctx context.Context, key, owner string) (released int, errs []error) {
+	return r.releaseEach(ctx, key, owner, true)
+}
+
+// releaseEach is releaseAll; wake says whether to publish the release.
+// A failed attempt gives back grants on masters where the key was free
+// before it, which frees nothing anyone waits for: it must not wake the
+// waiters, among them the attempt's own process, which would try again
+// at once, grant, give back and wake itself in a loop, holding the free
+// masters nearly all the time (and keeping a holder's renewal from
+// taking a key back on them).
+func (r *Redlock) releaseEach(ctx context.Context, key, owner string, wake bool) (released int, errs []error) {
 	cctx := context.WithoutCancel(ctx)
 	errs = r.each(cctx, 2*time.Second, func(ctx context.Context, n *Backend) error {
+		if !wake {
+			return (&Lease{b: n, key: key, owner: owner}).release(ctx, "")
+		}
 		return (&Lease{b: n, key: key, owner: owner}).Release(ctx)
 	})
 	for _, err := range errs {
