@@ -110,23 +110,33 @@ func cmdClusterMasters(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // redlocknode kill|restart I: SIGKILL (or restart, empty) the redlock
-// engine's master number I (0-based).
+// engine's master number I (0-based). redlocknode held I KEY TOKENFILE, redlocknode renewed I KEY:
+// wait until master I holds KEY, or until a renewal of it reached master
+// I (commands_redlock_test.go).
 func cmdRedlockNode(ts *testscript.TestScript, neg bool, args []string) {
 	st := stateOf(ts)
-	if neg || len(args) != 2 || st.masters == nil {
-		ts.Fatalf("usage: [engine:redlock] redlocknode kill|restart I")
+	if neg || len(args) < 2 || st.masters == nil {
+		ts.Fatalf("usage: [engine:redlock] redlocknode kill|restart I, redlocknode held I KEY TOKENFILE, redlocknode renewed I KEY")
 	}
 	i, err := strconv.Atoi(args[1])
 	if err != nil || i < 0 || i >= len(st.masters.Nodes) {
 		ts.Fatalf("redlocknode: no master %s", args[1])
 	}
 	p := st.masters.Nodes[i]
+	if len(args) == 4 && args[0] == "held" || len(args) == 3 && args[0] == "renewed" {
+		redlockNodeWait(ts, i, p, args[0], args[2], args[len(args)-1])
+		return
+	}
+	if len(args) != 2 {
+		ts.Fatalf("usage: redlocknode kill|restart I, redlocknode held I KEY TOKENFILE, redlocknode renewed I KEY")
+	}
 	switch args[0] {
 	case "kill":
 		ts.Check(p.Kill())
 		ts.Logf("%s: master %d (%s) SIGKILLed", time.Now().Format("15:04:05.000"), i, p.Addr())
 	case "restart":
 		ts.Check(p.Restart())
+		ts.Logf("%s: master %d (%s) restarted empty", time.Now().Format("15:04:05.000"), i, p.Addr())
 	default:
 		ts.Fatalf("usage: redlocknode kill|restart I")
 	}

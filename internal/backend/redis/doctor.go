@@ -3,9 +3,12 @@ package redis
 import (
 	"context"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/distlock/distlock/internal/lock"
 )
@@ -19,7 +22,7 @@ func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Che
 		timeout = 5 * time.Second
 	}
 	rctx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, timeout) }
-	return []lock.Check{
+	checks := []lock.Check{
 		b.deploymentCheck(rctx),
 		b.evictionCheck(rctx),
 		b.persistenceCheck(rctx),
@@ -27,6 +30,10 @@ func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Che
 		b.aclCheck(rctx, req.Key),
 		b.clockCheck(rctx, req.TTL),
 	}
+	if b.nodeOptions != nil {
+		checks = append(checks, b.replicaClockCheck(rctx, req.TTL))
+	}
+	return checks
 }
 
 type reqCtx func() (context.Context, context.CancelFunc)
@@ -185,7 +192,40 @@ func (b *Backend) persistenceCheck(rctx reqCtx) lock.Check {
 		return cannotRead("persistence", "appendonly and save (CONFIG GET)", err,
 			"find out what a restart of this Redis keeps (see the README's \"Doctor\" section for what it means for locks)")
 	}
+	if b.redlock {
+		return redlockPersistenceVerdict(cfg["appendonly"], cfg["appendfsync"], cfg["save"])
+	}
 	return persistenceVerdict(cfg["appendonly"], cfg["appendfsync"], cfg["save"])
+}
+
+// redlockPersistenceVerdict says what a restart of one Redlock master
+// does to the locks. Redlock needs a master that restarts either with
+// every lock it granted (appendfsync always) or with none: an empty
+// master is noticed (its boot marker is gone) and kept out of quorums
+// until the leases it may have lost have run out (redlock.go, "delayed
+// restart"). A master that comes back with part of its data (the last
+// second lost by appendfsync everysec, or an older snapshot) keeps its
+// marker, counts at once and can grant a lock it had granted to another.
+func redlockPersistenceVerdict(appendonly, appendfsync, save string) lock.Check {
+	const name = "persistence"
+	fix := "set appendonly yes and appendfsync always on every Redlock master (a restart then keeps every lock), or turn persistence off (appendonly no, save \"\") so that distlock notices an empty restart and waits it out"
+	if appendonly == "yes" && appendfsync == "always" {
+		return lock.Check{Name: name, Status: lock.CheckOK,
+			Detail: "append-only file with appendfsync always: a restart keeps every lock this Redlock master granted, and it counts toward a quorum at once"}
+	}
+	if appendonly == "yes" {
+		return lock.Check{Name: name, Status: lock.CheckProblem,
+			Detail: fmt.Sprintf("append-only file with appendfsync %s: a crash loses the last writes but not distlock's boot marker, so after a restart this Redlock master counts toward a quorum at once while missing locks it granted just before: a lock can be granted twice", appendfsync),
+			Fix:    fix}
+	}
+	if strings.TrimSpace(save) != "" {
+		return lock.Check{Name: name, Status: lock.CheckProblem,
+			Detail: fmt.Sprintf("snapshots only (save %q): a restart restores an older snapshot with distlock's boot marker but without the locks granted since, so this Redlock master counts toward a quorum at once and can grant a lock twice", save),
+			Fix:    fix}
+	}
+	return lock.Check{Name: name, Status: lock.CheckWarning,
+		Detail: "no persistence (appendonly no, save \"\"): a restart empties this Redlock master; distlock notices (its boot marker is gone) and does not count it toward a quorum until the longest lease live on the other masters has run out (the delayed restart), so with another master down no lock can be taken meanwhile",
+		Fix:    "for restarts that keep the locks and need no wait, set appendonly yes and appendfsync always"}
 }
 
 // persistenceVerdict says what a restart does to the locks. Tokens are
@@ -261,7 +301,7 @@ func (b *Backend) aclCommands(key string) [][]string {
 	lk, tk := b.lockKey(key), b.tokenKey(key)
 	q, alive, waiting, slot := b.queueKey(key), b.aliveKey(key), b.waitingKey(key), b.slotKey(key, 0)
 	ch, wake := b.channel(key), b.wakePrefix(key)+"0"
-	return [][]string{
+	cmds := [][]string{
 		{"PING"},
 		{"EVALSHA", strings.Repeat("0", 40), "2", lk, tk},
 		{"EVAL", "return 1", "2", lk, tk},
@@ -292,6 +332,16 @@ func (b *Backend) aclCommands(key string) [][]string {
 		{"ZSCORE", alive, "x"},
 		{"ZCARD", q},
 	}
+	if b.redlock {
+		// The delayed restart's keys (redlock_lib.lua).
+		boot, ttls := b.bootKey(), b.ttlsKey()
+		cmds = append(cmds,
+			[]string{"GET", boot}, []string{"SET", boot, "1"},
+			[]string{"ZREMRANGEBYSCORE", ttls, "-inf", "0"}, []string{"ZRANGE", ttls, "0", "-1"},
+			[]string{"ZSCORE", ttls, "1"}, []string{"ZADD", ttls, "1", "1"},
+			[]string{"PTTL", ttls}, []string{"PEXPIRE", ttls, "1000"})
+	}
+	return cmds
 }
 
 func (b *Backend) aclCheck(rctx reqCtx, key string) lock.Check {
@@ -324,7 +374,7 @@ func (b *Backend) aclCheck(rctx reqCtx, key string) lock.Check {
 	if len(denied) > 0 {
 		return lock.Check{Name: name, Status: lock.CheckProblem,
 			Detail: fmt.Sprintf("user %s may not run what distlock runs: %s", user, strings.Join(denied, "; ")),
-			Fix: fmt.Sprintf("ACL SETUSER %s +ping +time +evalsha +eval +subscribe +unsubscribe +publish +scan +hgetall +hget +hmget +hset +hdel +pexpire +pttl +del +get +set +zadd +zrange +zrangebyscore +zrem +zscore +zcard ~%s:* &%s:*",
+			Fix: fmt.Sprintf("ACL SETUSER %s +ping +time +evalsha +eval +subscribe +unsubscribe +publish +scan +hgetall +hget +hmget +hset +hdel +pexpire +pttl +del +get +set +zadd +zrange +zrangebyscore +zremrangebyscore +zrem +zscore +zcard ~%s:* &%s:*",
 				user, b.prefix, b.prefix)}
 	}
 	return lock.Check{Name: name, Status: lock.CheckOK,
@@ -339,4 +389,93 @@ func (b *Backend) clockCheck(rctx reqCtx, ttl time.Duration) lock.Check {
 		return cannotRead("clock", "the server's clock (TIME)", err, "make sure both clocks are synchronised (NTP)")
 	}
 	return lock.ClockOffsetCheck(offset, unc, ttl, fmt.Sprintf("TIME, best of %d round trips: %s", lock.ClockReadings, best.Round(time.Microsecond)))
+}
+
+// replicaClock is one replica's clock against the master's: diff is
+// replica minus master, known to within unc.
+type replicaClock struct {
+	addr      string
+	diff, unc time.Duration
+	err       error
+}
+
+// replicaClockCheck reads every replica's clock (TIME, as clockCheck
+// reads the master's) and compares it with the master's: a lease's expiry
+// reaches replicas as the master's absolute time (PEXPIREAT), so a
+// promoted replica whose clock is ahead ends the leases it inherits early
+// (docs/GUARANTEES.md, "Redis replication carries the expiry as a clock
+// reading").
+func (b *Backend) replicaClockCheck(rctx reqCtx, ttl time.Duration) lock.Check {
+	const name = "replica clocks"
+	repl, err := b.info(rctx, "replication")
+	if err != nil {
+		return cannotRead(name, "INFO replication", err, "keep every Redis node's clock synchronised (NTP)")
+	}
+	master, munc, _, err := lock.ReadClock(rctx, func(ctx context.Context) (time.Time, error) { return b.c.Time(ctx).Result() })
+	if err != nil {
+		return cannotRead(name, "the master's clock (TIME)", err, "keep every Redis node's clock synchronised (NTP)")
+	}
+	var clocks []replicaClock
+	for k := 0; ; k++ {
+		v, ok := repl["slave"+strconv.Itoa(k)]
+		if !ok {
+			break
+		}
+		f := map[string]string{}
+		for _, kv := range strings.Split(v, ",") {
+			if a, b, ok := strings.Cut(kv, "="); ok {
+				f[a] = b
+			}
+		}
+		addr := net.JoinHostPort(f["ip"], f["port"])
+		c := goredis.NewClient(b.nodeOptions(addr))
+		off, unc, _, err := lock.ReadClock(rctx, func(ctx context.Context) (time.Time, error) { return c.Time(ctx).Result() })
+		c.Close()
+		clocks = append(clocks, replicaClock{addr: addr, diff: off - master, unc: unc + munc, err: err})
+	}
+	return replicaClockVerdict(ttl, clocks)
+}
+
+// replicaClockVerdict judges the replicas' clocks against the master's:
+// a replica ahead by more than the lease's margin (ttl/100 + 2 ms, what
+// validUntil keeps back) would end inherited leases before their holders
+// stop: a problem; ahead by more than half of it, a warning.
+func replicaClockVerdict(ttl time.Duration, clocks []replicaClock) lock.Check {
+	const name = "replica clocks"
+	fix := "synchronise every Redis node's clock (NTP, one source for all): a lease's expiry reaches replicas as the master's absolute time, and a promoted replica whose clock is ahead ends every lease it inherits early by that much"
+	if len(clocks) == 0 {
+		return lock.Check{Name: name, Status: lock.CheckOK, Detail: "the master has no replicas"}
+	}
+	margin := time.Duration(float64(ttl)*lock.ClockDrift) + 2*time.Millisecond
+	status := lock.CheckOK
+	worse := func(s lock.CheckStatus) {
+		if s == lock.CheckProblem || status == lock.CheckOK {
+			status = s
+		}
+	}
+	var parts []string
+	for _, c := range clocks {
+		if c.err != nil {
+			parts = append(parts, fmt.Sprintf("%s: cannot read its clock (%s)", c.addr, firstLine(c.err.Error())))
+			worse(lock.CheckWarning)
+			continue
+		}
+		side := "ahead of"
+		abs := c.diff
+		if abs < 0 {
+			side, abs = "behind", -abs
+		}
+		parts = append(parts, fmt.Sprintf("%s is %s (±%s) %s the master's", c.addr, abs.Round(time.Microsecond), c.unc.Round(time.Microsecond), side))
+		switch ahead := c.diff - c.unc; {
+		case ahead > margin:
+			worse(lock.CheckProblem)
+		case c.diff > margin/2:
+			worse(lock.CheckWarning)
+		}
+	}
+	detail := strings.Join(parts, "; ") + fmt.Sprintf("; a promoted replica ahead by more than %s (ttl/100 + 2 ms at --ttl %s) ends inherited leases before their holders stop", margin, ttl)
+	if status == lock.CheckOK {
+		return lock.Check{Name: name, Status: status, Detail: detail}
+	}
+	return lock.Check{Name: name, Status: status, Detail: detail, Fix: fix}
 }

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,52 @@ func TestPersistenceVerdict(t *testing.T) {
 		c := persistenceVerdict(tc.aof, tc.fsync, tc.save)
 		if c.Status != tc.want || !strings.Contains(c.Detail, tc.says) || !strings.Contains(c.Detail, "tokens keep rising") {
 			t.Errorf("persistenceVerdict(%q, %q, %q) = %+v, want %s saying %q", tc.aof, tc.fsync, tc.save, c, tc.want, tc.says)
+		}
+	}
+}
+
+// TestRedlockPersistenceVerdict: a Redlock master must keep every lock
+// across a restart (appendfsync always) or none (noticed, delayed
+// restart); anything in between is a problem.
+func TestRedlockPersistenceVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		aof, fsync, save string
+		want             lock.CheckStatus
+		says             string
+	}{
+		{"yes", "always", "", lock.CheckOK, "appendfsync always"},
+		{"yes", "everysec", "", lock.CheckProblem, "appendfsync everysec"},
+		{"yes", "no", "3600 1", lock.CheckProblem, "appendfsync no"},
+		{"no", "always", "3600 1 300 100", lock.CheckProblem, `snapshots only (save "3600 1 300 100")`},
+		{"no", "everysec", "", lock.CheckWarning, "delayed restart"},
+	} {
+		c := redlockPersistenceVerdict(tc.aof, tc.fsync, tc.save)
+		if c.Status != tc.want || !strings.Contains(c.Detail, tc.says) {
+			t.Errorf("redlockPersistenceVerdict(%q, %q, %q) = %+v, want %s saying %q", tc.aof, tc.fsync, tc.save, c, tc.want, tc.says)
+		}
+	}
+}
+
+// TestReplicaClockVerdict: a replica whose clock is ahead of the master's
+// by more than the lease's margin (ttl/100 + 2 ms) would end inherited
+// leases early once promoted: a problem; behind is harmless.
+func TestReplicaClockVerdict(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		clocks []replicaClock
+		want   lock.CheckStatus
+		says   string
+	}{
+		{nil, lock.CheckOK, "no replicas"},
+		{[]replicaClock{{addr: "r1:6379", diff: 10 * ms, unc: ms}}, lock.CheckOK, "r1:6379 is 10ms (±1ms) ahead of the master's"},
+		{[]replicaClock{{addr: "r1:6379", diff: -5 * time.Second, unc: ms}}, lock.CheckOK, "behind"},
+		{[]replicaClock{{addr: "r1:6379", diff: 200 * ms, unc: ms}}, lock.CheckWarning, "ahead"},
+		{[]replicaClock{{addr: "r1:6379", diff: ms}, {addr: "r2:6379", diff: 5 * time.Second, unc: ms}}, lock.CheckProblem, "r2:6379 is 5s (±1ms) ahead"},
+		{[]replicaClock{{addr: "r1:6379", diff: 5 * time.Second}, {addr: "r2:6379", err: errors.New("refused")}}, lock.CheckProblem, "cannot read its clock"},
+	} {
+		c := replicaClockVerdict(30*time.Second, tc.clocks)
+		if c.Status != tc.want || !strings.Contains(c.Detail, tc.says) || (c.Status != lock.CheckOK) != (c.Fix != "") {
+			t.Errorf("replicaClockVerdict(%+v) = %+v, want %s saying %q", tc.clocks, c, tc.want, tc.says)
 		}
 	}
 }

@@ -40,7 +40,12 @@ func (l *Lease) Renew(ctx context.Context) error {
 
 // Release implements lock.Lease.
 func (l *Lease) Release(ctx context.Context) error {
-	n, err := releaseScript().Run(ctx, l.b.c, []string{l.b.lockKey(l.key)}, l.owner, l.b.channel(l.key)).Int()
+	return l.release(ctx, l.b.channel(l.key))
+}
+
+// release frees the lock and publishes on channel (” publishes nothing).
+func (l *Lease) release(ctx context.Context, channel string) error {
+	n, err := releaseScript().Run(ctx, l.b.c, []string{l.b.lockKey(l.key)}, l.owner, channel).Int()
 	if err != nil {
 		return l.b.unavailable(err)
 	}

@@ -30,6 +30,13 @@ type Backend struct {
 	// wait is how many replicas must acknowledge every grant and renewal
 	// (replicas.go); 0 does not wait.
 	wait int
+	// redlock: this is one of a Redlock's masters (doctor judges its
+	// persistence as Redlock needs it).
+	redlock bool
+	// nodeOptions connects to one server of a Sentinel deployment with
+	// the master's credentials (doctor reads the replicas' clocks); nil
+	// on the other topologies.
+	nodeOptions func(addr string) *goredis.Options
 }
 
 // New connects and checks the server answers within cfg.ConnectTimeout.
@@ -53,6 +60,10 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		o.ContextTimeoutEnabled, o.MaxRetries, o.PoolSize, o.DisableIdentity = true, -1, 4, true
 		dial = cmp.Or(o.DialTimeout, 5*time.Second)
 		b.c = goredis.NewFailoverClient(o)
+		b.nodeOptions = func(addr string) *goredis.Options {
+			return &goredis.Options{Addr: addr, Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig,
+				DialTimeout: dial, ContextTimeoutEnabled: true, MaxRetries: -1, PoolSize: 1, DisableIdentity: true}
+		}
 	case cfg.Cluster != nil:
 		o := cfg.Cluster
 		if o.Password == "" {
@@ -155,6 +166,12 @@ func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, er
 	if err != nil {
 		return nil, b.unavailable(err)
 	}
+	return b.tryOnceReply(ctx, req, granted, res, nr)
+}
+
+// tryOnceReply reads try_once.lua's reply res (a grant at granted; nr:
+// too few replicas acknowledged it).
+func (b *Backend) tryOnceReply(ctx context.Context, req lock.Request, granted time.Time, res []any, nr error) (lock.Lease, error) {
 	if len(res) >= 2 && res[0] == int64(1) {
 		tok, err := strconv.ParseUint(fmt.Sprint(res[1]), 10, 64)
 		if err != nil {

@@ -13,8 +13,15 @@ package redis
 //   - The fencing token is the maximum the quorum's nodes granted, written
 //     back to the quorum (settoken.lua) before the lease is returned, so
 //     before the command starts; quorums intersect, so the next holder's
-//     quorum includes a node whose counter is at least our token.
-//   - Renew and hold need a quorum; release and break go to every node.
+//     quorum includes a node whose counter is at least our token. Every
+//     renewal writes it into every record too, and status reads the token
+//     a quorum of records carry: always DISTLOCK_TOKEN.
+//   - Delayed restart (redlock_lib.lua): a master that lost its data (an
+//     empty restart, a flush) does not count toward an acquire's quorum
+//     until the leases it may have lost have run out; see young.
+//   - Renew and hold need a quorum; they take the key back on a master
+//     that lost its data since the grant (redlock_renew.lua). Release and
+//     break go to every node.
 //   - Waiters poll (lock.Polling), woken by releases on any node: no fair
 //     queue. Semaphores (--limit) are refused with 64.
 
@@ -38,6 +45,33 @@ var (
 	//go:embed settoken.lua
 	setTokenSrc    string
 	setTokenScript = lazyScript(func() string { return setTokenSrc })
+	//go:embed redlock_lib.lua
+	redlockLibSrc string
+	//go:embed redlock_renew.lua
+	redlockRenewSrc string
+
+	redlockAcquireScript = lazyScript(func() string {
+		return grantLibSrc + queueLibSrc + redlockLibSrc + redlockAcquireHead + tryOnceSrc + redlockAcquireTail
+	})
+	redlockRenewScript = lazyScript(func() string { return redlockLibSrc + redlockRenewSrc })
+)
+
+// Redlock's try-once is try_once.lua wrapped in the delayed restart's
+// bookkeeping (redlock_lib.lua): KEYS[1..5] and ARGV as try_once.lua's,
+// KEYS[6] the boot marker, KEYS[7] the TTL ledger. It returns {marker
+// age ms, longest live TTL ms (before this call), try_once.lua's reply}.
+const (
+	redlockAcquireHead = `
+local rl_now = rl_now_ms()
+local rl_age, rl_longest = rl_state(KEYS[6], KEYS[7], rl_now)
+local function rl_try_once()
+`
+	redlockAcquireTail = `
+end
+local rl_res = rl_try_once()
+if rl_res[1] == 1 then rl_note(KEYS[7], rl_now, tonumber(ARGV[2])) end
+return {rl_age, rl_longest, rl_res}
+`
 )
 
 const redlockForm = "redlock://[user:password@]host:port,host:port,host:port[,host:port...][?tls=true] (redlocks:// for TLS)"
@@ -103,7 +137,7 @@ func OpenRedlock(ctx context.Context, cfg RedlockConfig) (*Redlock, error) {
 			o.DialTimeout = cfg.ConnectTimeout
 		}
 		o.ContextTimeoutEnabled, o.MaxRetries, o.PoolSize, o.DisableIdentity = true, -1, 4, true
-		r.nodes = append(r.nodes, &Backend{c: goredis.NewClient(o), prefix: cfg.Prefix, addr: "redis at " + o.Addr})
+		r.nodes = append(r.nodes, &Backend{c: goredis.NewClient(o), prefix: cfg.Prefix, addr: "redis at " + o.Addr, redlock: true})
 		addrs = append(addrs, o.Addr)
 	}
 	r.addrs = strings.Join(addrs, ",")
@@ -230,28 +264,42 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 	}
 	start := time.Now()
 	leases := make([]*Lease, len(r.nodes))
+	infos := make([]restartInfo, len(r.nodes))
 	errs := r.each(ctx, nodeTimeout(req.TTL), func(ctx context.Context, n *Backend) error {
-		l, err := n.tryOnce(ctx, req)
+		k := i(r, n)
+		l, info, err := n.redlockTryOnce(ctx, req)
+		infos[k] = info
 		if err == nil {
-			leases[i(r, n)] = l.(*Lease)
+			leases[k] = l
 		}
 		return err
 	})
-	validity := time.Duration(float64(req.TTL)*(1-redlockDrift)) - redlockDelta - time.Since(start)
+	// A grant by a master that lost its data too recently does not count
+	// (delayed restart); it is kept with the others or released with them.
+	young := r.young(infos)
 	granted := 0
 	var tok uint64
-	for _, l := range leases {
-		if l != nil {
+	for k, l := range leases {
+		if l == nil {
+			continue
+		}
+		tok = max(tok, l.token)
+		if young[k] != nil {
+			errs[k] = young[k]
+		} else {
 			granted++
-			tok = max(tok, l.token)
 		}
 	}
+	validity := time.Duration(float64(req.TTL)*(1-redlockDrift)) - redlockDelta - time.Since(start)
 	if granted >= r.quorum && validity > 0 {
-		// The token: the quorum's maximum, written back to the quorum.
+		// The token: the maximum granted, written back to every master
+		// that granted. A master whose grant landed but whose reply was
+		// lost gets it from the first renewal (redlock_renew.lua); until
+		// then Inspect reads the token a quorum's records carry.
 		werrs := r.each(ctx, nodeTimeout(req.TTL), func(ctx context.Context, n *Backend) error {
-			l := leases[i(r, n)]
-			if l == nil {
-				return errors.New("not granted here")
+			k := i(r, n)
+			if leases[k] == nil {
+				return errs[k]
 			}
 			res, err := setTokenScript().Run(ctx, n.c, []string{n.lockKey(req.Key), n.tokenKey(req.Key)}, req.Owner, strconv.FormatUint(tok, 10)).Int()
 			if err != nil {
@@ -260,13 +308,14 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 			if res != 1 {
 				return lock.ErrNotHeld
 			}
-			return nil
+			return young[k]
 		})
 		if validity = time.Duration(float64(req.TTL)*(1-redlockDrift)) - redlockDelta - time.Since(start); r.needQuorum(werrs, "took the fencing token") == nil && validity > 0 {
-			return &redlockLease{r: r, key: req.Key, owner: req.Owner, token: tok, ttl: req.TTL, granted: start}, nil
+			return &redlockLease{r: r, key: req.Key, owner: req.Owner, token: tok, ttl: req.TTL, granted: start,
+				fields: recordFields(req.Meta, start)}, nil
 		}
 	}
-	r.releaseAll(ctx, req.Key, req.Owner)
+	r.releaseEach(ctx, req.Key, req.Owner, false)
 	// No quorum: busy if any node has another holder, else unavailable.
 	for _, err := range errs {
 		var busy *lock.BusyError
@@ -283,6 +332,96 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 	return nil, r.needQuorum(errs, "granted "+req.Key)
 }
 
+// redlockTryOnce is one master's part in an acquire: try_once.lua with
+// the delayed restart's bookkeeping (redlockAcquireScript).
+func (b *Backend) redlockTryOnce(ctx context.Context, req lock.Request) (*Lease, restartInfo, error) {
+	granted := time.Now()
+	res, err := redlockAcquireScript().Run(ctx, b.c,
+		[]string{b.lockKey(req.Key), b.tokenKey(req.Key), b.queueKey(req.Key), b.aliveKey(req.Key), b.waitingKey(req.Key), b.bootKey(), b.ttlsKey()},
+		req.Owner, req.TTL.Milliseconds(), req.Meta.Host, req.Meta.PID, req.Meta.User, req.Meta.Command, req.Meta.Note,
+		b.wakePrefix(req.Key),
+	).Slice()
+	if err != nil {
+		return nil, restartInfo{}, b.unavailable(err)
+	}
+	info, ok := parseRestartInfo(res)
+	inner, _ := res[len(res)-1].([]any)
+	if !ok || len(res) != 3 {
+		return nil, restartInfo{}, fmt.Errorf("unexpected reply from the Redlock try-once script: %v", res)
+	}
+	l, err := b.tryOnceReply(ctx, req, granted, inner, nil)
+	if err != nil {
+		return nil, info, err
+	}
+	return l.(*Lease), info, nil
+}
+
+// The delayed restart's keys on each master (redlock_lib.lua).
+func (b *Backend) bootKey() string { return b.prefix + ":redlock:boot" }
+func (b *Backend) ttlsKey() string { return b.prefix + ":redlock:ttls" }
+
+// restartInfo is what a Redlock script says of its master besides its
+// answer: how long ago the master's boot marker was made (when it was
+// first used after it lost its data) and the longest TTL of a lease live
+// on it.
+type restartInfo struct {
+	answered     bool
+	age, longest time.Duration
+}
+
+// parseRestartInfo reads a reply's first two elements, {age ms, longest
+// ms}.
+func parseRestartInfo(res []any) (restartInfo, bool) {
+	if len(res) < 2 {
+		return restartInfo{}, false
+	}
+	age, ok1 := res[0].(int64)
+	longest, ok2 := res[1].(int64)
+	return restartInfo{answered: true, age: time.Duration(age) * time.Millisecond, longest: time.Duration(longest) * time.Millisecond}, ok1 && ok2
+}
+
+// young says, per node, whether it lost its data too recently to count
+// toward a quorum (the delayed restart). A master's leases lost when it
+// lost its data were granted before it came back, so only the masters in
+// use before then (boot markers older by more than sameBoot) know how
+// long such a lease can still live: a master counts once its own marker
+// is older than the longest TTL of a lease live on any of those, plus the
+// drift allowance. A lease it may have lost has ended by then, or its
+// holder has taken the key back on it. A brand-new deployment, whose
+// masters' markers are all made by its first request, waits for nothing.
+func (r *Redlock) young(infos []restartInfo) []error {
+	out := make([]error, len(infos))
+	for k, in := range infos {
+		if !in.answered {
+			continue
+		}
+		var need time.Duration
+		for _, o := range infos {
+			if o.answered && o.age > in.age+sameBoot {
+				need = max(need, o.longest)
+			}
+		}
+		need += time.Duration(float64(need) * redlockDrift)
+		if in.age < need {
+			out[k] = &lock.UnavailableError{Msg: fmt.Sprintf("%s lost its data (restarted empty, or was flushed) %s ago: it counts toward a quorum once %s have passed (the longest TTL of a lease the other masters hold; Redlock's delayed restart)",
+				r.nodes[k].addr, in.age.Round(time.Millisecond), need.Round(time.Millisecond))}
+		}
+	}
+	return out
+}
+
+// sameBoot: masters whose boot markers were made within this of each
+// other came into use together (a new deployment's first request makes
+// them all) and cannot have lost each other's leases.
+const sameBoot = time.Second
+
+// recordFields are a holder record's fields besides owner, token and
+// TTL, as a renewal writes them on a master that lost the key.
+func recordFields(m lock.Meta, acquired time.Time) []any {
+	return []any{"host", m.Host, "pid", m.PID, "user", m.User, "cmd", m.Command, "note", m.Note,
+		"acquired_ms", acquired.UnixMilli()}
+}
+
 // i is n's index in r.nodes.
 func i(r *Redlock, n *Backend) int {
 	for k, m := range r.nodes {
@@ -296,8 +435,22 @@ func i(r *Redlock, n *Backend) int {
 // releaseAll releases key on every node where owner holds it, on a fresh
 // short context (ctx may have ended).
 func (r *Redlock) releaseAll(ctx context.Context, key, owner string) (released int, errs []error) {
+	return r.releaseEach(ctx, key, owner, true)
+}
+
+// releaseEach is releaseAll; wake says whether to publish the release.
+// A failed attempt gives back grants on masters where the key was free
+// before it, which frees nothing anyone waits for: it must not wake the
+// waiters, among them the attempt's own process, which would try again
+// at once, grant, give back and wake itself in a loop, holding the free
+// masters nearly all the time (and keeping a holder's renewal from
+// taking a key back on them).
+func (r *Redlock) releaseEach(ctx context.Context, key, owner string, wake bool) (released int, errs []error) {
 	cctx := context.WithoutCancel(ctx)
 	errs = r.each(cctx, 2*time.Second, func(ctx context.Context, n *Backend) error {
+		if !wake {
+			return (&Lease{b: n, key: key, owner: owner}).release(ctx, "")
+		}
 		return (&Lease{b: n, key: key, owner: owner}).Release(ctx)
 	})
 	for _, err := range errs {
@@ -380,12 +533,30 @@ func (r *Redlock) quorumHolder(holders []*lock.Holder) (lock.Holder, bool) {
 		}
 		sort.Slice(hs, func(a, b int) bool { return hs[a].ExpiresIn > hs[b].ExpiresIn })
 		h := hs[r.quorum-1]
-		for _, x := range hs {
-			h.Token = max(h.Token, x.Token)
-		}
+		h.Token = quorumToken(hs, r.quorum)
 		return h, true
 	}
 	return lock.Holder{}, false
+}
+
+// quorumToken is the holder's token: the one a quorum of its records
+// carry (the token written back after the grant, and by every renewal),
+// so that status, list and break --token show DISTLOCK_TOKEN even while a
+// master whose grant reply was lost still carries the token it granted
+// itself; else the greatest.
+func quorumToken(hs []lock.Holder, quorum int) uint64 {
+	count := map[uint64]int{}
+	var top uint64
+	for _, h := range hs {
+		count[h.Token]++
+		top = max(top, h.Token)
+	}
+	for tok, n := range count {
+		if n >= quorum {
+			return tok
+		}
+	}
+	return top
 }
 
 // List implements lock.Backend: the keys a quorum holds.
@@ -471,7 +642,12 @@ func (r *Redlock) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 	if err := r.needQuorum(errs, "hold this handle's lock"); err != nil {
 		return nil, err
 	}
-	return &redlockLease{r: r, key: h.Key, owner: h.Owner, token: h.Token, ttl: h.TTL(), granted: granted}, nil
+	l := &redlockLease{r: r, key: h.Key, owner: h.Owner, token: h.Token, ttl: h.TTL(), granted: granted}
+	// The record's fields, for a master that loses the key meanwhile.
+	if qh, held, err := r.Inspect(ctx, h.Key); err == nil && held && qh.Owner == h.Owner {
+		l.fields = recordFields(qh.Meta, qh.AcquiredAt)
+	}
+	return l, nil
 }
 
 // redlockLease is a lock held on a quorum of the nodes.
@@ -482,6 +658,9 @@ type redlockLease struct {
 	token   uint64
 	ttl     time.Duration
 	granted time.Time
+	// fields are the record's other fields (recordFields), written when
+	// a renewal takes the key back on a master that lost it.
+	fields []any
 }
 
 func (l *redlockLease) Key() string             { return l.key }
@@ -512,10 +691,36 @@ func (l *redlockLease) quorumOf(errs []error, what string) error {
 
 // Renew implements lock.Lease: a quorum must extend it.
 func (l *redlockLease) Renew(ctx context.Context) error {
-	errs := l.r.each(ctx, nodeTimeout(l.ttl), func(ctx context.Context, n *Backend) error {
-		return l.node(n).Renew(ctx)
+	return l.refresh(ctx, nodeTimeout(l.ttl), l.ttl, "", "renewed "+l.key)
+}
+
+// refresh extends the lease to ttl on every master (redlock_renew.lua),
+// with mode for a hold: a master that lost its data since the grant
+// (restarted empty, flushed) takes the key back while it is free there,
+// every master's record gets the lease's token, and a quorum must have
+// it. Unlike an acquire, a renewal counts a master that restarted too
+// recently (young) once it holds our record: the delayed restart keeps a
+// young master from helping anyone *establish* a lock it may have lost
+// there; our lock was established by a quorum of masters that were not
+// young, so no other holder of the key can be live, and a young master
+// holding our record keeps it from everyone else like any other.
+func (l *redlockLease) refresh(ctx context.Context, timeout, ttl time.Duration, mode, what string) error {
+	errs := l.r.each(ctx, timeout, func(ctx context.Context, n *Backend) error {
+		args := append([]any{l.owner, max(ttl.Milliseconds(), 1), strconv.FormatUint(l.token, 10), mode,
+			time.Since(l.granted).Milliseconds(), sameBoot.Milliseconds()}, l.fields...)
+		res, err := redlockRenewScript().Run(ctx, n.c, []string{n.lockKey(l.key), n.tokenKey(l.key), n.bootKey(), n.ttlsKey()}, args...).Slice()
+		if err != nil {
+			return n.unavailable(err)
+		}
+		if _, ok := parseRestartInfo(res[min(1, len(res)):]); !ok || len(res) != 3 {
+			return fmt.Errorf("unexpected reply from the Redlock renew script: %v", res)
+		}
+		if res[0] == int64(0) {
+			return lock.ErrNotHeld
+		}
+		return nil
 	})
-	return l.quorumOf(errs, "renewed "+l.key)
+	return l.quorumOf(errs, what)
 }
 
 // Release implements lock.Lease: on every node.
@@ -529,10 +734,7 @@ func (l *redlockLease) Release(ctx context.Context) error {
 
 // Hold implements lock.Lease: a quorum must keep it.
 func (l *redlockLease) Hold(ctx context.Context, d time.Duration, mode string) error {
-	errs := l.r.each(ctx, 5*time.Second, func(ctx context.Context, n *Backend) error {
-		return l.node(n).Hold(ctx, d, mode)
-	})
-	if err := l.quorumOf(errs, "kept "+l.key); err != nil {
+	if err := l.refresh(ctx, 5*time.Second, d, mode, "kept "+l.key); err != nil {
 		return err
 	}
 	l.ttl = d

@@ -11,6 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/distlock/distlock/internal/lock"
+	"github.com/distlock/distlock/internal/testenv/faultproxy"
 	"github.com/distlock/distlock/internal/testenv/server"
 )
 
@@ -88,5 +89,88 @@ func TestRedlockTokensRiseAcrossQuorums(t *testing.T) {
 	}
 	if _, err := lock.TryOnce(ctx, r, req("other", "o3", 1, 2*time.Second)); !errors.Is(err, lock.ErrUnavailable) {
 		t.Fatalf("acquire with one node of three: %v, want unavailable", err)
+	}
+}
+
+// TestRedlockTokenSameEverywhere (issue 20, hole 4): a master whose grant
+// landed but whose reply was lost (its proxy holds what it sends) carries
+// the token it granted itself, here a far greater one. The holder's token
+// is still the one status, list and break --token see; the first renewal
+// writes it into that master's record too.
+func TestRedlockTokenSameEverywhere(t *testing.T) {
+	m, err := server.StartRedisMasters(t.TempDir(), 3)
+	if errors.Is(err, server.ErrNoBinary) && os.Getenv("DISTLOCK_TEST_REQUIRE_SERVERS") != "1" {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	p, err := faultproxy.New(m.Nodes[2].Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	cfg, err := ParseRedlockURL("redlock://" + m.Nodes[0].Addr() + "," + m.Nodes[1].Addr() + "," + p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Prefix = "distlock"
+	r, err := OpenRedlock(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	ctx := context.Background()
+	c := goredis.NewClient(&goredis.Options{Addr: m.Nodes[2].Addr()})
+	defer c.Close()
+	ahead := uint64(time.Now().UnixMicro()) + 1e12
+	if err := c.Set(ctx, "distlock:{k}:token", strconv.FormatUint(ahead, 10), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Load the scripts everywhere first: with the replies held, a
+	// NOSCRIPT answer would keep the grant from landing.
+	warm, err := lock.TryOnce(ctx, r, req("warm", "o0", 1, 3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.PauseReplies()
+	l, err := lock.TryOnce(ctx, r, req("k", "o1", 1, 3*time.Second))
+	p.Resume()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.HGet(ctx, "distlock:{k}", "token").Result(); err != nil || got != strconv.FormatUint(ahead+1, 10) {
+		t.Fatalf("master 2's record: token %q (%v), want the one it granted itself, %d (the test needs its grant to land)", got, err, ahead+1)
+	}
+	if l.Token() == ahead+1 {
+		t.Fatalf("the holder's token is master 2's, whose reply was held")
+	}
+	if h, held, err := r.Inspect(ctx, "k"); err != nil || !held || h.Token != l.Token() {
+		t.Fatalf("status: %+v %v %v, want token %d (DISTLOCK_TOKEN)", h, held, err, l.Token())
+	}
+	if hs, err := r.List(ctx, ""); err != nil || len(hs) != 1 || hs[0].Token != l.Token() {
+		t.Fatalf("list: %+v %v, want token %d", hs, err, l.Token())
+	}
+	if h := l.Handle(); h.Token != l.Token() {
+		t.Fatalf("handle token %d, want %d", h.Token, l.Token())
+	}
+	if err := l.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.HGet(ctx, "distlock:{k}", "token").Result(); err != nil || got != strconv.FormatUint(l.Token(), 10) {
+		t.Fatalf("master 2's record after a renewal: token %q (%v), want %d", got, err, l.Token())
+	}
+	if _, err := r.Break(ctx, "k", l.Token()); err != nil {
+		t.Fatalf("break --token DISTLOCK_TOKEN: %v", err)
+	}
+	if _, held, err := r.Inspect(ctx, "k"); err != nil || held {
+		t.Fatalf("after the break: held %v (%v)", held, err)
 	}
 }
