@@ -43,6 +43,8 @@ func (e *multiEngine) wipe() error {
 
 func (e *multiEngine) failover() error               { return errUnsupported }
 func (e *multiEngine) partition(int) (func(), error) { return nil, errUnsupported }
+func (e *multiEngine) fakeClock(string) error        { return errUnsupported }
+func (e *multiEngine) jumpClock(time.Duration) error { return errUnsupported }
 func (e *multiEngine) close()                        { e.closer() }
 
 // sentinelEngine is a master, one replica and three sentinels.
@@ -122,4 +124,6 @@ func (e *sentinelEngine) failover() error {
 }
 
 func (e *sentinelEngine) partition(int) (func(), error) { return nil, errUnsupported }
+func (e *sentinelEngine) fakeClock(string) error        { return errUnsupported }
+func (e *sentinelEngine) jumpClock(time.Duration) error { return errUnsupported }
 func (e *sentinelEngine) close()                        { e.s.Close() }

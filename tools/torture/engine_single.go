@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/distlock/distlock/internal/testenv/faultproxy"
 	"github.com/distlock/distlock/internal/testenv/server"
@@ -15,6 +16,7 @@ type singleEngine struct {
 	dir     string
 	p       *server.Process
 	proxies []*faultproxy.Proxy
+	clock   *faketime
 }
 
 func startSingle(kind, dir string, contenders int) (*singleEngine, error) {
@@ -93,6 +95,25 @@ func (e *singleEngine) partition(i int) (func(), error) {
 	px := e.proxies[i]
 	px.Pause()
 	return px.Resume, nil
+}
+
+func (e *singleEngine) fakeClock(dir string) error {
+	if e.kind != "redis" && e.kind != "postgres" && e.kind != "mariadb" {
+		return errUnsupported
+	}
+	f, err := newFaketime(dir)
+	if err != nil {
+		return err
+	}
+	e.clock = f
+	return e.p.RestartWithEnv(f.env())
+}
+
+func (e *singleEngine) jumpClock(d time.Duration) error {
+	if e.clock == nil {
+		return errUnsupported
+	}
+	return e.clock.jump(d)
 }
 
 func (e *singleEngine) close() {

@@ -31,6 +31,10 @@ type engine interface {
 	wipe() error    // kill, lose the data, start again
 	failover() error
 	partition(contender int) (heal func(), err error)
+	// fakeClock restarts the server under faketime (before the workload);
+	// jumpClock then moves its wall clock forward.
+	fakeClock(dir string) error
+	jumpClock(d time.Duration) error
 	close()
 }
 
@@ -84,6 +88,8 @@ func (fileEngine) restart() error                { return errUnsupported }
 func (fileEngine) wipe() error                   { return errUnsupported }
 func (fileEngine) failover() error               { return errUnsupported }
 func (fileEngine) partition(int) (func(), error) { return nil, errUnsupported }
+func (fileEngine) fakeClock(string) error        { return errUnsupported }
+func (fileEngine) jumpClock(time.Duration) error { return errUnsupported }
 func (fileEngine) close()                        {}
 
 // pauseAll stops every process of every given server; on an error it

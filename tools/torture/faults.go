@@ -83,6 +83,8 @@ func (in *injector) inject(s *section) error {
 		return in.e.wipe()
 	case "failover":
 		return in.e.failover()
+	case "clock-jump":
+		return in.e.jumpClock(3 * in.ttl)
 	case "kill-holder":
 		return in.wl.signal(s.Contender, syscall.SIGKILL)
 	case "stop-holder":

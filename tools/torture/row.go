@@ -73,6 +73,12 @@ func (ev env) runRow(engine, fault, mode string) (r row) {
 		return r
 	}
 	defer e.close()
+	if fault == "clock-jump" {
+		if err := e.fakeClock(dir); err != nil {
+			r.Error = "faketime: " + err.Error()
+			return r
+		}
+	}
 	ev.drive(&r, e, mode)
 	return r
 }
