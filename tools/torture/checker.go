@@ -57,9 +57,10 @@ func overlaps(ss []section, limit int) int {
 
 // tokenRegressions for a mutex counts the sections (in the order they
 // started) whose token is not greater than the one before. For a
-// semaphore, whose holders start in any order, it counts the sections
-// whose token is not greater than that of a section that had ended before
-// they started.
+// semaphore, whose holders start their sections in any order, it counts
+// the sections whose token is not greater than that of a section that
+// had ended before their distlock was even launched (that one was
+// granted first, whatever the start order).
 func tokenRegressions(ss []section, limit int) int {
 	s := byStart(ss)
 	n := 0
@@ -71,7 +72,7 @@ func tokenRegressions(ss []section, limit int) int {
 			continue
 		}
 		for j := 0; j < i; j++ {
-			if s[j].End < s[i].Start && s[j].Token >= s[i].Token {
+			if s[j].End < s[i].Launched && s[j].Token >= s[i].Token {
 				n++
 				break
 			}

@@ -10,7 +10,7 @@ import (
 
 // sec is a hand-made section: contender c, token tok, inside [start, end].
 func sec(id, c int, tok uint64, start, end int64) section {
-	return section{ID: id, Contender: c, Token: tok, Start: start, End: end, Clean: true}
+	return section{ID: id, Contender: c, Token: tok, Launched: start - 1, Start: start, End: end, Clean: true}
 }
 
 func TestOverlapsMutex(t *testing.T) {
@@ -50,6 +50,12 @@ func TestTokenRegressions(t *testing.T) {
 	sem := []section{sec(0, 0, 2, 0, 10), sec(1, 1, 1, 1, 10), sec(2, 2, 3, 11, 20)}
 	if n := tokenRegressions(sem, 2); n != 0 {
 		t.Errorf("semaphore, concurrent grants in either order: %d, want 0", n)
+	}
+	// granted before an earlier-token section ended, started after it
+	late := sec(3, 1, 4, 25, 26)
+	late.Launched = 12
+	if n := tokenRegressions(append(sem, sec(4, 0, 5, 13, 24), late), 2); n != 0 {
+		t.Errorf("semaphore, section launched before the other ended: %d, want 0", n)
 	}
 	sem = append(sem, sec(3, 0, 2, 21, 30))
 	if n := tokenRegressions(sem, 2); n != 1 {

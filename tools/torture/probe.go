@@ -24,6 +24,7 @@ func probeMain(args []string) int {
 	fs := flag.NewFlagSet("probe", flag.ContinueOnError)
 	addr := fs.String("addr", "", "register address")
 	contender := fs.Int("contender", -1, "contender number")
+	launched := fs.Int64("launched", 0, "when the tool launched this distlock (wall-clock ns)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -39,7 +40,7 @@ func probeMain(args []string) int {
 	}
 	defer c.Close()
 	r := bufio.NewReader(c)
-	fmt.Fprintf(c, "start %d %d %d %s %d\n", token, *contender, os.Getppid(), slotOf(), start)
+	fmt.Fprintf(c, "start %d %d %d %s %d %d\n", token, *contender, os.Getppid(), slotOf(), start, *launched)
 	hold, err := readHold(r)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "probe:", err)

@@ -19,6 +19,7 @@ type section struct {
 	Token     uint64 `json:"token"`
 	Slot      string `json:"slot,omitempty"`
 	PID       int    `json:"distlock_pid"`
+	Launched  int64  `json:"launched"` // when its distlock was started
 	Start     int64  `json:"start"`
 	End       int64  `json:"end"`
 	// Clean: the probe reported its end; else End is when its connection
@@ -119,19 +120,20 @@ func (r *register) handle(c net.Conn) {
 
 func parseStart(line string) (*section, error) {
 	f := strings.Fields(line)
-	if len(f) != 6 || f[0] != "start" {
+	if len(f) != 7 || f[0] != "start" {
 		return nil, fmt.Errorf("bad start %q", line)
 	}
 	s := &section{Slot: f[4]}
-	var err1, err2, err3, err4 error
+	var err1, err2, err3, err4, err5 error
 	s.Token, err1 = strconv.ParseUint(f[1], 10, 64)
 	s.Contender, err2 = strconv.Atoi(f[2])
 	s.PID, err3 = strconv.Atoi(f[3])
 	s.Start, err4 = strconv.ParseInt(f[5], 10, 64)
+	s.Launched, err5 = strconv.ParseInt(f[6], 10, 64)
 	if s.Slot == "-" {
 		s.Slot = ""
 	}
-	for _, err := range []error{err1, err2, err3, err4} {
+	for _, err := range []error{err1, err2, err3, err4, err5} {
 		if err != nil {
 			return nil, err
 		}

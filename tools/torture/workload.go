@@ -46,7 +46,8 @@ func (w *workload) command(i int) *exec.Cmd {
 	if w.limit > 1 {
 		args = append(args, "--limit", strconv.Itoa(w.limit))
 	}
-	args = append(args, "--", w.self, "probe", "--addr", w.regAddr, "--contender", strconv.Itoa(i))
+	args = append(args, "--", w.self, "probe", "--addr", w.regAddr, "--contender", strconv.Itoa(i),
+		"--launched", strconv.FormatInt(time.Now().UnixNano(), 10))
 	return exec.Command(w.bin, args...)
 }
 
