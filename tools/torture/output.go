@@ -37,6 +37,8 @@ func table(w io.Writer, rows []row) {
 // the expected-unsafe note.
 func verdictOf(r row) string {
 	switch {
+	case r.Skipped != "":
+		return "skipped: " + r.Skipped
 	case r.Error != "":
 		return "ERROR: " + r.Error
 	case len(r.Unexpected) > 0:

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 )
 
@@ -39,22 +42,56 @@ func probeMain(args []string) int {
 		return 4
 	}
 	defer c.Close()
+	pc := &probeConn{c: c}
+	go pc.onTerm()
 	r := bufio.NewReader(c)
-	fmt.Fprintf(c, "start %d %d %d %s %d %d\n", token, *contender, os.Getppid(), slotOf(), start, *launched)
+	pc.printf("start %d %d %d %s %d %d\n", token, *contender, os.Getppid(), slotOf(), start, *launched)
 	hold, err := readHold(r)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "probe:", err)
 		return 5
 	}
-	if err := probeWrite(c, r, token); err != nil {
+	if err := pc.write(r, token); err != nil {
 		return 6
 	}
 	time.Sleep(hold)
-	if err := probeWrite(c, r, token); err != nil {
+	if err := pc.write(r, token); err != nil {
 		return 6
 	}
-	fmt.Fprintf(c, "end %d\n", time.Now().UnixNano())
+	pc.end()
 	return 0
+}
+
+// probeConn serializes what the probe sends: its main line and its
+// SIGTERM handler both write.
+type probeConn struct {
+	mu sync.Mutex
+	c  net.Conn
+}
+
+func (pc *probeConn) printf(format string, args ...any) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	fmt.Fprintf(pc.c, format, args...)
+}
+
+// end reports the section's end, stamped as late as possible.
+func (pc *probeConn) end() {
+	pc.mu.Lock() // held until exit: nothing is sent after the end
+	fmt.Fprintf(pc.c, "end %d\n", time.Now().UnixNano())
+}
+
+// onTerm: distlock stops a command with SIGTERM when its lease is going
+// or gone. The probe reports its end and exits at once, so that its end
+// is its own clock reading, not when the register next got to run and
+// saw the connection close (on a loaded machine tens of milliseconds
+// later, which would show a false overlap with the next holder).
+func (pc *probeConn) onTerm() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGTERM)
+	<-ch
+	pc.end()
+	os.Exit(143)
 }
 
 func slotOf() string {
@@ -73,11 +110,9 @@ func readHold(r *bufio.Reader) (time.Duration, error) {
 	return time.Duration(ns), err
 }
 
-// probeWrite makes one fenced write and waits for its answer.
-func probeWrite(c net.Conn, r *bufio.Reader, token uint64) error {
-	if _, err := fmt.Fprintf(c, "write %d\n", token); err != nil {
-		return err
-	}
+// write makes one fenced write and waits for its answer.
+func (pc *probeConn) write(r *bufio.Reader, token uint64) error {
+	pc.printf("write %d\n", token)
 	_, err := r.ReadString('\n')
 	return err
 }
