@@ -22,6 +22,7 @@ type injector struct {
 
 	injected int
 	lastHeal time.Time
+	lastHeld int // the section inside during the last fault
 	errs     []string
 }
 
@@ -50,7 +51,7 @@ func (in *injector) run(until time.Time) {
 		} else {
 			in.injected++
 		}
-		in.lastHeal = time.Now()
+		in.lastHeal, in.lastHeld = time.Now(), s.ID
 	}
 }
 

@@ -108,20 +108,34 @@ func (ev env) drive(r *row, e engine, mode string) {
 	v := check(ss, ws, limit)
 	r.Sections, r.Overlaps, r.TokenRegressions, r.StaleWrites, r.RejectedWrites = v.Sections, v.Overlaps, v.TokenRegressions, v.StaleWrites, v.RejectedWrites
 	r.FaultsInjected, r.FaultErrors, r.Exits = in.injected, in.errs, wl.exitCounts()
-	if in.injected > 0 && !startedAfter(ss, in.lastHeal) {
-		r.NoProgress = 1
-	}
+	r.NoProgress = noProgress(ss, in, start.Add(cfg.duration), cfg.ttl)
 	r.Unexpected = unexpected(*r, expect(r.Engine, r.Fault))
 	ev.porcupine(r, ss, ws, limit)
 }
 
-func startedAfter(ss []section, t time.Time) bool {
+// noProgress is 1 when no section started after the last fault healed
+// and the section held through it was over (a holder that keeps its lock
+// through a restart rightly holds on for its whole stall), given at least
+// two TTLs of workload after that; else 0.
+func noProgress(ss []section, in *injector, stopped time.Time, ttl time.Duration) int {
+	if in.injected == 0 {
+		return 0
+	}
+	healed := in.lastHeal.UnixNano()
 	for _, s := range ss {
-		if s.Start > t.UnixNano() {
-			return true
+		if s.ID == in.lastHeld {
+			healed = max(healed, s.End)
 		}
 	}
-	return false
+	if stopped.UnixNano()-healed < int64(2*ttl) {
+		return 0
+	}
+	for _, s := range ss {
+		if s.Start > healed {
+			return 0
+		}
+	}
+	return 1
 }
 
 // stuck: once the faults have healed and every contender is gone, a
