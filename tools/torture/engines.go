@@ -14,7 +14,7 @@ import (
 	"github.com/distlock/distlock/internal/testenv/server"
 )
 
-var engineNames = []string{"file", "redis", "redis-sentinel", "redis-sentinel-wait1", "redis-cluster", "redlock", "etcd", "zookeeper", "postgres", "mariadb"}
+var engineNames = []string{"file", "redis", "redis-sentinel", "redis-sentinel-wait1", "redis-cluster", "redlock", "etcd", "etcd3", "zookeeper", "postgres", "mariadb"}
 
 // errUnsupported: this engine cannot suffer this fault (or the tool cannot
 // inflict it yet); the row is skipped with the reason.
@@ -68,6 +68,12 @@ func startEngine(name, dir string, contenders int) (engine, error) {
 			return nil, err
 		}
 		return &multiEngine{nodes: c.Nodes, u: c.URL(), closer: c.Close}, nil
+	case "etcd3":
+		c, err := server.StartEtcdCluster(dir, 3)
+		if err != nil {
+			return nil, err
+		}
+		return &etcdClusterEngine{c: c}, nil
 	case "redlock":
 		m, err := server.StartRedisMasters(dir, 3)
 		if err != nil {

@@ -82,7 +82,7 @@ func (in *injector) inject(s *section) error {
 		return in.e.restart()
 	case "wipe-server":
 		return in.e.wipe()
-	case "failover":
+	case "failover", "kill-leader":
 		return in.e.failover()
 	case "clock-jump":
 		return in.e.jumpClock(3 * in.ttl)
