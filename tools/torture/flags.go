@@ -19,6 +19,7 @@ type config struct {
 	seed       uint64
 	out        string
 	verbose    bool
+	keep       bool
 }
 
 func parseFlags(args []string) (config, error) {
@@ -32,7 +33,8 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.contenders, "contenders", 6, "contenders per row")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the fault schedule (each row derives its own from it)")
 	fs.StringVar(&c.out, "out", "", "directory for results.json, per-row histories and porcupine visualizations")
-	fs.BoolVar(&c.verbose, "v", false, "log every fault and distlock's unexpected exits")
+	fs.BoolVar(&c.verbose, "v", false, "log every fault as it is injected")
+	fs.BoolVar(&c.keep, "keep", false, "keep the server directories (data, logs) of rows that fail or show an unexpected violation")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

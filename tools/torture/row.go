@@ -34,6 +34,7 @@ type row struct {
 	Skipped           string         `json:"skipped,omitempty"`
 	Error             string         `json:"error,omitempty"`
 	Seed              uint64         `json:"seed"`
+	Kept              string         `json:"kept_dir,omitempty"`
 }
 
 func (r row) name() string { return r.Engine + "_" + r.Fault + "_" + r.Mode }
@@ -66,7 +67,13 @@ func (ev env) runRow(engine, fault, mode string) (r row) {
 		r.Error = err.Error()
 		return r
 	}
-	defer os.RemoveAll(dir)
+	defer func() {
+		if ev.cfg.keep && (r.Error != "" || len(r.Unexpected) > 0) {
+			r.Kept = dir
+			return
+		}
+		os.RemoveAll(dir)
+	}()
 	e, err := startEngine(engine, dir, ev.cfg.contenders)
 	if err != nil {
 		r.Error = "start: " + err.Error()
