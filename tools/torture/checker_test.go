@@ -117,11 +117,11 @@ func TestLockModelAndVisualization(t *testing.T) {
 
 func TestUnexpected(t *testing.T) {
 	r := row{Overlaps: 3, TokenRegressions: 1}
-	got := unexpected(r, expect("etcd", "wipe-server"))
+	got := unexpected(r, expect("etcd", "wipe-server", "mutex"))
 	if len(got) != 1 || got[0] != propToken {
 		t.Errorf("etcd wipe-server: %v, want only %s", got, propToken)
 	}
-	if got := unexpected(r, expect("redlock", "wipe-server")); len(got) != 2 {
+	if got := unexpected(r, expect("redlock", "wipe-server", "mutex")); len(got) != 2 {
 		t.Errorf("redlock wipe-server (one master) must stay safe: %v", got)
 	}
 }

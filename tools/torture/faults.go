@@ -17,6 +17,7 @@ type injector struct {
 	reg   *register
 	wl    *workload
 	ttl   time.Duration
+	stall time.Duration // how long the section a fault waits for holds
 	rng   *rand.Rand
 	log   func(format string, args ...any)
 
@@ -36,7 +37,7 @@ func (in *injector) run(until time.Time) {
 		if in.fault == "none" {
 			continue
 		}
-		stalled := in.reg.requestStall(3 * in.ttl)
+		stalled := in.reg.requestStall(in.stall)
 		var s *section
 		select {
 		case s = <-stalled:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -28,6 +29,8 @@ func probeMain(args []string) int {
 	addr := fs.String("addr", "", "register address")
 	contender := fs.Int("contender", -1, "contender number")
 	launched := fs.Int64("launched", 0, "when the tool launched this distlock (wall-clock ns)")
+	extendWith := fs.String("extend-with", "", "mode handle: distlock binary to extend DISTLOCK_HANDLE with half-way")
+	backend := fs.String("backend", "", "mode handle: the engine URL for extend")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -53,6 +56,15 @@ func probeMain(args []string) int {
 	}
 	if err := pc.write(r, token); err != nil {
 		return 6
+	}
+	if *extendWith != "" {
+		time.Sleep(hold / 2)
+		ext := exec.Command(*extendWith, "--backend", *backend, "--connect-timeout", "2s", "extend")
+		if ext.Run() != nil { // the handle lost its lock (or the engine is away): stop
+			pc.end()
+			return 0
+		}
+		hold /= 2
 	}
 	time.Sleep(hold)
 	if err := pc.write(r, token); err != nil {

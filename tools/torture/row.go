@@ -54,7 +54,7 @@ type env struct {
 }
 
 func (ev env) runRow(engine, fault, mode string) (r row) {
-	r = row{Engine: engine, Fault: fault, Mode: mode, Expected: expect(engine, fault).String()}
+	r = row{Engine: engine, Fault: fault, Mode: mode, Expected: expect(engine, fault, mode).String()}
 	r.Seed = rowSeed(ev.cfg.seed, r.name())
 	if r.Skipped = skipReason(engine, fault, mode); r.Skipped != "" {
 		r.Expected = "skipped"
@@ -99,10 +99,18 @@ func (ev env) drive(r *row, e engine, mode string) {
 		return
 	}
 	limit := map[bool]int{true: 2, false: 1}[mode == "semaphore"]
-	wl := &workload{bin: ev.bin, self: ev.self, key: "torture", regAddr: reg.addr(), ttl: cfg.ttl, limit: limit, url: e.url}
+	wl := &workload{bin: ev.bin, self: ev.self, key: "torture", regAddr: reg.addr(), ttl: cfg.ttl, limit: limit, url: e.url, handle: mode == "handle"}
+	// A section held through the fault: 3 TTLs, so that a holder that
+	// should lose its lease is inside when it does. A handle's lock is not
+	// renewed: its section is kept within the lease (TTL/2, extended
+	// half-way).
+	stall := 3 * cfg.ttl
+	if wl.handle {
+		stall = cfg.ttl / 2
+	}
 	start := time.Now()
 	wl.start(cfg.contenders)
-	in := &injector{fault: r.Fault, e: e, reg: reg, wl: wl, ttl: cfg.ttl,
+	in := &injector{fault: r.Fault, e: e, reg: reg, wl: wl, ttl: cfg.ttl, stall: stall,
 		rng: rand.New(rand.NewPCG(r.Seed, 1)), log: func(f string, a ...any) { ev.log(r.name()+": "+f, a...) }}
 	healBy := start.Add(cfg.duration - max(3*cfg.ttl, 5*time.Second))
 	in.run(healBy)
@@ -116,7 +124,7 @@ func (ev env) drive(r *row, e engine, mode string) {
 	r.Sections, r.Overlaps, r.TokenRegressions, r.StaleWrites, r.RejectedWrites = v.Sections, v.Overlaps, v.TokenRegressions, v.StaleWrites, v.RejectedWrites
 	r.FaultsInjected, r.FaultErrors, r.Exits = in.injected, in.errs, wl.exitCounts()
 	r.NoProgress = noProgress(ss, in, start.Add(cfg.duration), cfg.ttl)
-	r.Unexpected = unexpected(*r, expect(r.Engine, r.Fault))
+	r.Unexpected = unexpected(*r, expect(r.Engine, r.Fault, r.Mode))
 	ev.porcupine(r, ss, ws, limit)
 }
 

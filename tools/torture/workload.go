@@ -17,6 +17,7 @@ type workload struct {
 	bin, self, key, regAddr string
 	ttl                     time.Duration
 	limit                   int
+	handle                  bool // mode handle: acquire / probe+extend / release
 	url                     func(contender int) string
 
 	stop  atomic.Bool
@@ -33,7 +34,11 @@ func (w *workload) start(contenders int) {
 		go func() {
 			defer w.wg.Done()
 			for !w.stop.Load() {
-				w.once(i)
+				if w.handle {
+					w.onceHandle(i)
+				} else {
+					w.once(i)
+				}
 			}
 		}()
 	}
