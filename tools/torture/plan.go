@@ -58,8 +58,6 @@ func expect(engine, fault, mode string) expectation {
 // skipReason says why a row is not run, or "" to run it.
 func skipReason(engine, fault, mode string) string {
 	switch {
-	case mode == "handle" && engine == "zookeeper":
-		return "ZooKeeper handles need TTL nodes (zookeeper.extendedTypesEnabled); not checked here yet"
 	case mode == "semaphore" && engine == "redlock":
 		return "Redlock refuses --limit (documented)"
 	case fault == "clock-jump" && strings.HasPrefix(engine, "redis") || fault == "clock-jump" && engine == "redlock":
