@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"net"
 	"path/filepath"
 	"strconv"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/distlock/distlock/internal/testenv/server"
 )
@@ -81,7 +84,10 @@ func (e *sentinelEngine) restart() error {
 	if err != nil {
 		return err
 	}
-	return redisRestartKeep(p)
+	if err := redisRestartKeep(p); err != nil {
+		return err
+	}
+	return e.alignRole(p)
 }
 
 func (e *sentinelEngine) wipe() error {
@@ -89,7 +95,33 @@ func (e *sentinelEngine) wipe() error {
 	if err != nil {
 		return err
 	}
-	return redisWipe(p, e.nodeDir(p))
+	if err := redisWipe(p, e.nodeDir(p)); err != nil {
+		return err
+	}
+	return e.alignRole(p)
+}
+
+// alignRole gives a restarted node the role the sentinels give it. In
+// production Sentinel rewrites each node's config file (CONFIG REWRITE)
+// when roles change, so a restarted node comes back in its current role;
+// the test nodes have no config file and would come back in the role of
+// their command line (a replica of the first master), which the
+// sentinels leave alone for tens of seconds: a harness artifact, not a
+// fault distlock should meet.
+func (e *sentinelEngine) alignRole(p *server.Process) error {
+	_, addr, err := e.master()
+	if err != nil {
+		return err
+	}
+	c := goredis.NewClient(&goredis.Options{Addr: p.Addr(), MaxRetries: -1})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if addr == p.Addr() {
+		return c.Do(ctx, "REPLICAOF", "NO", "ONE").Err()
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	return c.Do(ctx, "REPLICAOF", host, port).Err()
 }
 
 func (e *sentinelEngine) nodeDir(p *server.Process) string {
@@ -120,7 +152,10 @@ func (e *sentinelEngine) failover() error {
 	if _, err := e.s.WaitFailover(ctx, addr, 0); err != nil {
 		return err
 	}
-	return redisWipe(p, e.nodeDir(p))
+	if err := redisWipe(p, e.nodeDir(p)); err != nil {
+		return err
+	}
+	return e.alignRole(p)
 }
 
 func (e *sentinelEngine) partition(int) (func(), error) { return nil, errUnsupported }
