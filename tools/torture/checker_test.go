@@ -121,7 +121,12 @@ func TestUnexpected(t *testing.T) {
 	if len(got) != 1 || got[0] != propToken {
 		t.Errorf("etcd wipe-server: %v, want only %s", got, propToken)
 	}
-	if got := unexpected(r, expect("redlock", "wipe-server", "mutex")); len(got) != 2 {
-		t.Errorf("redlock wipe-server (one master) must stay safe: %v", got)
+	for _, mode := range []string{"mutex", "handle"} {
+		if got := unexpected(r, expect("redlock", "wipe-server", mode)); len(got) != 2 {
+			t.Errorf("redlock wipe-server (one master), %s, must stay safe: %v", mode, got)
+		}
+	}
+	if got := unexpected(r, expect("redis", "pause-server", "handle")); len(got) != 1 || got[0] != propToken {
+		t.Errorf("redis pause-server handle: %v, want only %s", got, propToken)
 	}
 }
