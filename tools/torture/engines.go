@@ -14,7 +14,7 @@ import (
 	"github.com/distlock/distlock/internal/testenv/server"
 )
 
-var engineNames = []string{"file", "redis", "redis-sentinel", "redis-sentinel-wait1", "redis-cluster", "redlock", "etcd", "etcd3", "zookeeper", "postgres", "mariadb"}
+var engineNames = []string{"file", "redis", "redis-sentinel", "redis-sentinel-wait1", "redis-cluster", "redlock", "etcd", "etcd3", "zookeeper", "zookeeper3", "postgres", "mariadb"}
 
 // errUnsupported: this engine cannot suffer this fault (or the tool cannot
 // inflict it yet); the row is skipped with the reason.
@@ -73,7 +73,13 @@ func startEngine(name, dir string, contenders int) (engine, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &etcdClusterEngine{c: c}, nil
+		return &quorumEngine{members: c.Members, u: "etcd://" + c.Endpoints(), leader: c.Leader, closer: c.Close}, nil
+	case "zookeeper3":
+		z, err := server.StartZooKeeperEnsemble(dir, 3)
+		if err != nil {
+			return nil, err
+		}
+		return &quorumEngine{members: z.Servers, u: "zk://" + z.Addrs(), leader: z.Leader, closer: z.Close}, nil
 	case "redlock":
 		m, err := server.StartRedisMasters(dir, 3)
 		if err != nil {

@@ -64,12 +64,12 @@ func skipReason(engine, fault, mode string) string {
 		return "clock-jump: libfaketime and redis-server's jemalloc clash at start (\"Unexpected recursive calls to clock_gettime()\", the server never answers)"
 	case fault == "clock-jump" && !slices.Contains([]string{"postgres", "mariadb"}, engine):
 		return "clock-jump fakes a C server's clock with libfaketime: etcd is a Go binary (no libc clock), ZooKeeper's sessions run on the JVM's monotonic clock, the file engine has no server"
-	case fault == "kill-leader" && engine != "etcd3":
-		return "kill-leader runs on etcd3 (three members); a 3-server ZooKeeper is not in internal/testenv yet, the other engines have no leader"
+	case fault == "kill-leader" && engine != "etcd3" && engine != "zookeeper3":
+		return "kill-leader runs on etcd3 and zookeeper3 (three members each); the other engines have no leader"
 	case fault == "failover" && !strings.HasPrefix(engine, "redis-sentinel"):
-		return "failover applies to Redis Sentinel (the cluster has no replicas; etcd3 has kill-leader)"
-	case engine == "etcd3" && (fault == "wipe-server" || fault == "partition-client"):
-		return "not built for the 3-member etcd (wiping a member needs member remove/add; partition needs a proxy per member and contender)"
+		return "failover applies to Redis Sentinel (the cluster has no replicas; etcd3 and zookeeper3 have kill-leader)"
+	case (engine == "etcd3" || engine == "zookeeper3") && (fault == "wipe-server" || fault == "partition-client"):
+		return "not built for three-member engines (wiping a member needs it to rejoin empty; partition needs a proxy per member and contender)"
 	case engine == "file" && fault != "none" && fault != "kill-holder" && fault != "stop-holder":
 		return "the file engine has no server or network"
 	case fault == "partition-client" && !slices.Contains([]string{"redis", "etcd", "zookeeper", "postgres", "mariadb"}, engine):
