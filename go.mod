@@ -22,6 +22,8 @@ require (
 	google.golang.org/grpc v1.83.2
 )
 
+require github.com/anishathalye/porcupine v1.3.1
+
 require (
 	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect

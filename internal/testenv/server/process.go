@@ -141,6 +141,17 @@ func (p *Process) Restart() error {
 	return p.startLocked()
 }
 
+// RestartWithEnv is Restart with extra variables ("K=V") added to the
+// server's environment for this and every later start: e.g. Debian's
+// faketime (LD_PRELOAD=libfaketime.so.1, FAKETIME_TIMESTAMP_FILE) to jump
+// the server's clock while it runs.
+func (p *Process) RestartWithEnv(extra []string) error {
+	p.mu.Lock()
+	p.spec.env = append(append([]string(nil), p.spec.env...), extra...)
+	p.mu.Unlock()
+	return p.Restart()
+}
+
 // Close kills the server, reaps it and removes any private data directory
 // it had outside the caller's dir. It is idempotent.
 func (p *Process) Close() error {

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/distlock/distlock/internal/testenv/server"
+)
+
+// quorumEngine is a three-member etcd cluster or a three-server ZooKeeper
+// ensemble; distlock is given every member.
+type quorumEngine struct {
+	members []*server.Process
+	u       string
+	leader  func(context.Context) (*server.Process, error)
+	closer  func() error
+}
+
+func (e *quorumEngine) url(int) string { return e.u }
+func (e *quorumEngine) pause() error   { return pauseAll(e.members) }
+func (e *quorumEngine) cont() error    { return contAll(e.members) }
+
+// restart is a rolling restart: each member killed and started again
+// with its data, one after the other (the quorum stays).
+func (e *quorumEngine) restart() error {
+	for _, p := range e.members {
+		if err := p.Restart(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *quorumEngine) wipe() error { return errUnsupported }
+
+// failover (kill-leader): SIGKILL the leader, leave it down a second
+// while the others elect a new one, and start it again with its data.
+func (e *quorumEngine) failover() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := e.leader(ctx)
+	if err != nil {
+		return err
+	}
+	if err := p.Kill(); err != nil {
+		return err
+	}
+	time.Sleep(time.Second)
+	return p.Restart()
+}
+
+func (e *quorumEngine) partition(int) (func(), error) { return nil, errUnsupported }
+func (e *quorumEngine) fakeClock(string) error        { return errUnsupported }
+func (e *quorumEngine) jumpClock(time.Duration) error { return errUnsupported }
+func (e *quorumEngine) close()                        { e.closer() }

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// workload is C contenders, each looping `distlock run` on one key with
+// the probe as the command, until stopped.
+type workload struct {
+	bin, self, key, regAddr string
+	ttl                     time.Duration
+	limit                   int
+	handle                  bool // mode handle: acquire / probe+extend / release
+	url                     func(contender int) string
+
+	stop  atomic.Bool
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	cur   map[int]*exec.Cmd
+	exits map[string]int // distlock's exit statuses, counted
+}
+
+func (w *workload) start(contenders int) {
+	w.cur, w.exits = map[int]*exec.Cmd{}, map[string]int{}
+	for i := range contenders {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			for !w.stop.Load() {
+				if w.handle {
+					w.onceHandle(i)
+				} else {
+					w.once(i)
+				}
+			}
+		}()
+	}
+}
+
+// command is one `distlock run` of contender i.
+func (w *workload) command(i int) *exec.Cmd {
+	args := []string{"--backend", w.url(i), "--connect-timeout", "2s", "run", "--key", w.key,
+		"--ttl", w.ttl.String(), "--wait", "3s", "--quiet"}
+	if w.limit > 1 {
+		args = append(args, "--limit", strconv.Itoa(w.limit))
+	}
+	args = append(args, "--", w.self, "probe", "--addr", w.regAddr, "--contender", strconv.Itoa(i),
+		"--launched", strconv.FormatInt(time.Now().UnixNano(), 10))
+	return exec.Command(w.bin, args...)
+}
+
+func (w *workload) once(i int) {
+	c := w.command(i)
+	w.mu.Lock()
+	err := c.Start()
+	if err == nil {
+		w.cur[i] = c
+	}
+	w.mu.Unlock()
+	if err != nil {
+		w.count("start: " + err.Error())
+		time.Sleep(100 * time.Millisecond)
+		return
+	}
+	err = c.Wait()
+	w.mu.Lock()
+	delete(w.cur, i)
+	w.mu.Unlock()
+	code := exitCode(c, err)
+	w.count(strconv.Itoa(code))
+	if code != 0 && code != 75 {
+		time.Sleep(50 * time.Millisecond) // engine down: do not spin
+	}
+}
+
+func (w *workload) count(k string) {
+	w.mu.Lock()
+	w.exits[k]++
+	w.mu.Unlock()
+}
+
+// signal sends sig to contender i's running distlock.
+func (w *workload) signal(i int, sig syscall.Signal) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.cur[i]
+	if c == nil {
+		return fmt.Errorf("contender %d runs no distlock", i)
+	}
+	return c.Process.Signal(sig)
+}
+
+// finish stops starting runs and waits for the running ones, at most
+// grace; then it SIGKILLs what is left (counted as "hung") and waits.
+func (w *workload) finish(grace time.Duration) {
+	w.stop.Store(true)
+	done := make(chan struct{})
+	go func() { w.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return
+	case <-time.After(grace):
+	}
+	w.mu.Lock()
+	for _, c := range w.cur {
+		c.Process.Signal(syscall.SIGCONT)
+		c.Process.Kill()
+		w.exits["hung"]++
+	}
+	w.mu.Unlock()
+	<-done
+}
+
+func (w *workload) exitCounts() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := make(map[string]int, len(w.exits))
+	for k, v := range w.exits {
+		m[k] = v
+	}
+	return m
+}
+
+func exitCode(c *exec.Cmd, err error) int {
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return -1
+	}
+	if ws, ok := c.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return c.ProcessState.ExitCode()
+}
