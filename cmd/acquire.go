@@ -96,7 +96,7 @@ func (o *acquireOptions) run(ctx context.Context) error {
 // every 30s), and clearing the live line before anything is printed.
 func (o *acquireOptions) take(ctx context.Context, b lock.Backend, req lock.Request, wait time.Duration) (lock.Lease, error) {
 	log := o.g.logger()
-	wp := newWaitProgress(o.g, log, o.Key, o.Quiet)
+	wp := newWaitProgress(o.g, o.g.waitLogger(), o.Key, o.Quiet)
 	wp.inspect = b.Inspect
 	defer wp.stop()
 	return acquire.Acquire(ctx, b, req, acquire.Options{Wait: wait, Progress: wp.busy, Retrying: func(err error, attempt int, next time.Duration) {
