@@ -92,6 +92,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/distlock/distlock/internal/testenv/release"
 	"github.com/distlock/distlock/internal/testenv/server"
 )
 
@@ -177,7 +178,7 @@ func run(rounds, sections int, hold time.Duration, jsonOut, baseline string) err
 	res.LoadAvg = append(res.LoadAvg, loadAvg())
 
 	bin := filepath.Join(tmp, "distlock")
-	if res.Build, err = build(bin); err != nil {
+	if res.Build, err = release.Build(bin); err != nil {
 		return err
 	}
 	bins := []binary{{"", bin}}

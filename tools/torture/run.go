@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/distlock/distlock/internal/testenv/release"
 )
 
 // run builds distlock as the release does, runs every row, prints the
@@ -18,7 +20,7 @@ func run(cfg config) int {
 	}
 	defer os.RemoveAll(tmp)
 	bin := filepath.Join(tmp, "distlock")
-	how, err := build(bin)
+	how, err := release.Build(bin)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "torture:", err)
 		return 2
