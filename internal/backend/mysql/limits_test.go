@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
 
@@ -70,4 +71,27 @@ func fillConnections(t *testing.T, addr string) {
 		t.Cleanup(func() { c.Close() })
 	}
 	t.Fatal("the server took 20 connections: its max_connections is not 10")
+}
+
+// TestDoctorConnectionHeadroom: doctor warns once fewer than a fifth of
+// max_connections are free, and names the setting.
+func TestDoctorConnectionHeadroom(t *testing.T) {
+	p, err := server.StartMariaDBMaxConnections(t.TempDir(), 10)
+	if errors.Is(err, server.ErrNoBinary) && os.Getenv("DISTLOCK_TEST_REQUIRE_SERVERS") != "1" {
+		t.Skipf("%v: the MySQL engine's tests are skipped (CI requires them)", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	b := open(t, p.Addr(), "")
+	req := lock.DoctorRequest{TTL: 3 * time.Second, Timeout: 5 * time.Second}
+	if c := b.headroomCheck(ctx(t), req); c.Status != lock.CheckOK || !strings.Contains(c.Detail, "of max_connections 10 in use") {
+		t.Fatalf("a few connections of 10: %+v", c)
+	}
+	fillConnections(t, p.Addr())
+	c := b.headroomCheck(ctx(t), req)
+	if c.Status != lock.CheckWarning || !strings.Contains(c.Detail, "of max_connections 10 in use: 0 free") || !strings.Contains(c.Fix, "SET GLOBAL max_connections") {
+		t.Fatalf("every connection taken: %+v", c)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -48,5 +49,34 @@ func TestTooManyClientsNamed(t *testing.T) {
 	}
 	if strings.Contains(ue.Msg, "\n") {
 		t.Errorf("message %q is not one line", ue.Msg)
+	}
+}
+
+// TestDoctorConnectionHeadroom: doctor warns once fewer than a fifth of
+// max_connections are free, and names the setting.
+func TestDoctorConnectionHeadroom(t *testing.T) {
+	p, err := server.StartPostgresMaxConnections(t.TempDir(), 10)
+	if errors.Is(err, server.ErrNoBinary) && os.Getenv("DISTLOCK_TEST_REQUIRE_SERVERS") != "1" {
+		t.Skipf("%v: the PostgreSQL engine's tests are skipped (CI requires them)", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	b := open(t, p.Addr(), "")
+	req := lock.DoctorRequest{TTL: 3 * time.Second, Timeout: 5 * time.Second}
+	if c := b.headroomCheck(ctx(t), req); c.Status != lock.CheckOK || !strings.Contains(c.Detail, "of max_connections 10 in use") {
+		t.Fatalf("one connection of 10: %+v", c)
+	}
+	for range 8 { // with doctor's own: 9 of 10
+		c, err := pgx.Connect(ctx(t), serverURL(p.Addr()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close(ctx(t)) })
+	}
+	c := b.headroomCheck(ctx(t), req)
+	if c.Status != lock.CheckWarning || !strings.Contains(c.Detail, "9 of max_connections 10 in use: 1 free") || !strings.Contains(c.Fix, "raise max_connections") {
+		t.Fatalf("9 connections of 10: %+v", c)
 	}
 }

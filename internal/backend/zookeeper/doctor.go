@@ -15,9 +15,10 @@ var _ lock.Doctor = (*Backend)(nil)
 
 // Doctor implements lock.Doctor: the session timeout the servers grant for
 // --ttl (a lease is the session), whether they allow TTL nodes (holds),
-// and the server's clock, which stamps the holds' start (mtime).
+// the server's clock, which stamps the holds' start (mtime), and the
+// connections this host may still open (headroom.go).
 func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Check {
-	return []lock.Check{b.sessionCheck(ctx, req), b.ttlNodeCheck(ctx, req), b.clockCheck(ctx, req)}
+	return []lock.Check{b.sessionCheck(ctx, req), b.ttlNodeCheck(ctx, req), b.clockCheck(ctx, req), b.headroomCheck(ctx, req)}
 }
 
 // sessionCheck asks for a session of --ttl and reports what was granted.
