@@ -172,6 +172,9 @@ type engine struct {
 	url     string
 	counter counter         // nil: requests not counted
 	proc    *server.Process // its server; nil for the file engine
+	// queueCounter counts the long queues' requests where counter does
+	// not (the SQL engines, exact only once the clients are gone).
+	queueCounter counter
 }
 
 // binary is one distlock build under test.

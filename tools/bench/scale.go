@@ -108,8 +108,11 @@ func runScale(cfg scaleConfig) error {
 	for _, e := range engines {
 		res.order = append(res.order, e.name)
 		res.Counted[e.name] = "not counted"
-		if e.counter != nil {
+		switch {
+		case e.counter != nil:
 			res.Counted[e.name] = e.counter.what()
+		case e.queueCounter != nil:
+			res.Counted[e.name] = e.queueCounter.what()
 		}
 	}
 	if err := scaleHolders(res, tmp, bin, engines, cfg); err != nil {
@@ -178,9 +181,13 @@ type queueTool struct {
 func scaleQueues(res *ScaleResults, tmp, bin string, engines []engine, etcdAddr string, cfg scaleConfig) {
 	var tools []queueTool
 	for _, e := range engines {
+		c := e.counter
+		if c == nil {
+			c = e.queueCounter
+		}
 		tools = append(tools, queueTool{"distlock " + e.name, func(key string) []string {
 			return []string{bin, "--backend", e.url, "run", "--key", key, "--wait", "300s", "--"}
-		}, e.counter})
+		}, c})
 	}
 	if p, err := exec.LookPath("flock"); err == nil {
 		tools = append(tools, queueTool{"flock", func(key string) []string { return []string{p, filepath.Join(tmp, "flock-"+key)} }, nil})

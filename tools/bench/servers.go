@@ -67,15 +67,33 @@ func startServers(tmp string, defaults bool, note func(string, ...any)) *servers
 	}
 	if p, err := startPG(filepath.Join(tmp, "postgres")); err == nil {
 		s.procs = append(s.procs, p)
-		s.engines = append(s.engines, engine{name: "postgres", url: "postgres://" + server.PostgresUser + "@" + p.Addr() + "/postgres?sslmode=disable", proc: p})
+		e := engine{name: "postgres", url: "postgres://" + server.PostgresUser + "@" + p.Addr() + "/postgres?sslmode=disable", proc: p}
+		if defaults { // the scale mode's long queues
+			e.queueCounter = sqlCounter(pgCounter{e.url}, note)
+		}
+		s.engines = append(s.engines, e)
 	} else {
 		note("postgres: %v (skipped)", err)
 	}
 	if p, err := startMy(filepath.Join(tmp, "mariadb")); err == nil {
 		s.procs = append(s.procs, p)
-		s.engines = append(s.engines, engine{name: "mariadb", url: "mysql://" + server.MariaDBUser + "@" + p.Addr() + "/" + server.MariaDBDatabase, proc: p})
+		e := engine{name: "mariadb", url: "mysql://" + server.MariaDBUser + "@" + p.Addr() + "/" + server.MariaDBDatabase, proc: p}
+		if defaults {
+			e.queueCounter = sqlCounter(myCounter{p.Addr()}, note)
+		}
+		s.engines = append(s.engines, e)
 	} else {
 		note("mariadb: %v (skipped)", err)
 	}
 	return s
+}
+
+// sqlCounter is c ready to count, or nil (with a note) when it cannot.
+func sqlCounter(c statCounter, note func(string, ...any)) counter {
+	sc, err := newSettledCounter(c)
+	if err != nil {
+		note("%s: requests not counted: %v", c.what(), err)
+		return nil
+	}
+	return sc
 }
