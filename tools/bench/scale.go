@@ -27,8 +27,10 @@ import (
 //     its group watcher and pin together). Then the FIFO is closed, every
 //     command exits 0, and so must every run.
 //   - Long queues: n contenders on one key, -queue-sections short
-//     critical sections each, timed and counted as the handover table
-//     does, for distlock on each engine, flock(1) and `etcdctl lock`.
+//     critical sections each (by default enough for 100 sections, at
+//     least 2 each), timed and counted as the handover table does, for
+//     distlock on each engine, flock(1) and `etcdctl lock`; PostgreSQL's
+//     and MariaDB's requests from their own statistics (count_sql.go).
 //
 // Sizes go in the outer loop and engines in the inner one, so that a
 // change in the machine's load falls on every engine at a size alike.
@@ -44,26 +46,35 @@ type scaleConfig struct {
 
 // ScaleResults is what scale.json holds.
 type ScaleResults struct {
-	Machine  string                   `json:"machine"`
-	When     time.Time                `json:"when"`
-	Took     string                   `json:"took"`
-	LoadAvg  []string                 `json:"load_average"`
-	Build    string                   `json:"build"`
-	Limits   map[string]string        `json:"server_limits"`
-	Counted  map[string]string        `json:"engine_requests_counted"`
-	Holders  map[string][]HoldersStat `json:"many_holders"` // by engine, by size
-	Queues   map[string][]QueueStat   `json:"long_queues"`  // by tool, by size
-	Sizes    map[string][]int         `json:"sizes"`
-	Sections int                      `json:"sections_per_contender"`
-	Notes    []string                 `json:"notes"`
-	order    []string                 // engines, in table order
-	tools    []string                 // queue tools, in table order
+	Machine string                   `json:"machine"`
+	When    time.Time                `json:"when"`
+	Took    string                   `json:"took"`
+	LoadAvg []string                 `json:"load_average"`
+	Build   string                   `json:"build"`
+	Limits  map[string]string        `json:"server_limits"`
+	Counted map[string]string        `json:"engine_requests_counted"`
+	Holders map[string][]HoldersStat `json:"many_holders"` // by engine, by size
+	Queues  map[string][]QueueStat   `json:"long_queues"`  // by tool, by size
+	Sizes   map[string][]int         `json:"sizes"`
+	Notes   []string                 `json:"notes"`
+	order   []string                 // engines, in table order
+	tools   []string                 // queue tools, in table order
+}
+
+// sectionsFor is the sections per contender with n contenders: as
+// given, or (0) enough for 100 sections in all, at least 2 each.
+func sectionsFor(n, given int) int {
+	if given > 0 {
+		return given
+	}
+	return max(2, (100+n-1)/n)
 }
 
 // QueueStat is one long-queue measurement.
 type QueueStat struct {
-	Waiters int    `json:"waiters"`
-	Error   string `json:"error,omitempty"`
+	Waiters  int    `json:"waiters"`
+	Sections int    `json:"sections_per_contender"`
+	Error    string `json:"error,omitempty"`
 	HandoverStat
 }
 
@@ -93,7 +104,7 @@ func runScale(cfg scaleConfig) error {
 	res := &ScaleResults{
 		Machine: fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU()), When: start.UTC(),
 		Counted: map[string]string{}, Holders: map[string][]HoldersStat{}, Queues: map[string][]QueueStat{},
-		Sizes: map[string][]int{"holders": cfg.holders, "waiters": cfg.waiters}, Sections: cfg.sections,
+		Sizes: map[string][]int{"holders": cfg.holders, "waiters": cfg.waiters},
 	}
 	note := func(format string, args ...any) { res.Notes = append(res.Notes, fmt.Sprintf(format, args...)) }
 	res.LoadAvg = append(res.LoadAvg, loadAvg())
@@ -204,8 +215,8 @@ func scaleQueues(res *ScaleResults, tmp, bin string, engines []engine, etcdAddr 
 		for _, t := range tools {
 			progress("queue: %d on %s", n, t.name)
 			key := fmt.Sprintf("queue-%d", n)
-			h, err := handover(tmp, t.name, t.prefix(key), n, cfg.sections, t.c)
-			q := QueueStat{Waiters: n, HandoverStat: h}
+			h, err := handover(tmp, t.name, t.prefix(key), n, sectionsFor(n, cfg.sections), t.c)
+			q := QueueStat{Waiters: n, Sections: sectionsFor(n, cfg.sections), HandoverStat: h}
 			if err != nil {
 				q.Error = errorLine(err.Error())
 			}

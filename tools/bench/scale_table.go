@@ -56,21 +56,22 @@ func printHolders(w io.Writer, r *ScaleResults) {
 }
 
 func printQueues(w io.Writer, r *ScaleResults) {
-	fmt.Fprintf(w, "Long queues (N contenders on one key, %d short sections each; handover = one child's end to the next one's start)\n\n", r.Sections)
-	fmt.Fprintln(w, "| tool | waiters | handover p50 / p99 ms | settled p50 / p99 ms | requests per waiter per handover | sections/s |")
+	fmt.Fprintln(w, "Long queues (N contenders on one key, short sections in a row; handover = one child's end to the next one's start)")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| tool | waiters × sections | handover p50 / p99 ms | settled p50 / p99 ms | requests per waiter per handover | sections/s |")
 	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: |")
 	for _, t := range r.tools {
 		for _, q := range r.Queues[t] {
 			if q.Error != "" {
-				fmt.Fprintf(w, "| %s | %d | failed: %s | | | |\n", t, q.Waiters, clip(q.Error, 160))
+				fmt.Fprintf(w, "| %s | %d × %d | failed: %s | | | |\n", t, q.Waiters, q.Sections, clip(q.Error, 160))
 				continue
 			}
 			req := "-"
 			if q.Counted {
 				req = fmt.Sprintf("%.2f", q.ReqPerWaiterPerHandover)
 			}
-			fmt.Fprintf(w, "| %s | %d | %.1f / %.1f | %.1f / %.1f | %s | %.1f |\n",
-				t, q.Waiters, q.P50ms, q.P99ms, q.SettledP50ms, q.SettledP99ms, req, q.PerSecond)
+			fmt.Fprintf(w, "| %s | %d × %d | %.1f / %.1f | %.1f / %.1f | %s | %.1f |\n",
+				t, q.Waiters, q.Sections, q.P50ms, q.P99ms, q.SettledP50ms, q.SettledP99ms, req, q.PerSecond)
 		}
 	}
 	fmt.Fprintln(w, "\n(settled: from the handover after as many sections as contenders on, past the start of every contender at once)")

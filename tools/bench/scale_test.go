@@ -38,8 +38,8 @@ func TestPrintScaleRows(t *testing.T) {
 			"zookeeper": {{Holders: 200, Failed: 140, FirstError: "distlock: a | b", TTLSeconds: 6}},
 		},
 		Queues: map[string][]QueueStat{
-			"distlock redis": {{Waiters: 50, HandoverStat: HandoverStat{P50ms: 10, P99ms: 20, Counted: true, ReqPerWaiterPerHandover: 1.2}}},
-			"flock":          {{Waiters: 50, Error: "exit status 1"}},
+			"distlock redis": {{Waiters: 50, Sections: 2, HandoverStat: HandoverStat{P50ms: 10, P99ms: 20, Counted: true, ReqPerWaiterPerHandover: 1.2}}},
+			"flock":          {{Waiters: 50, Sections: 2, Error: "exit status 1"}},
 		},
 	}
 	var b strings.Builder
@@ -47,12 +47,20 @@ func TestPrintScaleRows(t *testing.T) {
 	for _, want := range []string{
 		"| redis | 200 | yes | 0.0 | 0.60 (0.60) | 1.00 | 0.50 | 0.00 | - |",
 		"| zookeeper | 200 | no: 140 of 200 failed; first: distlock: a / b |",
-		"| distlock redis | 50 | 10.0 / 20.0 | 0.0 / 0.0 | 1.20 | 0.0 |",
-		"| flock | 50 | failed: exit status 1 | | | |",
+		"| distlock redis | 50 × 2 | 10.0 / 20.0 | 0.0 / 0.0 | 1.20 | 0.0 |",
+		"| flock | 50 × 2 | failed: exit status 1 | | | |",
 		"zookeeper maxClientCnxns=60",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+func TestSectionsFor(t *testing.T) {
+	for _, c := range []struct{ n, given, want int }{{8, 0, 13}, {50, 0, 2}, {200, 0, 2}, {1, 0, 100}, {8, 3, 3}} {
+		if got := sectionsFor(c.n, c.given); got != c.want {
+			t.Errorf("sectionsFor(%d, %d) = %d, want %d", c.n, c.given, got, c.want)
 		}
 	}
 }
