@@ -3,12 +3,14 @@ package zookeeper
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/distlock/distlock/internal/lock"
+	"github.com/distlock/distlock/internal/testenv/faultproxy"
 	"github.com/distlock/distlock/internal/testenv/server"
 )
 
@@ -60,12 +62,17 @@ func TestConnectionLimitNamed(t *testing.T) {
 }
 
 // TestContenderSessionBoundedByConnectTimeout: a contender's own session
-// refused by the limit fails within the connect timeout even when the
-// caller's context has no deadline (a run without --wait); it used to
-// wait for ever.
+// that the server does not grant fails within the connect timeout even
+// when the caller's context has no deadline (a run without --wait); it
+// used to wait for ever.
 func TestContenderSessionBoundedByConnectTimeout(t *testing.T) {
-	p := startLimited(t, 1)
-	cfg, err := ParseURL("zk://" + p.Addr())
+	p := startServer(t)
+	px, err := faultproxy.New(p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { px.Close() })
+	cfg, err := ParseURL("zk://" + px.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +82,8 @@ func TestContenderSessionBoundedByConnectTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
+	px.Pause() // new connections are accepted and never answered
+	t.Cleanup(px.Resume)
 	done := make(chan error, 1)
 	go func() {
 		_, err := b.Contend(request("k", "o", 3*time.Second)).Try(context.Background())
@@ -82,8 +91,60 @@ func TestContenderSessionBoundedByConnectTimeout(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		wantRefusedLine(t, err)
+		var ue *lock.UnavailableError
+		if !errors.As(err, &ue) || !strings.Contains(ue.Msg, "gave no session in time") {
+			t.Fatalf("err = %v, want the unavailable line", err)
+		}
 	case <-ctx(t).Done():
-		t.Fatal("Try still waits for a session the server refuses")
+		t.Fatal("Try still waits for a session the server does not grant")
+	}
+}
+
+// testAdmin is the backend's own session, dialled again if parked, for
+// the test's own requests.
+func (b *Backend) testAdmin(t *testing.T) *session {
+	t.Helper()
+	s, done, err := b.useAdmin(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(done)
+	return s
+}
+
+// TestRunHoldsOneConnection: once its contender has a session of its
+// own, a backend parks its own: as many holders as maxClientCnxns fit on
+// one host, each on one connection, and the next is refused in one line.
+// Inspect dials the backend's session again when asked.
+func TestRunHoldsOneConnection(t *testing.T) {
+	const limit = 3
+	p := startLimited(t, limit)
+	cfg, err := ParseURL("zk://" + p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnectTimeout = 2 * time.Second
+	var holders []*Backend
+	var leases []lock.Lease
+	for i := range limit {
+		b, err := New(ctx(t), cfg)
+		if err != nil {
+			t.Fatalf("holder %d: %v", i, err)
+		}
+		t.Cleanup(func() { b.Close() })
+		l, err := b.Contend(request(fmt.Sprintf("k%d", i), "o", 3*time.Second)).Try(ctx(t))
+		if err != nil {
+			t.Fatalf("holder %d of %d allowed: %v", i+1, limit, err)
+		}
+		t.Cleanup(func() { l.Release(context.Background()) })
+		holders, leases = append(holders, b), append(leases, l)
+	}
+	_, err = New(ctx(t), cfg)
+	wantRefusedLine(t, err)
+	if err := leases[0].Release(ctx(t)); err != nil { // its session ends: a connection frees up
+		t.Fatal(err)
+	}
+	if _, _, err := holders[1].Inspect(ctx(t), "k1"); err != nil {
+		t.Fatalf("Inspect once the backend's session was parked: %v", err)
 	}
 }

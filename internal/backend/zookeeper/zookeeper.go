@@ -94,7 +94,7 @@ type Backend struct {
 	desc      string // "host:port,host:port", for messages
 	root      string // <chroot>/<prefix>
 	connectTO time.Duration
-	admin     *session
+	adm       admin // the backend's own session (admin.go)
 
 	closeOnce sync.Once
 }
@@ -131,7 +131,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.admin = s
+	b.adm.s = s
 	if err := b.ensurePath(cctx, s, b.root); err != nil {
 		s.close(0)
 		return nil, b.opError("create "+b.root, err)
@@ -147,9 +147,9 @@ func (b *Backend) Guarantee() string {
 // Close closes the backend's own session (idempotent).
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
-		if b.admin != nil {
-			b.admin.close(time.Second)
-		}
+		b.adm.mu.Lock()
+		b.closeAdminLocked(time.Second)
+		b.adm.mu.Unlock()
 	})
 	return nil
 }
