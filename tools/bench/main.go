@@ -107,6 +107,7 @@ func main() {
 	waiters := flag.String("waiters", "8,50,200", "with -scale: the numbers of contenders on one key")
 	idle := flag.Duration("idle", 12*time.Second, "with -scale: how long the idle holders are watched")
 	queueSections := flag.Int("queue-sections", 0, "with -scale: critical sections per contender in the long queues (0: enough for 100 sections, at least 2)")
+	flag.StringVar(&holderLogs, "holder-logs", "", "with -scale: a directory to keep every holder's -v log in")
 	only := flag.String("engines", "", "with -scale: the engines to measure, e.g. file,redis (default: every engine present)")
 	flag.Parse()
 	if *scale {

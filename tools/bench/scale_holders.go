@@ -17,6 +17,7 @@ import (
 // writing end, then exits 0.
 type holderRun struct {
 	cmd *exec.Cmd
+	log *os.File // a copy of its log (-holder-logs), or nil
 
 	mu       sync.Mutex
 	acquired time.Time   // its "acquired" log line; zero before
@@ -42,6 +43,12 @@ func (h *holderRun) start() error {
 		s := bufio.NewScanner(stderr)
 		for s.Scan() {
 			h.line(s.Text(), time.Now())
+			if h.log != nil {
+				fmt.Fprintf(h.log, "%s %s\n", time.Now().Format("15:04:05.000"), s.Text())
+			}
+		}
+		if h.log != nil {
+			h.log.Close()
 		}
 		h.exitErr = h.cmd.Wait()
 		h.mu.Lock()
@@ -86,6 +93,9 @@ func (h *holderRun) renewalsIn(t0, t1 time.Time) int {
 	return n
 }
 
+// holderLogs is -holder-logs: a directory to keep each holder's log in.
+var holderLogs string
+
 // holderFleet is n holders of distinct keys sharing one FIFO.
 type holderFleet struct {
 	runs  []*holderRun
@@ -109,6 +119,12 @@ func launchFleet(tmp, bin string, e engine, n int, ttl time.Duration, tag string
 	for i := range n {
 		c := exec.Command(bin, "-v", "--backend", e.url, "run", "--key", fmt.Sprintf("scale-%s-%d", tag, i), "--ttl", ttl.String(), "--", "cat", f.fifo)
 		h := &holderRun{cmd: c}
+		if holderLogs != "" {
+			if h.log, err = os.Create(filepath.Join(holderLogs, fmt.Sprintf("%s-%d.log", tag, i))); err != nil {
+				f.stop(time.Second)
+				return nil, err
+			}
+		}
 		if err := h.start(); err != nil {
 			f.stop(time.Second)
 			return nil, err
