@@ -64,3 +64,42 @@ func TestSectionsFor(t *testing.T) {
 		}
 	}
 }
+
+// fakeTotal is a server-wide total that each reading adds self to, and
+// that clients add to between readings (late, as ended backends report).
+type fakeTotal struct {
+	n, self int64
+	pending []int64 // added by the next readings, one each
+}
+
+func (f *fakeTotal) read() (int64, error) {
+	v := f.n // a reading is counted by the next one
+	f.n += f.self
+	if len(f.pending) > 0 {
+		f.n += f.pending[0]
+		f.pending = f.pending[1:]
+	}
+	return v, nil
+}
+
+func (f *fakeTotal) what() string { return "fake" }
+
+// The window counts what clients added, however late they report it,
+// and none of the bench's own readings.
+func TestSettledCounter(t *testing.T) {
+	f := &fakeTotal{n: 1000, self: 2}
+	c, err := newSettledCounter(f)
+	if err != nil || c.self != 2 {
+		t.Fatalf("self = %d, %v; want 2", c.self, err)
+	}
+	w, err := c.begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.n += 40                 // the clients' requests, reported at once
+	f.pending = []int64{5, 3} // and 8 more, reported late
+	n, err := w.end()
+	if err != nil || n.Requests != 48 {
+		t.Fatalf("window = %d, %v; want 48", n.Requests, err)
+	}
+}
