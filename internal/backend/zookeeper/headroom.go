@@ -55,8 +55,10 @@ func serverHeadroom(ctx context.Context, server string, timeout time.Duration) l
 			Detail: fmt.Sprintf("cannot tell how many more connections %s accepts from this host: %v", server, why),
 			Fix:    "allow the conf and cons four-letter words (4lw.commands.whitelist in zoo.cfg) to have doctor check maxClientCnxns"}
 	}
-	return lock.ConnectionHeadroomCheck(fmt.Sprintf("maxClientCnxns (per client IP) on %s for this host (%s)", server, us), sessionsFrom(cons, us), limit,
+	c := lock.ConnectionHeadroomCheck("maxClientCnxns", sessionsFrom(cons, us), limit,
 		"raise maxClientCnxns in zoo.cfg on every server (60 by default), or run fewer distlock processes on this host")
+	c.Detail += fmt.Sprintf(" (sessions from this host, %s, on %s: the limit is per client IP)", us, server)
+	return c
 }
 
 // fourLetter sends a four-letter word and reads the whole answer; it

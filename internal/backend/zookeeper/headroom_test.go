@@ -63,7 +63,7 @@ func TestDoctorConnectionHeadroom(t *testing.T) {
 	p := startLimited(t, 10)
 	b := open(t, p.Addr(), "headroom")
 	req := lock.DoctorRequest{TTL: 3 * time.Second, Timeout: 5 * time.Second}
-	if c := b.headroomCheck(ctx(t), req); c.Status != lock.CheckOK || !strings.Contains(c.Detail, "1 of maxClientCnxns (per client IP) on "+p.Addr()) {
+	if c := b.headroomCheck(ctx(t), req); c.Status != lock.CheckOK || !strings.Contains(c.Detail, "1 of maxClientCnxns 10 in use: 9 free (90 %) (sessions from this host, 127.0.0.1, on "+p.Addr()) {
 		t.Fatalf("one session of 10: %+v", c)
 	}
 	for range 8 {
