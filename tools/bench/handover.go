@@ -15,11 +15,16 @@ import (
 // HandoverStat is one tool's handover latency and throughput, and the
 // engine requests it took.
 type HandoverStat struct {
-	P50ms     float64 `json:"p50_ms"`
-	P99ms     float64 `json:"p99_ms"`
-	PerSecond float64 `json:"sections_per_second"`
-	Sections  int     `json:"sections"`
-	Handovers int     `json:"handovers"`
+	P50ms float64 `json:"p50_ms"`
+	P99ms float64 `json:"p99_ms"`
+	// SettledP50ms and SettledP99ms leave out the first handovers, up to
+	// as many sections as there are contenders: the start-up storm of
+	// every contender's first run at once.
+	SettledP50ms float64 `json:"settled_p50_ms,omitempty"`
+	SettledP99ms float64 `json:"settled_p99_ms,omitempty"`
+	PerSecond    float64 `json:"sections_per_second"`
+	Sections     int     `json:"sections"`
+	Handovers    int     `json:"handovers"`
 	// WaiterHandovers is, summed over the handovers, the runs waiting
 	// across each: launched before the previous child ended, their own
 	// child starting after the next one's.
@@ -91,6 +96,10 @@ func handover(tmp, name string, prefix []string, n, sections int, ctr counter) (
 		gaps = append(gaps, time.Duration(c.sections[k+1].start-c.sections[k].end))
 	}
 	h.WaiterHandovers, h.WaitingRuns = c.waiters()
+	if len(gaps) > n {
+		settled := slices.Sorted(slices.Values(gaps[n:]))
+		h.SettledP50ms, h.SettledP99ms = ms(quantile(settled, 0.5)), ms(quantile(settled, 0.99))
+	}
 	slices.Sort(gaps)
 	h.P50ms, h.P99ms = ms(quantile(gaps, 0.5)), ms(quantile(gaps, 0.99))
 	h.PerSecond = round2(float64(len(c.sections)) / c.elapsed.Seconds())

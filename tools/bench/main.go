@@ -5,6 +5,7 @@
 //	go run ./tools/bench -rounds 8       # a quick run
 //	go run ./tools/bench -rounds 80 -json /tmp/b.json
 //	go run ./tools/bench -baseline /tmp/distlock-old   # before/after, interleaved
+//	go run ./tools/bench -scale          # many holders, long queues (scale.go)
 //
 // It builds distlock as the release does (.goreleaser.yaml: CGO_ENABLED=0,
 // -trimpath, -ldflags '-s -w'; a cgo build links libc dynamically and
@@ -102,11 +103,47 @@ func main() {
 	hold := flag.Duration("hold", 10*time.Second, "how long the idle holder is watched")
 	jsonOut := flag.String("json", "bench.json", "where to write the results as JSON (empty: nowhere)")
 	baseline := flag.String("baseline", "", "a distlock binary to measure too, as \"before\" (this tree's build is \"after\")")
+	scale := flag.Bool("scale", false, "measure at scale instead: many holders and long queues on every engine, servers at their default limits (-holders, -waiters)")
+	holders := flag.String("holders", "1,50,200,500", "with -scale: the numbers of concurrent holders of distinct keys")
+	waiters := flag.String("waiters", "8,50,200", "with -scale: the numbers of contenders on one key")
+	idle := flag.Duration("idle", 12*time.Second, "with -scale: how long the idle holders are watched")
+	queueSections := flag.Int("queue-sections", 0, "with -scale: critical sections per contender in the long queues (0: enough for 100 sections, at least 2)")
+	flag.StringVar(&holderLogs, "holder-logs", "", "with -scale: a directory to keep every holder's -v log in")
+	only := flag.String("engines", "", "with -scale: the engines to measure, e.g. file,redis (default: every engine present)")
 	flag.Parse()
+	if *scale {
+		if err := scaleMain(*holders, *waiters, *only, *idle, *queueSections, jsonOut); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*rounds, *sections, *hold, *jsonOut, *baseline); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// scaleMain reads the scale mode's flags and runs it; its JSON goes to
+// scale.json unless -json was given.
+func scaleMain(holders, waiters, only string, idle time.Duration, sections int, jsonOut *string) error {
+	cfg := scaleConfig{idle: idle, sections: sections, jsonOut: "scale.json"}
+	flag.Visit(func(f *flag.Flag) {
+		if f.Name == "json" {
+			cfg.jsonOut = *jsonOut
+		}
+	})
+	var err error
+	if cfg.holders, err = parseSizes(holders); err != nil {
+		return fmt.Errorf("-holders: %w", err)
+	}
+	if cfg.waiters, err = parseSizes(waiters); err != nil {
+		return fmt.Errorf("-waiters: %w", err)
+	}
+	if only != "" {
+		cfg.engines = strings.Split(only, ",")
+	}
+	return runScale(cfg)
 }
 
 // Results is what bench.json holds.
@@ -135,7 +172,11 @@ type Stat struct {
 type engine struct {
 	name    string
 	url     string
-	counter counter // nil: requests not counted
+	counter counter         // nil: requests not counted
+	proc    *server.Process // its server; nil for the file engine
+	// queueCounter counts the long queues' requests where counter does
+	// not (the SQL engines, exact only once the clients are gone).
+	queueCounter counter
 }
 
 // binary is one distlock build under test.
@@ -190,46 +231,9 @@ func run(rounds, sections int, hold time.Duration, jsonOut, baseline string) err
 		note("before: %s, used as given (build flags unknown)", baseline)
 	}
 
-	engines := []engine{{name: "file", url: "file://" + filepath.Join(tmp, "locks")}}
-	var redisAddr, etcdAddr string
-	if p, err := server.StartRedis(filepath.Join(tmp, "redis")); err == nil {
-		defer p.Close()
-		redisAddr = p.Addr()
-		engines = append(engines, engine{name: "redis", url: "redis://" + redisAddr, counter: redisCounter{redisAddr}})
-	} else {
-		note("redis: %v (skipped)", err)
-	}
-	if p, err := server.StartEtcd(filepath.Join(tmp, "etcd")); err == nil {
-		defer p.Close()
-		etcdAddr = p.Addr()
-		engines = append(engines, engine{name: "etcd", url: "etcd://" + etcdAddr, counter: etcdCounter{etcdAddr}})
-	} else {
-		note("etcd: %v (skipped)", err)
-	}
-	if p, err := server.StartZooKeeper(filepath.Join(tmp, "zookeeper")); err == nil {
-		defer p.Close()
-		e := engine{name: "zookeeper", url: "zk://" + p.Addr()}
-		if c, err := newZKCounter(p.Addr()); err == nil {
-			e.counter = c
-		} else {
-			note("zookeeper: requests not counted: %v", err)
-		}
-		engines = append(engines, e)
-	} else {
-		note("zookeeper: %v (skipped)", err)
-	}
-	if p, err := server.StartPostgres(filepath.Join(tmp, "postgres")); err == nil {
-		defer p.Close()
-		engines = append(engines, engine{name: "postgres", url: "postgres://" + server.PostgresUser + "@" + p.Addr() + "/postgres?sslmode=disable"})
-	} else {
-		note("postgres: %v (skipped)", err)
-	}
-	if p, err := server.StartMariaDB(filepath.Join(tmp, "mariadb")); err == nil {
-		defer p.Close()
-		engines = append(engines, engine{name: "mariadb", url: "mysql://" + server.MariaDBUser + "@" + p.Addr() + "/" + server.MariaDBDatabase})
-	} else {
-		note("mariadb: %v (skipped)", err)
-	}
+	srv := startServers(tmp, false, note)
+	defer srv.close()
+	engines, redisAddr, etcdAddr := srv.engines, srv.redisAddr, srv.etcdAddr
 	for _, e := range engines {
 		if e.counter != nil {
 			res.Counted[e.name] = e.counter.what()

@@ -12,9 +12,9 @@ import (
 var _ lock.Doctor = (*Backend)(nil)
 
 // Doctor implements lock.Doctor: the server's clock, which judges every
-// lease's expiry, against ours.
+// lease's expiry, against ours; the connections free (headroom.go).
 func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Check {
-	return []lock.Check{b.clockCheck(ctx, req)}
+	return []lock.Check{b.clockCheck(ctx, req), b.headroomCheck(ctx, req)}
 }
 
 // clockCheck reads the server's clock, SYSDATE(6) (lock.ReadClock: best of

@@ -162,6 +162,8 @@ func (b *Backend) unavailable(err error) error {
 		return &lock.UnavailableError{Msg: fmt.Sprintf("mysql at %s: %s: check the database in --backend", b.addr, me.Message), Err: err}
 	case errors.As(err, &me) && (me.Number == 1142 || me.Number == 1044):
 		return &lock.UnavailableError{Msg: fmt.Sprintf("mysql at %s: %s: create distlock_token, distlock_lease and distlock_waiter once (README, MySQL), then grant distlock's user SELECT, INSERT, UPDATE, DELETE on them", b.addr, me.Message), Err: err, Refused: true}
+	case errors.As(err, &me) && me.Number == tooManyConnections:
+		return b.tooManyConnections(me, err)
 	case errors.As(err, &me):
 		return &lock.UnavailableError{Msg: fmt.Sprintf("mysql at %s: %s (error %d)", b.addr, me.Message, me.Number), Err: err}
 	case errors.Is(err, context.DeadlineExceeded):

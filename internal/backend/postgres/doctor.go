@@ -11,9 +11,10 @@ import (
 var _ lock.Doctor = (*Backend)(nil)
 
 // Doctor implements lock.Doctor: the server's clock, which judges every
-// lease's expiry (clock_timestamp()), against ours.
+// lease's expiry (clock_timestamp()), against ours; the connections free
+// (headroom.go).
 func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Check {
-	return []lock.Check{b.clockCheck(ctx, req)}
+	return []lock.Check{b.clockCheck(ctx, req), b.headroomCheck(ctx, req)}
 }
 
 // clockCheck reads clock_timestamp() (lock.ReadClock: best of a few round

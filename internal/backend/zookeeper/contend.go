@@ -63,6 +63,7 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 		if c.req.HeldAtOnce {
 			timeout = min(timeout, adminSession)
 		}
+		c.b.parkAdmin() // a run needs one connection, not two (admin.go)
 		s, err := c.b.dial(ctx, timeout)
 		if err != nil {
 			return nil, err

@@ -15,9 +15,10 @@ var _ lock.Doctor = (*Backend)(nil)
 
 // Doctor implements lock.Doctor: the session timeout the servers grant for
 // --ttl (a lease is the session), whether they allow TTL nodes (holds),
-// and the server's clock, which stamps the holds' start (mtime).
+// the server's clock, which stamps the holds' start (mtime), and the
+// connections this host may still open (headroom.go).
 func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Check {
-	return []lock.Check{b.sessionCheck(ctx, req), b.ttlNodeCheck(ctx, req), b.clockCheck(ctx, req)}
+	return []lock.Check{b.sessionCheck(ctx, req), b.ttlNodeCheck(ctx, req), b.clockCheck(ctx, req), b.headroomCheck(ctx, req)}
 }
 
 // sessionCheck asks for a session of --ttl and reports what was granted.
@@ -48,13 +49,19 @@ func (b *Backend) ttlNodeCheck(ctx context.Context, req lock.DoctorRequest) lock
 	cctx, cancel := context.WithTimeout(ctx, req.Timeout)
 	defer cancel()
 	path := b.root + "/.doctor-ttl-" + newNonce()
-	err := do(cctx, func() error {
-		_, err := b.admin.conn.CreateTTL(path, nil, zk.FlagTTL, acl, time.Minute)
+	s, done, err := b.useAdmin(cctx)
+	if err != nil {
+		return lock.Check{Name: "ttl-nodes", Status: lock.CheckWarning, Detail: "cannot check: " + err.Error(),
+			Fix: "run doctor again once the ensemble answers"}
+	}
+	defer done()
+	err = do(cctx, func() error {
+		_, err := s.conn.CreateTTL(path, nil, zk.FlagTTL, acl, time.Minute)
 		return err
 	})
 	switch {
 	case err == nil:
-		_ = do(cctx, func() error { return b.admin.conn.Delete(path, -1) })
+		_ = do(cctx, func() error { return s.conn.Delete(path, -1) })
 		return lock.Check{Name: "ttl-nodes", Status: lock.CheckOK, Detail: "the servers allow TTL nodes: distlock acquire and --min-hold work"}
 	case isUnimplemented(err):
 		return lock.Check{Name: "ttl-nodes", Status: lock.CheckWarning,
@@ -74,7 +81,12 @@ func (b *Backend) ttlNodeCheck(ctx context.Context, req lock.DoctorRequest) lock
 func (b *Backend) clockCheck(ctx context.Context, req lock.DoctorRequest) lock.Check {
 	newCtx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, req.Timeout) }
 	offset, unc, best, err := lock.ReadClock(newCtx, func(ctx context.Context) (time.Time, error) {
-		st, err := call(ctx, func() (*zk.Stat, error) { return b.admin.conn.Set(b.root, nil, -1) })
+		s, done, err := b.useAdmin(ctx)
+		if err != nil {
+			return time.Time{}, err
+		}
+		defer done()
+		st, err := call(ctx, func() (*zk.Stat, error) { return s.conn.Set(b.root, nil, -1) })
 		if err != nil {
 			return time.Time{}, err
 		}

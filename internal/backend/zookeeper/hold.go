@@ -121,7 +121,13 @@ func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 		return nil, err
 	}
 	dir := b.keyDir(h.Key)
-	names, err := b.children(ctx, b.admin, dir)
+	// The lease resumed has no session of its own: it keeps using the
+	// backend's, which is never parked then (done is not called).
+	s, _, err := b.useAdmin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names, err := b.children(ctx, s, dir)
 	if err != nil {
 		return nil, b.opError("resume "+h.Key, err)
 	}
@@ -129,7 +135,7 @@ func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 		if e.hold == "" {
 			continue
 		}
-		d, ok, err := b.read(ctx, b.admin, dir+"/"+e.hold)
+		d, ok, err := b.read(ctx, s, dir+"/"+e.hold)
 		if err != nil {
 			return nil, b.opError("resume "+h.Key, err)
 		}

@@ -17,10 +17,10 @@ import (
 // entries (the limit of the first). Holds that have expired by this
 // machine's clock are passed over: they hold no more, whether or not
 // anyone has deleted them yet.
-func (b *Backend) holders(ctx context.Context, key string) ([]entry, []described, error) {
+func (b *Backend) holders(ctx context.Context, s *session, key string) ([]entry, []described, error) {
 	dir := b.keyDir(key)
 	for attempt := 0; ; attempt++ {
-		names, err := b.children(ctx, b.admin, dir)
+		names, err := b.children(ctx, s, dir)
 		if err != nil {
 			return nil, nil, b.opError("read "+key, err)
 		}
@@ -32,7 +32,7 @@ func (b *Backend) holders(ctx context.Context, key string) ([]entry, []described
 			if len(es) > 0 && len(es) >= es[0].limit {
 				break
 			}
-			d, ok, err := b.read(ctx, b.admin, dir+"/"+e.node())
+			d, ok, err := b.read(ctx, s, dir+"/"+e.node())
 			if err != nil {
 				return nil, nil, b.opError("read "+key, err)
 			}
@@ -57,7 +57,12 @@ func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, e
 	if err := lock.ValidateKey(key); err != nil {
 		return lock.Holder{}, false, err
 	}
-	es, ds, err := b.holders(ctx, key)
+	s, done, err := b.useAdmin(ctx)
+	if err != nil {
+		return lock.Holder{}, false, err
+	}
+	defer done()
+	es, ds, err := b.holders(ctx, s, key)
 	if err != nil || len(es) == 0 {
 		return lock.Holder{}, false, err
 	}
@@ -66,7 +71,12 @@ func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, e
 
 // List walks <prefix>'s children: one row per held key.
 func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, error) {
-	names, err := b.children(ctx, b.admin, b.root)
+	s, done, err := b.useAdmin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	names, err := b.children(ctx, s, b.root)
 	if err != nil {
 		return nil, b.opError("list "+b.root, err)
 	}
@@ -99,9 +109,14 @@ func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Hol
 	if err := lock.ValidateKey(key); err != nil {
 		return lock.Holder{}, err
 	}
+	s, done, err := b.useAdmin(ctx)
+	if err != nil {
+		return lock.Holder{}, err
+	}
+	defer done()
 	dir := b.keyDir(key)
 	for attempt := 0; ; attempt++ {
-		es, ds, err := b.holders(ctx, key)
+		es, ds, err := b.holders(ctx, s, key)
 		if err != nil {
 			return lock.Holder{}, err
 		}
@@ -119,14 +134,14 @@ func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Hol
 			}
 			ops := []any{&zk.DeleteRequest{Path: dir + "/" + e.node(), Version: ds[i].stat.Version}}
 			if e.lock != "" && ds[i].rec.Limit > 1 {
-				if sd, ok, err := b.read(ctx, b.admin, dir+"/"+slotName(ds[i].rec.Slot)); err == nil && ok && string(sd.raw) == e.nonce {
+				if sd, ok, err := b.read(ctx, s, dir+"/"+slotName(ds[i].rec.Slot)); err == nil && ok && string(sd.raw) == e.nonce {
 					ops = append(ops, &zk.DeleteRequest{Path: dir + "/" + slotName(ds[i].rec.Slot), Version: sd.stat.Version})
 				}
 			}
 			if e.lock != "" && e.hold != "" {
 				ops = append(ops, &zk.DeleteRequest{Path: dir + "/" + e.hold, Version: -1})
 			}
-			err := multi(ctx, b.admin, ops...)
+			err := multi(ctx, s, ops...)
 			if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
 				conflict = true
 				continue
@@ -139,7 +154,7 @@ func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Hol
 			}
 		}
 		if broke != nil {
-			b.tidy(ctx, b.admin, dir)
+			b.tidy(ctx, s, dir)
 			return *broke, nil
 		}
 		if !conflict {

@@ -85,7 +85,7 @@ func (l *Lease) conn() *session {
 	if l.s != nil {
 		return l.s
 	}
-	return l.b.admin
+	return l.b.pinnedAdmin()
 }
 
 // Renew checks, in one round trip through the leader (a multi holding a

@@ -13,7 +13,12 @@ func (b *Backend) QueueLen(ctx context.Context, key string) (int64, error) {
 	if err := lock.ValidateKey(key); err != nil {
 		return 0, err
 	}
-	names, err := b.children(ctx, b.admin, b.keyDir(key))
+	s, done, err := b.useAdmin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	names, err := b.children(ctx, s, b.keyDir(key))
 	if err != nil {
 		return 0, b.opError("count the waiters of "+key, err)
 	}

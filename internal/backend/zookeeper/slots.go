@@ -14,7 +14,12 @@ func (b *Backend) InspectSlots(ctx context.Context, key string) ([]lock.Holder, 
 	if err := lock.ValidateKey(key); err != nil {
 		return nil, err
 	}
-	es, ds, err := b.holders(ctx, key)
+	s, done, err := b.useAdmin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	es, ds, err := b.holders(ctx, s, key)
 	if err != nil || len(es) == 0 {
 		return nil, err
 	}

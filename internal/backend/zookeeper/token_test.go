@@ -24,9 +24,14 @@ func TestTokenFollowsCounterAndClock(t *testing.T) {
 	setCounter := func(key string, v uint64) {
 		t.Helper()
 		data := []byte(strconv.FormatUint(v, 10))
-		_, err := b.admin.conn.Set(b.tokenPath(key), data, -1)
+		s, done, err := b.useAdmin(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer done()
+		_, err = s.conn.Set(b.tokenPath(key), data, -1)
 		if errors.Is(err, zk.ErrNoNode) {
-			_, err = b.admin.conn.Create(b.tokenPath(key), data, zk.FlagPersistent, acl)
+			_, err = s.conn.Create(b.tokenPath(key), data, zk.FlagPersistent, acl)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -62,7 +67,13 @@ func TestTokenFollowsCounterAndClock(t *testing.T) {
 	_ = s1.Release(ctx(t))
 
 	// ZooKeeper lost the counter: the clock.
-	if err := b.admin.conn.Delete(b.tokenPath("c"), -1); err != nil {
+	as, done, err := b.useAdmin(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = as.conn.Delete(b.tokenPath("c"), -1)
+	done()
+	if err != nil {
 		t.Fatal(err)
 	}
 	before := lock.ClockMicros(time.Now())

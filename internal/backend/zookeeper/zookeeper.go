@@ -97,7 +97,7 @@ type Backend struct {
 	desc      string // "host:port,host:port", for messages
 	root      string // <chroot>/<prefix>
 	connectTO time.Duration
-	admin     *session
+	adm       admin // the backend's own session (admin.go)
 
 	closeOnce sync.Once
 }
@@ -134,7 +134,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.admin = s
+	b.adm.s = s
 	if err := b.ensurePath(cctx, s, b.root); err != nil {
 		s.close(0)
 		return nil, b.opError("create "+b.root, err)
@@ -150,9 +150,9 @@ func (b *Backend) Guarantee() string {
 // Close closes the backend's own session (idempotent).
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
-		if b.admin != nil {
-			b.admin.close(time.Second)
-		}
+		b.adm.mu.Lock()
+		b.closeAdminLocked(time.Second)
+		b.adm.mu.Unlock()
 	})
 	return nil
 }
@@ -178,6 +178,9 @@ type session struct {
 	// negotiated is the session timeout the server granted, in ms (read
 	// from the server's connect response by the dialer).
 	negotiated atomic.Int32
+	// refused counts connections the server closed before it sent a
+	// byte: it accepted them, then refused them (refused.go).
+	refused atomic.Int32
 }
 
 // quiet drops go-zookeeper's log lines: failures reach the user as errors.
@@ -185,9 +188,11 @@ type quiet struct{}
 
 func (quiet) Printf(string, ...any) {}
 
-// dial opens a session asking for timeout and waits, until ctx ends, for
-// the server to grant it.
+// dial opens a session asking for timeout and waits, until ctx ends or
+// at most the connect timeout, for the server to grant it.
 func (b *Backend) dial(ctx context.Context, timeout time.Duration) (*session, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.connectTO)
+	defer cancel()
 	s := &session{hosts: &hostProvider{}}
 	dialer := func(network, address string, to time.Duration) (net.Conn, error) {
 		c, err := net.DialTimeout(network, address, to)
@@ -220,31 +225,8 @@ func (b *Backend) dial(ctx context.Context, timeout time.Duration) (*session, er
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return nil, ctx.Err()
 		}
-		return nil, &lock.UnavailableError{
-			Msg: fmt.Sprintf("zookeeper at %s gave no session in time (%s): check the address and that the ensemble is up and has a quorum, or raise --connect-timeout",
-				b.desc, probe(b.servers)),
-			Err: ctx.Err(),
-		}
+		return nil, b.noSession(s, ctx.Err())
 	}
-}
-
-// probe says why the servers gave no session: refused, or silent.
-func probe(servers []string) string {
-	var why []string
-	for _, s := range servers {
-		c, err := net.DialTimeout("tcp", s, 300*time.Millisecond)
-		if err != nil {
-			var oe *net.OpError
-			if errors.As(err, &oe) && oe.Err != nil {
-				err = oe.Err
-			}
-			why = append(why, s+": "+err.Error())
-			continue
-		}
-		c.Close()
-		why = append(why, s+": accepts connections but did not answer")
-	}
-	return strings.Join(why, "; ")
 }
 
 // close ends the session (the server deletes its ephemeral nodes), waiting
@@ -334,6 +316,7 @@ type sniffConn struct {
 
 func (c *sniffConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
+	c.closedAtOnce(n, err)
 	if c.off < len(c.head) && n > 0 {
 		k := copy(c.head[c.off:], p[:n])
 		c.off += k

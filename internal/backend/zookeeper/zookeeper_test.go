@@ -91,14 +91,14 @@ func TestTryOnceLeavesNothing(t *testing.T) {
 			t.Fatalf("try-once on a held key: %v", err)
 		}
 	}
-	names, _, err := b.admin.conn.Children(b.keyDir("k"))
+	names, _, err := b.testAdmin(t).conn.Children(b.keyDir("k"))
 	if err != nil || len(names) != 1 {
 		t.Fatalf("the line after three busy try-onces: %v, %v; want alice's node alone", names, err)
 	}
 	if err := l.Release(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _, err := b.admin.conn.Exists(b.keyDir("k")); err != nil || ok {
+	if ok, _, err := b.testAdmin(t).conn.Exists(b.keyDir("k")); err != nil || ok {
 		t.Fatalf("the key's node after the release: exists=%v err=%v; want it removed", ok, err)
 	}
 	l, err = lock.TryOnce(ctx(t), b, request("k", "bob", 2*time.Second))
@@ -193,7 +193,7 @@ func TestHoldKeepsPlaceAndExpires(t *testing.T) {
 		got <- w
 	}()
 	wait.Until(t, 10*time.Second, "bob queues", func() bool {
-		names, _, _ := b.admin.conn.Children(b.keyDir("k"))
+		names, _, _ := b.testAdmin(t).conn.Children(b.keyDir("k"))
 		return len(names) == 2
 	})
 	held := time.Now()

@@ -36,6 +36,12 @@ const (
 // or mariadb-install-db (or mysql_install_db) cannot be found on PATH,
 // /usr/sbin or /usr/bin.
 func StartMariaDB(dir string) (*Process, error) {
+	return startMariaDB(dir, limitArgs(300, "--max-connections="))
+}
+
+// startMariaDB starts it with limit (its max-connections argument; none:
+// the server's default).
+func startMariaDB(dir string, limit []string) (*Process, error) {
 	server, err := lookSbin("mariadbd", "mysqld")
 	if err != nil {
 		return nil, err
@@ -99,11 +105,10 @@ func StartMariaDB(dir string) (*Process, error) {
 				"--port=" + strconv.Itoa(ports[0]),
 				"--bind-address=127.0.0.1",
 				"--skip-name-resolve",
-				"--max-connections=300",
 				"--performance-schema=OFF",
 				"--innodb-flush-log-at-trx-commit=2",
 				"--innodb-doublewrite=0",
-			}, mariadbSmall...),
+			}, append(limit, mariadbSmall...)...),
 			env:     mariadbEnv(),
 			logPath: filepath.Join(dir, "mariadb.log"),
 			addr:    addr,

@@ -31,6 +31,12 @@ const PostgresUser = "postgres"
 // initdb or postgres cannot be found on PATH or in
 // /usr/lib/postgresql/*/bin (where Debian installs them).
 func StartPostgres(dir string) (*Process, error) {
+	return startPostgres(dir, limitArgs(200, "-c", "max_connections="))
+}
+
+// startPostgres starts it with limit (its max_connections arguments; none:
+// the server's default).
+func startPostgres(dir string, limit []string) (*Process, error) {
 	initdb, postgres, err := lookPostgres()
 	if err != nil {
 		return nil, err
@@ -76,7 +82,7 @@ func StartPostgres(dir string) (*Process, error) {
 			name: "postgres",
 			bin:  postgres,
 			dir:  priv,
-			args: []string{
+			args: append([]string{
 				"-D", data,
 				"-p", strconv.Itoa(port),
 				"-k", priv, // the Unix socket: short path, ours only
@@ -86,10 +92,9 @@ func StartPostgres(dir string) (*Process, error) {
 				"-c", "autovacuum=off",
 				"-c", "jit=off",
 				"-c", "shared_buffers=16MB",
-				"-c", "max_connections=200",
 				"-c", "logging_collector=off",
 				"-c", "log_min_messages=warning",
-			},
+			}, limit...),
 			env:     postgresEnv(),
 			logPath: filepath.Join(dir, "postgres.log"),
 			addr:    addr,

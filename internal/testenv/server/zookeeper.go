@@ -34,14 +34,17 @@ const ZooKeeperTick = 100 * time.Millisecond
 // killed server restarts with its data, only an OS crash could lose some.
 // Restart keeps the data (sessions live on, by the server's clock). It
 // returns an error wrapping ErrNoBinary when java or the jar is missing.
-func StartZooKeeper(dir string) (*Process, error) { return startZooKeeper(dir, true) }
+func StartZooKeeper(dir string) (*Process, error) { return startZooKeeper(dir, true, zkCnxnsLine(0)) }
 
 // StartZooKeeperWithoutTTLNodes is StartZooKeeper with ZooKeeper's default
 // zookeeper.extendedTypesEnabled=false: it refuses TTL nodes, as most
 // deployed ensembles do.
-func StartZooKeeperWithoutTTLNodes(dir string) (*Process, error) { return startZooKeeper(dir, false) }
+func StartZooKeeperWithoutTTLNodes(dir string) (*Process, error) {
+	return startZooKeeper(dir, false, zkCnxnsLine(0))
+}
 
-func startZooKeeper(dir string, extended bool) (*Process, error) {
+// cnxns is zoo.cfg's maxClientCnxns line, or "" for the server's default.
+func startZooKeeper(dir string, extended bool, cnxns string) (*Process, error) {
 	java, err := lookBinary("java")
 	if err != nil {
 		return nil, err
@@ -75,7 +78,7 @@ func startZooKeeper(dir string, extended bool) (*Process, error) {
 			"dataDir=" + data,
 			"clientPortAddress=127.0.0.1",
 			"clientPort=" + port,
-			"maxClientCnxns=0",
+			cnxns,
 			"admin.enableServer=false",
 			"4lw.commands.whitelist=*",
 			"forceSync=no",
