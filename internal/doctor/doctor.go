@@ -87,7 +87,7 @@ func LatencyCheck(samples []time.Duration, ttl time.Duration) lock.Check {
 	}
 	factor := float64(ttl) / float64(max(median, time.Nanosecond))
 	detail := fmt.Sprintf("median round trip %s over %d requests (slowest %s); --ttl %s is %s× that (distlock wants at least %d×: a renewal attempt gets ttl/5, retries start at ttl/50)",
-		round(median), len(s), round(s[len(s)-1]), ttl, formatFactor(factor), goodFactor)
+		lock.RoundSmall(median), len(s), lock.RoundSmall(s[len(s)-1]), ttl, formatFactor(factor), goodFactor)
 	switch {
 	case factor < badFactor:
 		return lock.Check{Name: "latency", Status: lock.CheckProblem, Detail: detail,
@@ -153,9 +153,7 @@ func LockCycle(ctx context.Context, b lock.Backend, o Options) lock.Check {
 
 // heldAs checks that the engine shows l's key held by l.
 func heldAs(ctx context.Context, b lock.Backend, o Options, l lock.Lease) (lock.Check, bool) {
-	rctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
-	h, held, err := b.Inspect(rctx, o.Key)
+	h, held, err := inspect(ctx, b, o)
 	switch {
 	case err != nil:
 		return lock.Check{Name: "lock", Status: lock.CheckProblem,
@@ -171,9 +169,7 @@ func heldAs(ctx context.Context, b lock.Backend, o Options, l lock.Lease) (lock.
 
 // freed checks that the engine shows the key free after a release.
 func freed(ctx context.Context, b lock.Backend, o Options) (lock.Check, bool) {
-	rctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
-	h, held, err := b.Inspect(rctx, o.Key)
+	h, held, err := inspect(ctx, b, o)
 	switch {
 	case err != nil:
 		return lock.Check{Name: "lock", Status: lock.CheckProblem,
@@ -185,6 +181,13 @@ func freed(ctx context.Context, b lock.Backend, o Options) (lock.Check, bool) {
 			Fix:    "a release that does not free the lock makes every next run wait for the TTL: check for a proxy or replica between here and the engine"}, true
 	}
 	return lock.Check{}, false
+}
+
+// inspect reads the scratch key's holder within one request timeout.
+func inspect(ctx context.Context, b lock.Backend, o Options) (lock.Holder, bool, error) {
+	rctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	return b.Inspect(rctx, o.Key)
 }
 
 func describe(h lock.Holder, held bool) string {
@@ -216,17 +219,6 @@ func firstLine(err error) string {
 		}
 	}
 	return s
-}
-
-// round shows a round trip with a useful number of digits.
-func round(d time.Duration) time.Duration {
-	switch {
-	case d < time.Millisecond:
-		return d.Round(time.Microsecond)
-	case d < time.Second:
-		return d.Round(100 * time.Microsecond)
-	}
-	return d.Round(time.Millisecond)
 }
 
 // roundUp rounds a suggested TTL up to a whole second (at least 1s).

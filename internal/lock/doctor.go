@@ -76,7 +76,7 @@ func ClockOffsetCheck(offset, uncertainty, ttl time.Duration, how string) Check 
 		side = "behind"
 	}
 	detail := fmt.Sprintf("the engine's clock is %s (±%s) %s this machine's (%s); distlock's drift allowance at --ttl %s is %s",
-		roundSmall(abs), roundSmall(uncertainty), side, how, ttl, roundSmall(allow))
+		RoundSmall(abs), RoundSmall(uncertainty), side, how, ttl, RoundSmall(allow))
 	if abs <= allow {
 		return Check{Name: "clock", Status: CheckOK, Detail: detail}
 	}
@@ -119,9 +119,9 @@ func ClockRateCheck(fast, uncertainty float64, how string) Check {
 	return Check{Name: "clock", Status: CheckOK, Detail: detail}
 }
 
-// roundSmall rounds a duration for a doctor line: µs below a millisecond,
+// RoundSmall rounds a duration for a doctor line: µs below a millisecond,
 // 0.1 ms below a second, ms above.
-func roundSmall(d time.Duration) time.Duration {
+func RoundSmall(d time.Duration) time.Duration {
 	switch {
 	case d < time.Millisecond:
 		return d.Round(time.Microsecond)
