@@ -25,3 +25,15 @@ func ValidateKey(key string) error {
 	}
 	return nil
 }
+
+// ValidateRequest checks what every engine needs of a request before it
+// asks the engine anything: a valid key and a positive TTL.
+func ValidateRequest(req Request) error {
+	if err := ValidateKey(req.Key); err != nil {
+		return err
+	}
+	if req.TTL <= 0 {
+		return Invalidf("ttl must be positive (got %s)", req.TTL)
+	}
+	return nil
+}

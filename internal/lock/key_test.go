@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestValidateKey(t *testing.T) {
@@ -28,6 +29,17 @@ func TestValidateKey(t *testing.T) {
 		}
 		if err != nil && !errors.Is(err, ErrInvalid) {
 			t.Errorf("ValidateKey(%q) error %v is not ErrInvalid", tc.key, err)
+		}
+	}
+}
+
+func TestValidateRequest(t *testing.T) {
+	if err := ValidateRequest(Request{Key: "job:a", TTL: time.Second}); err != nil {
+		t.Fatalf("a valid request: %v", err)
+	}
+	for _, req := range []Request{{Key: "", TTL: time.Second}, {Key: "job:a"}, {Key: "job:a", TTL: -time.Second}} {
+		if err := ValidateRequest(req); !errors.Is(err, ErrInvalid) {
+			t.Errorf("ValidateRequest(%q, %s) = %v, want ErrInvalid", req.Key, req.TTL, err)
 		}
 	}
 }

@@ -46,16 +46,6 @@ const cleanupTimeout = 2 * time.Second
 // errLostPlace: our lease expired or our key was deleted while we waited.
 var errLostPlace = errors.New("lost our place in the etcd queue")
 
-func checkRequest(req lock.Request) error {
-	if err := lock.ValidateKey(req.Key); err != nil {
-		return err
-	}
-	if req.TTL <= 0 {
-		return lock.Invalidf("ttl must be positive (got %s)", req.TTL)
-	}
-	return nil
-}
-
 // enqueue grants a lease and puts our contender key with it: when the
 // queue is empty, as its holder with a token (in the one transaction that
 // checks the queue is empty, grantOp); otherwise at the back, reading the
@@ -180,7 +170,7 @@ type queueContender struct {
 
 // Try implements lock.Contender.
 func (c *queueContender) Try(ctx context.Context) (lock.Lease, error) {
-	if err := checkRequest(c.req); err != nil {
+	if err := lock.ValidateRequest(c.req); err != nil {
 		return nil, err
 	}
 	c.stopWatch()

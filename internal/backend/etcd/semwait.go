@@ -108,7 +108,7 @@ type semContender struct {
 // Try implements lock.Contender.
 func (c *semContender) Try(ctx context.Context) (lock.Lease, error) {
 	c.stopWatch()
-	if err := checkRequest(c.req); err != nil {
+	if err := lock.ValidateRequest(c.req); err != nil {
 		return nil, err
 	}
 	if !c.waiting {

@@ -10,16 +10,6 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-func checkRequest(req lock.Request) error {
-	if err := lock.ValidateKey(req.Key); err != nil {
-		return err
-	}
-	if req.TTL <= 0 {
-		return lock.Invalidf("ttl must be positive (got %s)", req.TTL)
-	}
-	return nil
-}
-
 // Contend implements lock.Backend. Contenders of a key queue in arrival
 // order (sequential nodes); a mutex waiter watches only the contender just
 // ahead of it, a semaphore waiter the key's list of contenders.
@@ -52,7 +42,7 @@ type contender struct {
 
 // Try implements lock.Contender.
 func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
-	if err := checkRequest(c.req); err != nil {
+	if err := lock.ValidateRequest(c.req); err != nil {
 		return nil, err
 	}
 	if c.s == nil {
