@@ -9,6 +9,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/distlock/distlock/internal/backend"
 	"github.com/distlock/distlock/internal/testenv/embedetcd"
 	"github.com/distlock/distlock/internal/testenv/faultproxy"
 	"github.com/distlock/distlock/internal/testenv/server"
@@ -30,9 +31,10 @@ type engine struct {
 	direct bool
 	// real: a real server process that can be stopped, killed and restarted.
 	real bool
-	// fair: the engine serves waiters in arrival order, for a mutex and a
-	// semaphore's slots alike (scenarios say [fair] / [!fair]).
-	fair bool
+	// scheme is the scheme of the engine's URL: what the engine can do
+	// (scenarios' [fair], [semaphore]) is its entry's in the registry
+	// (internal/backend.Lookup).
+	scheme string
 	// deep: the default run (without DISTLOCK_TEST_FULL) runs every
 	// scenario on this engine, not only its own and the smoke ones
 	// (scripts_test.go, scope).
@@ -44,6 +46,15 @@ type engine struct {
 	start func(env *testscript.Env, st *engineState) error
 	// available reports nil, or why the engine cannot run here.
 	available func() error
+}
+
+// caps is what the engine can do: its scheme's entry in the registry.
+func (e *engine) caps() backend.Caps {
+	entry, ok := backend.Lookup(e.scheme)
+	if !ok {
+		panic("engines_test.go: engine " + e.name + " has the scheme " + e.scheme + ", which no engine registers")
+	}
+	return entry.Caps
 }
 
 // engineState is what a script's commands know of its engine.
@@ -77,7 +88,7 @@ func requireServers() bool { return os.Getenv("DISTLOCK_TEST_REQUIRE_SERVERS") =
 func engines() []*engine {
 	return []*engine{
 		{
-			name: "file", kind: "file", deep: true,
+			name: "file", scheme: "file", kind: "file", deep: true,
 			available: func() error { return nil },
 			start: func(env *testscript.Env, st *engineState) error {
 				st.url = "file://" + filepath.Join(env.WorkDir, ".locks")
@@ -85,7 +96,7 @@ func engines() []*engine {
 			},
 		},
 		{
-			name: "miniredis", kind: "redis", fair: true, standIn: "redis-server",
+			name: "miniredis", scheme: "redis", kind: "redis", standIn: "redis-server",
 			available: func() error { return nil },
 			start: func(env *testscript.Env, st *engineState) error {
 				m := miniredis.NewMiniRedis()
@@ -98,7 +109,7 @@ func engines() []*engine {
 			},
 		},
 		{
-			name: "redis-server", kind: "redis", real: true, fair: true, deep: true,
+			name: "redis-server", scheme: "redis", kind: "redis", real: true, deep: true,
 			available: binaryOnPath("redis-server"),
 			start: func(env *testscript.Env, st *engineState) error {
 				p, err := server.StartRedis(filepath.Join(env.WorkDir, ".redis"))
@@ -115,7 +126,7 @@ func engines() []*engine {
 			// one replica to acknowledge every grant and renewal (wait=1).
 			// Two replicas, so that after a failover the new master still
 			// has one to acknowledge the holder's renewals.
-			name: "redis-sentinel", kind: "redis-sentinel", family: "redis", real: true, direct: true, fair: true,
+			name: "redis-sentinel", scheme: "redis+sentinel", kind: "redis-sentinel", family: "redis", real: true, direct: true,
 			available: binaryOnPath("redis-server"),
 			start: func(env *testscript.Env, st *engineState) error {
 				s, err := server.StartRedisSentinel(filepath.Join(env.WorkDir, ".redis-sentinel"), 2)
@@ -131,7 +142,7 @@ func engines() []*engine {
 		},
 		{
 			// Three masters sharing the hash slots.
-			name: "redis-cluster", kind: "redis-cluster", family: "redis", real: true, direct: true, fair: true,
+			name: "redis-cluster", scheme: "redis+cluster", kind: "redis-cluster", family: "redis", real: true, direct: true,
 			available: binaryOnPath("redis-server"),
 			start: func(env *testscript.Env, st *engineState) error {
 				c, err := server.StartRedisCluster(filepath.Join(env.WorkDir, ".redis-cluster"), 3)
@@ -147,7 +158,7 @@ func engines() []*engine {
 		},
 		{
 			// Redlock over three independent masters.
-			name: "redlock", kind: "redlock", real: true, direct: true,
+			name: "redlock", scheme: "redlock", kind: "redlock", real: true, direct: true,
 			available: binaryOnPath("redis-server"),
 			start: func(env *testscript.Env, st *engineState) error {
 				m, err := server.StartRedisMasters(filepath.Join(env.WorkDir, ".redlock"), 3)
@@ -162,7 +173,7 @@ func engines() []*engine {
 			},
 		},
 		{
-			name: "embedded-etcd", kind: "etcd", fair: true, standIn: "etcd",
+			name: "embedded-etcd", scheme: "etcd", kind: "etcd", standIn: "etcd",
 			available: func() error { return nil },
 			start: func(env *testscript.Env, st *engineState) error {
 				ep, stop, err := embedetcd.Start(filepath.Join(env.WorkDir, ".etcd"))
@@ -174,7 +185,7 @@ func engines() []*engine {
 			},
 		},
 		{
-			name: "etcd", kind: "etcd", real: true, fair: true,
+			name: "etcd", scheme: "etcd", kind: "etcd", real: true,
 			available: binaryOnPath("etcd"),
 			start: func(env *testscript.Env, st *engineState) error {
 				p, err := server.StartEtcd(filepath.Join(env.WorkDir, ".etcd"))
@@ -187,7 +198,7 @@ func engines() []*engine {
 			},
 		},
 		{
-			name: "zookeeper", kind: "zookeeper", real: true, fair: true,
+			name: "zookeeper", scheme: "zk", kind: "zookeeper", real: true,
 			available: serverAvailable("zookeeper"),
 			start: func(env *testscript.Env, st *engineState) error {
 				p, err := server.StartZooKeeper(filepath.Join(env.WorkDir, ".zookeeper"))
@@ -200,7 +211,7 @@ func engines() []*engine {
 			},
 		},
 		{
-			name: "postgres", kind: "postgres", real: true, fair: true,
+			name: "postgres", scheme: "postgres", kind: "postgres", real: true,
 			available: serverAvailable("postgres"),
 			start: func(env *testscript.Env, st *engineState) error {
 				p, err := server.StartPostgres(filepath.Join(env.WorkDir, ".postgres"))
@@ -215,7 +226,7 @@ func engines() []*engine {
 			},
 		},
 		{
-			name: "mariadb", kind: "mysql", real: true, fair: true,
+			name: "mariadb", scheme: "mysql", kind: "mysql", real: true,
 			available: serverAvailable("mariadb"),
 			start: func(env *testscript.Env, st *engineState) error {
 				p, err := server.StartMariaDB(filepath.Join(env.WorkDir, ".mariadb"))

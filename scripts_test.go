@@ -155,6 +155,9 @@ func params(e *engine, s suite) testscript.Params {
 			if err := e.start(env, st); err != nil {
 				return err
 			}
+			if !strings.HasPrefix(st.url, e.scheme+"://") {
+				return fmt.Errorf("engine %s's URL %s is not %s:// (its scheme in engines_test.go)", e.name, st.url, e.scheme)
+			}
 			env.Values[stateKey{}] = st
 			env.Setenv("DISTLOCK_BACKEND", st.url)
 			env.Setenv("ENGINE", e.name)
@@ -180,7 +183,10 @@ func params(e *engine, s suite) testscript.Params {
 				return e.real, nil
 			}
 			if cond == "fair" {
-				return e.fair, nil
+				return e.caps().Fair, nil
+			}
+			if cond == "semaphore" {
+				return e.caps().Semaphore, nil
 			}
 			if cond == "root" {
 				return os.Geteuid() == 0, nil

@@ -63,25 +63,6 @@ func completeKeys(g *globalOptions, maxArgs int) cobra.CompletionFunc {
 	}
 }
 
-// backendSchemes are what --backend completes to: every scheme, as the
-// start of a URL.
-var backendSchemes = []cobra.Completion{
-	cobra.CompletionWithDesc("file:///", "a local lock directory (the default)"),
-	cobra.CompletionWithDesc("redis://", "a single Redis"),
-	cobra.CompletionWithDesc("rediss://", "a single Redis over TLS"),
-	cobra.CompletionWithDesc("redis+sentinel://", "Redis behind Sentinels: host:port,…/MASTER"),
-	cobra.CompletionWithDesc("redis+cluster://", "a Redis Cluster: host:port,…"),
-	cobra.CompletionWithDesc("rediss+sentinel://", "Redis behind Sentinels, over TLS"),
-	cobra.CompletionWithDesc("rediss+cluster://", "a Redis Cluster over TLS"),
-	cobra.CompletionWithDesc("redlock://", "Redlock over independent Redis masters"),
-	cobra.CompletionWithDesc("redlocks://", "Redlock over TLS"),
-	cobra.CompletionWithDesc("etcd://", "etcd: host:port,…"),
-	cobra.CompletionWithDesc("etcds://", "etcd over TLS"),
-	cobra.CompletionWithDesc("zk://", "ZooKeeper: host:port,…[/chroot]"),
-	cobra.CompletionWithDesc("postgres://", "PostgreSQL"),
-	cobra.CompletionWithDesc("mysql://", "MySQL or MariaDB"),
-}
-
 // completeFlagValues registers the completions of flag values on c and
 // every command under it: --backend schemes, -o and --log-format formats,
 // and --wait's forever.
@@ -91,7 +72,7 @@ func completeFlagValues(c *cobra.Command) {
 	}
 	byFlag := map[string]cobra.CompletionFunc{
 		"backend": func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			return backendSchemes, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+			return backendCompletions(), cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 		},
 		"output":     fixed("text", "json"),
 		"log-format": fixed("text", "json"),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/distlock/distlock/internal/backend"
 	"github.com/distlock/distlock/internal/doctor"
 	"github.com/distlock/distlock/internal/lock"
 )
@@ -35,16 +36,7 @@ Every engine: the median round trip against --ttl (which must exceed it
 50 times over), and a scratch lock (doctor:<host> under --prefix, or --key)
 taken and released twice, whose fencing token must rise. Then the engine's
 own checks, including its clock against the 1% drift allowance:
-  redis  maxmemory-policy, persistence, replicas, Sentinel/Cluster behind a
-         plain URL, ACL permissions, clock offset (TIME)
-  etcd   cluster health and size, minimum lease TTL, auth, TLS, the
-         leader's clock rate (takes 3-7 seconds)
-  zk     the session timeout granted for --ttl, TTL nodes allowed (holds),
-         clock offset (the mtime of a write)
-  postgres, mysql
-         clock offset (the database's clock times the leases)
-  file   local filesystem (not NFS/CIFS), writable (a directory that cannot
-         be created is a problem, not exit 69), flock(2) works
+` + engineTable(func(e backend.Engine) string { return e.Checks }) + `
 
 With -o json: an array of objects with check, status (ok, warning or
 problem), detail and fix.

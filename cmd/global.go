@@ -39,7 +39,7 @@ type globalOptions struct {
 // addFlags defines the global flags on root, for every command.
 func (g *globalOptions) addFlags(root *cobra.Command) {
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.Backend, "backend", "", "engine URL: file:///DIR, redis://, rediss://, redis+sentinel://, redis+cluster://, redlock:// (TLS: rediss+sentinel://, rediss+cluster://, redlocks:// or ?tls=true), etcd://, etcds://, zk://, postgres://, mysql:// (env DISTLOCK_BACKEND; default file)")
+	pf.StringVar(&g.Backend, "backend", "", backendFlagHelp())
 	pf.StringVar(&g.Prefix, "prefix", "distlock", "namespace for keys on the engine")
 	pf.DurationVar(&g.ConnectTimeout, "connect-timeout", 5*time.Second, "give up reaching the engine after this long (exit 69)")
 	pf.StringVar(&g.PasswordFile, "password-file", "", "read the engine password from this file (or set DISTLOCK_PASSWORD)")

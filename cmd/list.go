@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/distlock/distlock/internal/backend"
 	"github.com/distlock/distlock/internal/lock"
 )
 
@@ -29,10 +30,8 @@ been held and when its lease expires.
 A semaphore (run --limit N) has one row per held slot, and a SLOT column
 says which slot and how many of the N are held: "0 (2/3)".
 
-On Redis the keys are found with SCAN (never KEYS, which would block the
-server), on etcd with one range read, on ZooKeeper by listing the prefix's
-node, on PostgreSQL and MySQL/MariaDB with one query, on the file engine by
-reading the lock directory (a lock whose holder died is not listed).
+How each engine finds them:
+` + engineTable(func(e backend.Engine) string { return e.Lists }) + `
 
 With -o json the output is an array with one object per key, shaped like
 those of status -o json (an empty array when nothing is held).

@@ -6,6 +6,7 @@ package cmd
 import (
 	"context"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -20,12 +21,9 @@ func NewRootCommandWith(f Factory) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "distlock",
 		Short: "Run a command on at most one machine at a time",
-		Long: `distlock runs a command while it holds a lease-based lock on a shared
-engine (a local file directory; Redis as a single node, Sentinel, Cluster
-or Redlock; etcd; ZooKeeper; PostgreSQL or MySQL/MariaDB), so that across
-many machines at most one copy runs. A background renewer keeps the lease
-alive; if renewal fails the command is stopped before the lease could pass
-to anyone else.`,
+		Long: strings.Join(wrapWords("distlock runs a command while it holds a lease-based lock on a shared engine ("+
+			engineNames()+"), so that across many machines at most one copy runs. A background renewer keeps the lease "+
+			"alive; if renewal fails the command is stopped before the lease could pass to anyone else.", helpWidth), "\n"),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -299,9 +299,11 @@ func shortNetError(err error) string {
 }
 
 // Guarantee is one line on what the engine promises.
-func (b *Backend) Guarantee() string {
-	return "etcd: linearizable; exclusive through leader failover (leases expire on the server)"
-}
+func (b *Backend) Guarantee() string { return Guarantee }
+
+// Guarantee is what etcd promises, in one line (status's engine: line;
+// internal/backend's registry shows it too).
+const Guarantee = "etcd: linearizable; exclusive through leader failover (leases expire on the server)"
 
 // Close closes the client (idempotent).
 func (b *Backend) Close() error {

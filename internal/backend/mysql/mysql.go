@@ -143,9 +143,11 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 }
 
 // Guarantee implements lock.Backend.
-func (b *Backend) Guarantee() string {
-	return "MySQL/MariaDB: exclusive while this database (its primary) lives and its clock runs true; leases expire by the database's clock, tokens come from a counter row"
-}
+func (b *Backend) Guarantee() string { return Guarantee }
+
+// Guarantee is what MySQL and MariaDB promise, in one line (status's
+// engine: line; internal/backend's registry shows it too).
+const Guarantee = "MySQL/MariaDB: exclusive while this database (its primary) lives and its clock runs true; leases expire by the database's clock, tokens come from a counter row"
 
 // Close implements lock.Backend.
 func (b *Backend) Close() error { return b.db.Close() }

@@ -158,9 +158,11 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 }
 
 // Guarantee implements lock.Backend.
-func (b *Backend) Guarantee() string {
-	return "PostgreSQL: exclusive while this database (its primary) lives and its clock runs true; leases expire by the database's clock, tokens follow it too"
-}
+func (b *Backend) Guarantee() string { return Guarantee }
+
+// Guarantee is what PostgreSQL promises, in one line (status's engine:
+// line; internal/backend's registry shows it too).
+const Guarantee = "PostgreSQL: exclusive while this database (its primary) lives and its clock runs true; leases expire by the database's clock, tokens follow it too"
 
 // Close implements lock.Backend. It waits at most 200ms: pgx ends a
 // connection whose request was cut short by its context with a cancel

@@ -127,7 +127,7 @@ func ParseRedlockURL(raw string) (RedlockConfig, error) {
 // quorum is needed by each acquire, not here: a waiter may wait for the
 // nodes to come back.
 func OpenRedlock(ctx context.Context, cfg RedlockConfig) (*Redlock, error) {
-	r := &Redlock{quorum: len(cfg.Nodes)/2 + 1}
+	r := &Redlock{quorum: quorum(len(cfg.Nodes))}
 	var addrs []string
 	for _, o := range cfg.Nodes {
 		if o.Password == "" {
@@ -231,9 +231,16 @@ func (r *Redlock) needQuorum(errs []error, what string) error {
 func nodeTimeout(ttl time.Duration) time.Duration { return max(ttl/20, time.Millisecond) }
 
 // Guarantee implements lock.Backend.
-func (r *Redlock) Guarantee() string {
-	return fmt.Sprintf("Redlock over %d Redis masters: a lock needs %d of them; exclusive while the nodes' clocks run at the same rate and no process pauses past the margin", len(r.nodes), r.quorum)
+func (r *Redlock) Guarantee() string { return RedlockGuarantee(len(r.nodes)) }
+
+// RedlockGuarantee is what Redlock over n masters promises, in one line
+// (status's engine: line; internal/backend's registry).
+func RedlockGuarantee(n int) string {
+	return fmt.Sprintf("Redlock over %d Redis masters: a lock needs %d of them; exclusive while the nodes' clocks run at the same rate and no process pauses past the margin", n, quorum(n))
 }
+
+// quorum is how many of n masters a lock needs: a majority.
+func quorum(n int) int { return n/2 + 1 }
 
 // Close implements lock.Backend.
 func (r *Redlock) Close() error {

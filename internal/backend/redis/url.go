@@ -131,6 +131,26 @@ func ParseClusterURL(raw string) (Config, error) {
 		Password: u.pass, Topology: Cluster, addr: "redis cluster at " + strings.Join(u.hosts, ",")}, nil
 }
 
+// checkHostPort reports why h is not one host:port of a multi-host URL.
+// It echoes at most the host: with the "@host" forgotten,
+// user:password reads as host:port, and what looks like a port is the
+// password.
+func checkHostPort(h, scheme, form string) error {
+	host, port, err := net.SplitHostPort(h)
+	switch {
+	case h == "":
+		return lock.Invalidf("%s URL has an empty host in its host list (stray comma?): %s", scheme, form)
+	case err != nil && !strings.Contains(h, ":"):
+		return lock.Invalidf("%s URL: %q has no port (%s)", scheme, h, form)
+	case err != nil || host == "" || port == "":
+		return lock.Invalidf("%s URL: an address is not host:port (IPv6 as [addr]:port; %s)", scheme, form)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
+		return lock.Invalidf("%s URL: the host %q has no valid port (%s)", scheme, host, form)
+	}
+	return nil
+}
+
 // multiHost is a URL whose authority lists several host:port.
 type multiHost struct {
 	scheme     string // as written
@@ -170,12 +190,8 @@ func parseMultiHost(raw, scheme, form string) (multiHost, error) {
 		}
 	}
 	for _, h := range strings.Split(authority, ",") {
-		host, port, err := net.SplitHostPort(h)
-		if err != nil || host == "" || port == "" {
-			return multiHost{}, lock.Invalidf("%s URL: %q is not host:port (%s)", scheme, h, form)
-		}
-		if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
-			return multiHost{}, lock.Invalidf("%s URL: %q has no valid port (%s)", scheme, h, form)
+		if err := checkHostPort(h, scheme, form); err != nil {
+			return multiHost{}, err
 		}
 		u.hosts = append(u.hosts, h)
 	}

@@ -143,9 +143,11 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 }
 
 // Guarantee is one line on what the engine promises.
-func (b *Backend) Guarantee() string {
-	return "ZooKeeper: linearizable; the lease is the ZooKeeper session, exclusive through leader failover (holds need TTL nodes)"
-}
+func (b *Backend) Guarantee() string { return Guarantee }
+
+// Guarantee is what ZooKeeper promises, in one line (status's engine:
+// line; internal/backend's registry shows it too).
+const Guarantee = "ZooKeeper: linearizable; the lease is the ZooKeeper session, exclusive through leader failover (holds need TTL nodes)"
 
 // Close closes the backend's own session (idempotent).
 func (b *Backend) Close() error {

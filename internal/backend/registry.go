@@ -1,0 +1,150 @@
+package backend
+
+import (
+	"context"
+	"strings"
+	"unicode"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// Engine is one engine as distlock knows it: the schemes its URLs start
+// with, how to open one, what it promises and what it can do. Every list
+// of engines distlock shows (the --backend help and completion, doctor's
+// and list's help, the root help, Open's errors) is made from Engines(),
+// and the scenarios' [fair] and [semaphore] conditions read Caps. The
+// engine packages know nothing of it: each entry (engine_<name>.go) calls
+// its package's own parser and constructor.
+type Engine struct {
+	// Scheme is what users write ("redis+sentinel"); TLS its TLS twin
+	// ("rediss+sentinel"; "" when it has none); Aliases other spellings
+	// of Scheme ("postgresql"), accepted and not advertised.
+	Scheme, TLS string
+	Aliases     []string
+	// TLSParam: ?tls=true on Scheme turns TLS on too.
+	TLSParam bool
+	// Form is the shape of a URL, for the not-a-URL error and the
+	// --backend help ("redis+sentinel://HOST:PORT,…/MASTER"); Name says
+	// what it reaches ("Redis behind Sentinels").
+	Form, Name string
+	// Guarantee is status's engine: line for this scheme's plainest URL
+	// (Redis Sentinel without wait=, Redlock over three masters), the
+	// engine package's own wording.
+	Guarantee string
+	Caps      Caps
+	// Lists says how list finds the held locks and Checks what doctor's
+	// engine checks look at, for their help; "" on a topology that
+	// shares the entry's before it (Redis).
+	Lists, Checks string
+
+	open func(ctx context.Context, rawURL string, opts Options) (lock.Backend, error)
+	// kind is a nil pointer of the engine's lock.Backend type: the
+	// registry's tests check Caps against what it implements.
+	kind lock.Backend
+}
+
+// Caps is what an engine can do beyond the contract every engine keeps.
+type Caps struct {
+	// Semaphore: run --limit N above 1 (lock.SlotInspector).
+	Semaphore bool
+	// Fair: waiters are served in arrival order, for a mutex and a
+	// semaphore's slots alike (locktest.Options.Fair).
+	Fair bool
+	// Holds: --min-hold and handles (distlock acquire) keep the lock
+	// with no renewals.
+	Holds bool
+	// Doctor: distlock doctor runs the engine's own checks (lock.Doctor).
+	Doctor bool
+}
+
+// registry is every engine, in the order help lists them: the default
+// first. A new engine is one entry here and its engine_<name>.go.
+var registry = []*Engine{
+	&fileEngine,
+	&redisEngine, &sentinelEngine, &clusterEngine, &redlockEngine,
+	&etcdEngine,
+	&zkEngine,
+	&postgresEngine,
+	&mysqlEngine,
+}
+
+// Engines returns every engine, in the order help lists them.
+func Engines() []Engine {
+	out := make([]Engine, len(registry))
+	for i, e := range registry {
+		out[i] = *e
+	}
+	return out
+}
+
+// Lookup returns the engine whose URLs start with scheme:// (any case),
+// and whether there is one.
+func Lookup(scheme string) (Engine, bool) {
+	for _, e := range registry {
+		if e.has(scheme) {
+			return *e, true
+		}
+	}
+	return Engine{}, false
+}
+
+// has reports whether scheme is one of e's (any case).
+func (e *Engine) has(scheme string) bool {
+	if strings.EqualFold(scheme, e.Scheme) || (e.TLS != "" && strings.EqualFold(scheme, e.TLS)) {
+		return true
+	}
+	for _, a := range e.Aliases {
+		if strings.EqualFold(scheme, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// Schemes are e's schemes as users write them: Scheme, then its TLS
+// twin, then the aliases.
+func (e Engine) Schemes() []string {
+	out := []string{e.Scheme}
+	if e.TLS != "" {
+		out = append(out, e.TLS)
+	}
+	return append(out, e.Aliases...)
+}
+
+// Start is the literal start of e's URLs, its Form up to the first
+// placeholder: "file:///", "redis+sentinel://".
+func (e Engine) Start() string {
+	_, rest, _ := strings.Cut(e.Form, "://")
+	if i := strings.IndexFunc(rest, unicode.IsUpper); i >= 0 {
+		rest = rest[:i]
+	}
+	return e.Scheme + "://" + rest
+}
+
+// notURL is Open's error for a backend with no scheme: every engine's form.
+func notURL(rawURL string) error {
+	forms := make([]string, len(registry))
+	for i, e := range registry {
+		forms[i] = e.Form
+	}
+	return lock.Invalidf("backend %q is not a URL: use %s", Redact(rawURL), orList(forms))
+}
+
+// unsupported is Open's error for a scheme no engine has: every scheme.
+func unsupported(scheme string) error {
+	var all []string
+	for _, e := range registry {
+		for _, s := range e.Schemes() {
+			all = append(all, s+"://")
+		}
+	}
+	return lock.Invalidf("backend scheme %q is not supported: use %s", scheme, orList(all))
+}
+
+// orList joins "a, b or c".
+func orList(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
+}
