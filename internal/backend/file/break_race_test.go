@@ -108,11 +108,7 @@ func breakEach(b *Backend, pub *published, done <-chan struct{}, broke func(tok 
 
 // recordOf is the path of the record (sidecar) naming the holder of l.
 func recordOf(b *Backend, l lock.Lease) string {
-	if s, ok := l.(*SlotLease); ok {
-		return s.metaPath
-	}
-	_, metaPath, _ := b.paths(l.Key())
-	return metaPath
+	return l.(*Lease).metaPath
 }
 
 // (a) Runbooks break the holder they saw, by its token, while holders

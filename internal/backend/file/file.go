@@ -3,6 +3,8 @@
 // lease cannot outlive its process; the TTL only drives renewal (which
 // checks that the sidecar still names us) and what status shows. Every
 // read-check-write of a sidecar holds the key's record lock (record.go).
+// A mutex is a semaphore of one (semaphore.go): one lease type (lease.go)
+// and one record type (meta.go) serve every limit.
 package file
 
 import (
@@ -11,7 +13,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -67,18 +68,6 @@ func (b *Backend) SetLogger(log *slog.Logger) {
 // Dir is the directory holding the locks.
 func (b *Backend) Dir() string { return b.dir }
 
-func (b *Backend) paths(key string) (lockPath, metaPath, tokenPath string) {
-	base := filepath.Join(b.dir, baseName(b.prefix, key))
-	return base + ".lock", base + ".json", base + ".token"
-}
-
-// recordLock is the key's record lock (record.go), shared by the mutex
-// sidecar and every slot sidecar of the key. '#' keeps it apart from any
-// key's own files (baseName escapes '#').
-func (b *Backend) recordLock(key string) string {
-	return filepath.Join(b.dir, baseName(b.prefix, key)) + "#rec.lock"
-}
-
 // Guarantee is what the file engine promises, in one line (status's
 // engine: line; internal/backend's registry shows it too).
 const Guarantee = "file: exclusive among processes sharing this directory on one machine; the kernel frees the lock when its holder dies"
@@ -101,189 +90,56 @@ func (b *Backend) Contend(req lock.Request) lock.Contender {
 		return l, lock.HolderExpiry(err), err
 	}}
 	if req.Limit <= 1 {
-		lockPath, _, _ := b.paths(req.Key)
+		lockPath, _ := b.keyPaths(req.Key).slot(1, 0)
 		p.Wake = func(ctx context.Context) (<-chan struct{}, func(), error) { return watchReleases(ctx, lockPath) }
 	}
 	return p
 }
 
-// tryOnce makes one attempt at req.
+// tryOnce makes one attempt at req: a mutex (tryMutex) or a semaphore
+// (semaphore.go), both granted as a Lease (lease.go).
 func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, error) {
 	if req.Limit > 1 {
 		return b.trySemaphore(ctx, req)
 	}
-	lockPath, metaPath, tokenPath := b.paths(req.Key)
-	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
+	return b.tryMutex(ctx, req)
+}
+
+// tryMutex takes slot 0 of 1: the key's lock file, exclusively.
+func (b *Backend) tryMutex(ctx context.Context, req lock.Request) (lock.Lease, error) {
+	lockPath, recordPath := b.keyPaths(req.Key).slot(1, 0)
+	f, err := openLock(lockPath, true)
 	if err != nil {
-		return nil, &lock.UnavailableError{Msg: fmt.Sprintf("cannot open lock file %s: %v", lockPath, errors.Unwrap(err)), Err: err}
+		return nil, err
 	}
 	granted := time.Now()
-	if err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if taken, err := tryFlock(f, syscall.LOCK_EX); !taken {
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			h := b.heldBy(req.Key, metaPath)
-			if h.Token == 0 { // no mutex holder on record: semaphore slots may share the file
-				if have, ok := b.slotLimit(ctx, req.Key); ok {
-					return nil, &lock.LimitMismatchError{Key: req.Key, Want: 1, Have: have}
-				}
-			}
-			return nil, &lock.BusyError{Holder: h}
+		if err != nil {
+			return nil, err
 		}
-		return nil, fmt.Errorf("flock %s: %w", lockPath, err)
+		s := slotHolder{mutex: true, path: recordPath}.read(req.Key)
+		if !s.ok { // no mutex holder on record: semaphore slots may share the file
+			if have, ok := b.slotLimit(ctx, req.Key); ok {
+				return nil, &lock.LimitMismatchError{Key: req.Key, Want: 1, Have: have}
+			}
+		}
+		return nil, &lock.BusyError{Holder: s.holder(req.Key, time.Now())}
 	}
-	if m, ok, _ := readMeta(metaPath); ok && m.Key == req.Key && m.heldWithoutProcess(time.Now()) {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-		return nil, &lock.BusyError{Holder: m.holder(time.Now())}
+	if s := (slotHolder{mutex: true, path: recordPath}).read(req.Key); s.kept() {
+		unlockClose(f)
+		return nil, &lock.BusyError{Holder: s.holder(req.Key, time.Now())}
 	}
 	// A semaphore slot kept by a hold holds no shared flock on lockPath.
-	if _, ok := b.heldSlot(req.Key); ok {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
+	if b.keptSlot(req.Key) {
+		unlockClose(f)
 		have, _ := b.slotLimit(ctx, req.Key)
 		return nil, &lock.LimitMismatchError{Key: req.Key, Want: 1, Have: max(have, 2)}
 	}
-	l, err := b.initLease(ctx, f, req, metaPath, tokenPath, granted)
+	l, err := b.grant(ctx, req, 0, []*os.File{f}, granted)
 	if err != nil {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
+		unlockClose(f)
 		return nil, err
 	}
 	return l, nil
-}
-
-func (b *Backend) initLease(ctx context.Context, f *os.File, req lock.Request, metaPath, tokenPath string, granted time.Time) (*Lease, error) {
-	now := time.Now()
-	tok, err := nextToken(tokenPath, now) // fsync'd: before the record lock, not under it
-	if err != nil {
-		return nil, fmt.Errorf("fencing counter for %s: %w", req.Key, err)
-	}
-	m := meta{
-		Key: req.Key, Owner: req.Owner, Token: tok,
-		Host: req.Meta.Host, PID: req.Meta.PID, User: req.Meta.User, Command: req.Meta.Command, Note: req.Meta.Note,
-		AcquiredAt: now, RenewedAt: now, TTLms: req.TTL.Milliseconds(),
-	}
-	l := b.newLease(f, m, metaPath, granted)
-	if err := l.record().write(ctx, func() error { return writeMeta(metaPath, m) }); err != nil {
-		return nil, fmt.Errorf("holder metadata for %s: %w", req.Key, err)
-	}
-	return l, nil
-}
-
-func (b *Backend) newLease(f *os.File, m meta, metaPath string, granted time.Time) *Lease {
-	return &Lease{f: f, meta: m, metaPath: metaPath, granted: granted, recLock: b.recordLock(m.Key), log: b.log}
-}
-
-// heldBy describes the holder of a key whose flock we could not take.
-func (b *Backend) heldBy(key, metaPath string) lock.Holder {
-	m, ok, _ := readMeta(metaPath)
-	if !ok || m.Key != key {
-		return lock.Holder{Key: key, ExpiresIn: -1}
-	}
-	return m.holder(time.Now())
-}
-
-// Inspect implements lock.Backend.
-func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
-	if h, held, err := b.inspectSlots(ctx, key); held || err != nil {
-		return h, held, err // a semaphore (semaphore.go)
-	}
-	return b.inspectMutex(key)
-}
-
-// inspectMutex is Inspect for a mutex: held while a process holds the
-// flock, or while the sidecar records an unexpired hold.
-func (b *Backend) inspectMutex(key string) (lock.Holder, bool, error) {
-	lockPath, metaPath, _ := b.paths(key)
-	held, err := isLocked(lockPath)
-	if err != nil {
-		return lock.Holder{}, false, err
-	}
-	if held {
-		return b.heldBy(key, metaPath), true, nil
-	}
-	if m, ok, _ := readMeta(metaPath); ok && m.Key == key && m.heldWithoutProcess(time.Now()) {
-		return m.holder(time.Now()), true, nil
-	}
-	return lock.Holder{}, false, nil
-}
-
-// Break implements lock.Backend. The flock belongs to the holder's process
-// and cannot be taken from it: break removes the sidecar that names the
-// holder and signals the holding distlock (SIGWINCH, harmless to anything
-// else) so that its renewer checks at once, finds the lease gone, stops its
-// child and lets go of the flock.
-//
-// Inspection and removal are one step under the key's record lock, which
-// every writer of the sidecar holds too (record.go): the sidecar removed is
-// the one inspected (with token != 0, the holder with that token; without,
-// the holder returned), never the next holder's, and a renewal of the
-// broken holder that read the sidecar before cannot write it back after.
-func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
-	if h, handled, err := b.breakSlots(ctx, key, token); handled {
-		return h, err // a semaphore (semaphore.go)
-	}
-	h, held, err := b.inspectMutex(key)
-	if err != nil || !held {
-		// Free: nothing to break (and no record lock to make for a key
-		// that may never have been used).
-		if err == nil {
-			err = lock.ErrNotHeld
-		}
-		return h, err
-	}
-	_, metaPath, _ := b.paths(key)
-	err = withRecordLock(ctx, b.recordLock(key), func() error {
-		now, held, err := b.inspectMutex(key) // again, now that no record can change
-		h = now
-		switch {
-		case err != nil:
-			return err
-		case !held:
-			return lock.ErrNotHeld
-		case token != 0 && h.Token != token:
-			return &lock.BusyError{Holder: h}
-		}
-		if err := os.Remove(metaPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		return h, err
-	}
-	if h.Hold == "" && h.Meta.PID > 0 && h.Meta.Host == b.host {
-		pokeHolder(h.Meta.PID)
-	}
-	return h, nil
-}
-
-// isLocked probes a lock file with a shared non-blocking flock.
-func isLocked(lockPath string) (bool, error) {
-	f, err := os.Open(lockPath)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	err = flock(f, syscall.LOCK_SH|syscall.LOCK_NB)
-	if errors.Is(err, syscall.EWOULDBLOCK) {
-		return true, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	return false, nil
-}
-
-func flock(f *os.File, how int) error {
-	for {
-		err := syscall.Flock(int(f.Fd()), how)
-		if err != syscall.EINTR {
-			return err
-		}
-	}
 }

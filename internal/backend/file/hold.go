@@ -10,16 +10,13 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// Hold implements lock.Lease. A flock dies with its process, so a hold
-// is recorded in the sidecar instead (mode and RenewedAt+d), and the flock
-// is let go: a try-once and Inspect honour an unexpired hold.
+// Hold implements lock.Lease. A flock dies with its process, so a hold is
+// recorded in the lease's record instead (mode and RenewedAt+d), and the
+// flocks are let go: acquirers of every limit, Inspect and status honour
+// an unexpired hold. The record is written before the flocks go, so none
+// of them sees the lock free in between.
 func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.f == nil {
-		return lock.ErrNotHeld
-	}
-	ours, err := l.record().release(ctx, func() error {
+	return l.letGoIfOurs(ctx, func() error {
 		m := l.meta
 		m.Hold, m.RenewedAt, m.TTLms = mode, time.Now(), max(d.Milliseconds(), 1)
 		err := writeMeta(l.metaPath, m)
@@ -27,14 +24,7 @@ func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
 			l.meta = m
 		}
 		return err
-	}, l.letGo)
-	if err != nil {
-		return err
-	}
-	if !ours {
-		return lock.ErrNotHeld
-	}
-	return nil
+	})
 }
 
 // Handle implements lock.Lease.
@@ -46,11 +36,11 @@ func (l *Lease) Handle() lock.Handle {
 // flock (a a try-once or status probing the key).
 const resumeTries = 50
 
-// Resume implements lock.Backend: the sidecar must name h's owner and
-// token, with its hold unexpired. The returned lease holds the flock until
-// it is held again or released.
+// Resume implements lock.Backend for a mutex's hold: the record must name
+// h's owner and token, with its hold unexpired. The returned lease holds
+// the flock until it is held again or released.
 func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
-	lockPath, metaPath, _ := b.paths(h.Key)
+	lockPath, recordPath := b.keyPaths(h.Key).slot(1, 0)
 	f, err := os.OpenFile(lockPath, os.O_RDWR, 0o600)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, lock.ErrNotHeld
@@ -60,25 +50,24 @@ func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 	}
 	granted := time.Now()
 	for i := 0; ; i++ {
-		err = flock(f, syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
+		taken, err := tryFlock(f, syscall.LOCK_EX)
+		if taken {
 			break
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) || i == resumeTries {
+		if err != nil || i == resumeTries {
 			// Held by a live run: not a hold of ours.
 			f.Close()
 			return nil, lock.ErrNotHeld
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	m, ok, err := readMeta(metaPath)
+	m, ok, err := readMeta(recordPath)
 	if err != nil || !ok || m.Owner != h.Owner || m.Token != h.Token || !m.heldWithoutProcess(time.Now()) {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
+		unlockClose(f)
 		if err != nil {
 			return nil, err
 		}
 		return nil, lock.ErrNotHeld
 	}
-	return b.newLease(f, m, metaPath, granted), nil
+	return b.newLease([]*os.File{f}, m, recordPath, granted), nil
 }

@@ -2,8 +2,10 @@ package file
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -11,10 +13,16 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// Lease is a held flock plus the sidecar that names us.
+// Lease is a held slot of a key: the flocks that hold it and the record
+// (sidecar) that names us. A mutex is slot 0 of 1: it holds the key's lock
+// file exclusively and its record is the key's "<base>.json" (paths.go).
+// Slot i of a semaphore holds its own lock file exclusively and the key's
+// lock file shared, which keeps mutex acquirers out (semaphore.go).
 type Lease struct {
-	mu       sync.Mutex
-	f        *os.File
+	mu sync.Mutex
+	// files are the flocks held, the slot's own lock file (LOCK_EX) first,
+	// then a semaphore's shared one on the key's lock file; nil once let go.
+	files    []*os.File
 	meta     meta
 	metaPath string
 	granted  time.Time
@@ -23,19 +31,56 @@ type Lease struct {
 	warned   recordWarner
 }
 
+var (
+	_ lock.Lease      = (*Lease)(nil)
+	_ lock.Slotted    = (*Lease)(nil)
+	_ lock.FileLocked = (*Lease)(nil)
+)
+
+// grant makes the lease of req on slot, whose flocks files hold: a new
+// fencing token and the holder's first record, written under the record
+// lock so that a break comparing an older holder's token never removes it.
+// On error the caller still owns files.
+func (b *Backend) grant(ctx context.Context, req lock.Request, slot int, files []*os.File, granted time.Time) (*Lease, error) {
+	p := b.keyPaths(req.Key)
+	now := time.Now()
+	tok, err := nextToken(p.token(), now) // fsync'd: before the record lock, not under it
+	if err != nil {
+		return nil, fmt.Errorf("fencing counter for %s: %w", req.Key, err)
+	}
+	m := meta{
+		Key: req.Key, Owner: req.Owner, Token: tok,
+		Host: req.Meta.Host, PID: req.Meta.PID, User: req.Meta.User, Command: req.Meta.Command, Note: req.Meta.Note,
+		AcquiredAt: now, RenewedAt: now, TTLms: req.TTL.Milliseconds(),
+	}
+	if req.Limit > 1 {
+		m.Limit, m.Slot = req.Limit, slot
+	}
+	_, recordPath := p.slot(req.Limit, slot)
+	l := b.newLease(files, m, recordPath, granted)
+	if err := l.record().write(ctx, func() error { return writeMeta(recordPath, m) }); err != nil {
+		return nil, fmt.Errorf("holder metadata for %s: %w", req.Key, err)
+	}
+	return l, nil
+}
+
+func (b *Backend) newLease(files []*os.File, m meta, metaPath string, granted time.Time) *Lease {
+	return &Lease{files: files, meta: m, metaPath: metaPath, granted: granted, recLock: b.keyPaths(m.Key).recLock(), log: b.log}
+}
+
 func (l *Lease) Key() string        { return l.meta.Key }
 func (l *Lease) Token() uint64      { return l.meta.Token }
 func (l *Lease) Owner() string      { return l.meta.Owner }
 func (l *Lease) Granted() time.Time { return l.granted }
 
-// LockFiles implements lock.FileLocked: the flock'd lock file.
+// Slot implements lock.Slotted: 0 for a mutex.
+func (l *Lease) Slot() int { return l.meta.Slot }
+
+// LockFiles implements lock.FileLocked: the flock'd lock files.
 func (l *Lease) LockFiles() []*os.File {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.f == nil {
-		return nil
-	}
-	return []*os.File{l.f}
+	return slices.Clone(l.files)
 }
 
 // Alerts implements lock.Lease: a local break pokes the holding process
@@ -47,12 +92,17 @@ func (l *Lease) record() ownRecord {
 	return ownRecord{key: l.meta.Key, owner: l.meta.Owner, token: l.meta.Token, path: l.metaPath, lockPath: l.recLock}
 }
 
-// letGo drops the flock. Call it with l.mu held.
+// letGo drops the flocks, the slot's own first, then touches its lock file,
+// which wakes a mutex's waiters (wake_linux.go). Call it with l.mu held.
 func (l *Lease) letGo() {
-	syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
-	touchReleased(l.f) // wakes the waiters (wake_linux.go)
-	l.f.Close()
-	l.f = nil
+	for _, f := range l.files {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	}
+	touchReleased(l.files[0])
+	for _, f := range l.files {
+		f.Close()
+	}
+	l.files = nil
 }
 
 // Renew implements lock.Lease: the flock cannot expire, so renewing checks
@@ -64,7 +114,7 @@ func (l *Lease) letGo() {
 func (l *Lease) Renew(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.f == nil {
+	if l.files == nil {
 		return lock.ErrNotHeld
 	}
 	m := l.meta
@@ -80,25 +130,34 @@ func (l *Lease) Renew(ctx context.Context) error {
 	return nil
 }
 
-// Release implements lock.Lease. The flock is always let go (it is ours by
-// the kernel's word); ErrNotHeld says the lock had been broken meanwhile.
-// A sidecar that cannot be removed (a read-only lock directory) is left
-// behind with a warning: the lock is free all the same, and a sidecar
-// whose flock is free names no holder.
+// Release implements lock.Lease. The flocks are always let go (they are
+// ours by the kernel's word); ErrNotHeld says the lock had been broken
+// meanwhile. A sidecar that cannot be removed (a read-only lock directory)
+// is left behind with a warning: the lock is free all the same, and a
+// sidecar whose flock is free names no holder.
 func (l *Lease) Release(ctx context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.f == nil {
-		return lock.ErrNotHeld
-	}
 	var rmErr error
-	ours, err := l.record().release(ctx, func() error {
+	err := l.letGoIfOurs(ctx, func() error {
 		rmErr = os.Remove(l.metaPath)
 		return nil
-	}, l.letGo)
+	})
 	if rmErr != nil {
 		l.log.Warn("released the lock, but cannot remove its record (it names no holder now)", "key", l.meta.Key, "error", rmErr)
 	}
+	return err
+}
+
+// letGoIfOurs is the end of a lease in this process (Release, Hold): under
+// the record lock, when the record still names us, change runs (removing
+// it or writing a hold); the flocks are let go in any case, after change.
+// ErrNotHeld says the lock had been broken.
+func (l *Lease) letGoIfOurs(ctx context.Context, change func() error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.files == nil {
+		return lock.ErrNotHeld
+	}
+	ours, err := l.record().release(ctx, change, l.letGo)
 	if err != nil {
 		return err
 	}

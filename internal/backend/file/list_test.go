@@ -98,13 +98,13 @@ func TestListSkipsStaleAndForeignSidecars(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Release(ctx)
-	_, liveMeta, _ := b.paths("live")
+	liveMeta := b.keyPaths("live").record()
 	data, err := os.ReadFile(liveMeta)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// stale: a sidecar and an unlocked lock file, as a SIGKILLed holder leaves them
-	staleLock, staleMeta, _ := b.paths("stale")
+	staleLock, staleMeta := b.keyPaths("stale").slot(1, 0)
 	os.WriteFile(staleLock, nil, 0o600)
 	os.WriteFile(staleMeta, []byte(`{"key":"stale","owner":"dead","token":5,"ttl_ms":3000,"renewed_at":"2000-01-01T00:00:00Z"}`), 0o600)
 	// a copy of the live sidecar under another key's name

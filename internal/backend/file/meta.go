@@ -12,7 +12,8 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// meta is the sidecar describing the holder; written atomically by rename.
+// meta is a holder's record (sidecar), of a mutex and of a semaphore slot
+// alike; written atomically by rename.
 type meta struct {
 	Key        string    `json:"key"`
 	Owner      string    `json:"owner"`
@@ -28,6 +29,11 @@ type meta struct {
 	// Hold is set when no process holds the flock any more and the lock is
 	// kept until RenewedAt+TTL (lock.HoldMinHold, lock.HoldHandle).
 	Hold string `json:"hold,omitempty"`
+	// Limit and Slot are a semaphore holder's (semaphore.go): the --limit it
+	// asked for, which every holder must agree on, and its slot. A mutex is
+	// slot 0 of 1 and records neither, as every distlock version writes it.
+	Limit int `json:"limit,omitempty"`
+	Slot  int `json:"slot,omitempty"`
 
 	// touched is the record's modification time, as read. A renewal that
 	// cannot rewrite the record (a full lock directory) touches it instead

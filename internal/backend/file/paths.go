@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -44,4 +45,54 @@ func baseName(prefix, key string) string {
 
 func escapePrefix(p string) string {
 	return strings.NewReplacer("/", "%2F", "#", "%23", "\x00", "").Replace(p)
+}
+
+// keyPaths names a key's files in the lock directory.
+type keyPaths struct{ base string }
+
+func (b *Backend) keyPaths(key string) keyPaths {
+	return keyPaths{base: filepath.Join(b.dir, baseName(b.prefix, key))}
+}
+
+// lock is the key's lock file: its mutex holder's flock (LOCK_EX), shared
+// (LOCK_SH) by its semaphore holders (semaphore.go).
+func (p keyPaths) lock() string { return p.base + ".lock" }
+
+// record is the mutex holder's record.
+func (p keyPaths) record() string { return p.base + ".json" }
+
+// token is the key's fencing counter (token.go), one for every limit.
+func (p keyPaths) token() string { return p.base + ".token" }
+
+// recLock is the key's record lock (record.go), shared by every record of
+// the key. '#' keeps it apart from any key's own files (baseName escapes
+// '#').
+func (p keyPaths) recLock() string { return p.base + "#rec.lock" }
+
+// semLock is the short flock that serialises a semaphore's slot choice.
+func (p keyPaths) semLock() string { return p.base + "#sem.lock" }
+
+// slot names the lock file and record of slot i of the key used with
+// limit n. A mutex is slot 0 of 1 and keeps the key's own files, "<base>.lock"
+// and "<base>.json", which every distlock version uses for a mutex: an older
+// and a newer distlock on one machine exclude each other, and read each
+// other's records. A semaphore's slot has files of its own (semSlot).
+func (p keyPaths) slot(n, i int) (lockPath, recordPath string) {
+	if n <= 1 {
+		return p.lock(), p.record()
+	}
+	return p.semSlot(i)
+}
+
+// semSlot names slot i of a semaphore: "<base>#slot<i>.lock" and ".json".
+func (p keyPaths) semSlot(i int) (lockPath, recordPath string) {
+	s := p.base + "#slot" + strconv.Itoa(i)
+	return s + ".lock", s + ".json"
+}
+
+// anySlotFiles: the key has been used as a semaphore (slot files are made
+// lowest first, so slot 0's exists).
+func (p keyPaths) anySlotFiles() bool {
+	lockPath, _ := p.semSlot(0)
+	return exists(lockPath)
 }

@@ -2,29 +2,28 @@ package file
 
 // The record lock: every read-check-write of a key's records.
 //
-// A holder's record (the sidecar "<base>.json", or "<base>#slot<i>.json"
-// for a semaphore slot) names it. Break removes it; renewals, releases,
-// holds and acquisitions check it and write or remove it. Each of these is
-// a read, a comparison and a write, and two of them interleaved go wrong:
-// a break that inspected one holder removes the record of the next, or a
-// renewal that read the record before a break writes it back after. So
-// every writer and remover of a key's records holds "<base>#rec.lock"
-// (flock LOCK_EX) from its read to its write: a break is a
-// compare-and-delete, and a renewal after a break sees it.
+// A holder's record (the sidecar "<base>.json" of a mutex, or
+// "<base>#slot<i>.json" of a semaphore slot, paths.go) names it. Break
+// removes it; renewals, releases, holds and acquisitions check it and
+// write or remove it. Each of these is a read, a comparison and a write,
+// and two of them interleaved go wrong: a break that inspected one holder
+// removes the record of the next, or a renewal that read the record before
+// a break writes it back after. So every writer and remover of a key's
+// records holds "<base>#rec.lock" (flock LOCK_EX) from its read to its
+// write: a break is a compare-and-delete, and a renewal after a break
+// sees it.
 //
 // The record lock is held for a read and a small write (microseconds),
 // never while waiting for anything else, and it is always the innermost
-// lock (taken under a key's flock or its semaphore lock, never the other
-// way round). Waiting for it polls, bounded by the caller's context and by
+// lock (taken under a key's flock or its semaphore lock, or under none,
+// never the other way round). Waiting for it polls, bounded by the caller's context and by
 // recordLockWait.
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/distlock/distlock/internal/lock"
@@ -34,9 +33,6 @@ import (
 // it for microseconds: waiting this long means one of them is stopped.
 const recordLockWait = time.Second
 
-// errRecordLockStuck: the record lock stayed taken for recordLockWait.
-var errRecordLockStuck = errors.New("stayed locked: a distlock process holding it is stuck (stopped?)")
-
 // lockRecord takes the record lock at path. The file is opened read-only
 // (a flock needs no write access) so that a lock directory that has become
 // read-only still lets renewals check their record.
@@ -45,29 +41,10 @@ func lockRecord(ctx context.Context, path string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(recordLockWait)
-	for delay := 20 * time.Microsecond; ; delay = min(2*delay, 5*time.Millisecond) {
-		err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return f, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("flock %s: %w", path, err)
-		}
-		if time.Now().After(deadline) {
-			f.Close()
-			return nil, fmt.Errorf("%s %w", path, errRecordLockStuck)
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			f.Close()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
+	if err := pollFlock(ctx, f, recordLockWait, 20*time.Microsecond, 5*time.Millisecond); err != nil {
+		return nil, err
 	}
+	return f, nil
 }
 
 // withRecordLock runs fn under the record lock at path. Errors taking the
@@ -95,7 +72,7 @@ type ownRecord struct {
 
 // names reports whether the record at r.path names r's holder.
 func (r ownRecord) names() (bool, error) {
-	m, ok, err := readMeta(r.path) // a slot record's extra fields are ignored
+	m, ok, err := readMeta(r.path)
 	if err != nil {
 		return false, err
 	}

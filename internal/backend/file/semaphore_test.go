@@ -3,7 +3,6 @@ package file
 import (
 	"context"
 	"errors"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -130,9 +129,9 @@ func TestSemaphoreDeadHolderFreesItsSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The process holding slot 0 dies: the kernel drops its flocks.
-	dead := l0.(*SlotLease)
-	dead.f.Close()
-	dead.mode.Close()
+	for _, f := range l0.(*Lease).files {
+		f.Close()
+	}
 	l, err := lock.TryOnce(ctx, b, semRequest("k", "c", 2))
 	if err != nil {
 		t.Fatalf("acquire after a holder died: %v", err)
@@ -259,7 +258,7 @@ func TestSemaphoreSlotFilesDoNotCollideWithKeys(t *testing.T) {
 		t.Errorf("slot %d, want 0", slotOf(t, l))
 	}
 	l.Release(ctx)
-	if _, err := os.Stat(b.semPaths("x").slotLock(0)); err != nil {
-		t.Error(err)
+	if slot0, _ := b.keyPaths("x").semSlot(0); !exists(slot0) {
+		t.Errorf("%s missing", slot0)
 	}
 }
