@@ -11,10 +11,10 @@
 -- place (alive place_ms more) when not granted, gives it up when granted.
 -- Places not refreshed in time are pruned.
 -- Placeholders (filled in by the driver, escaped), all in the first SET:
--- prefix, key, owner, ttl_ms, limit, waiting, place_ms, host, pid, user,
--- command, note.
--- Result: one row: the limit in use when it is not ours, the granted slot
--- and token (NULL when not granted), the oldest live holder, the ms until
+-- prefix, key, owner, ttl_ms, limit, host, pid, user, command, note,
+-- waiting, place_ms.
+-- Result: one row: the granted slot and token (NULL when not granted), the
+-- limit in use when it is not ours, the oldest live holder, the ms until
 -- the soonest live lease expires, and the first live waiter ahead of us
 -- (host, pid).
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
@@ -26,8 +26,8 @@ UPDATE distlock_token
 SET value = LAST_INSERT_ID(GREATEST(value + 1, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS UNSIGNED)))
 WHERE id = 1;
 SET @dl_tok = LAST_INSERT_ID(), @dl_now = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED),
-    @dl_prefix = ?, @dl_key = ?, @dl_owner = ?, @dl_ttl = ?, @dl_limit = ?, @dl_waiting = ?, @dl_place = ?,
-    @dl_host = ?, @dl_pid = ?, @dl_user = ?, @dl_command = ?, @dl_note = ?;
+    @dl_prefix = ?, @dl_key = ?, @dl_owner = ?, @dl_ttl = ?, @dl_limit = ?,
+    @dl_host = ?, @dl_pid = ?, @dl_user = ?, @dl_command = ?, @dl_note = ?, @dl_waiting = ?, @dl_place = ?;
 -- expired leases free their slots; places not refreshed in time are lost
 DELETE FROM distlock_lease WHERE prefix = @dl_prefix AND lock_key = @dl_key AND expires_us <= @dl_now;
 DELETE FROM distlock_waiter
@@ -64,7 +64,7 @@ INSERT INTO distlock_waiter (prefix, lock_key, owner, ticket, alive_us, host, pi
 SELECT @dl_prefix, @dl_key, @dl_owner, @dl_tok, @dl_now + @dl_place * 1000, @dl_host, @dl_pid
 FROM DUAL WHERE @dl_waiting = 1 AND @dl_slot IS NULL
 ON DUPLICATE KEY UPDATE alive_us = VALUES(alive_us);
-SELECT @dl_have, @dl_slot, IF(@dl_slot IS NULL, NULL, @dl_tok),
+SELECT @dl_slot, IF(@dl_slot IS NULL, NULL, @dl_tok), @dl_have,
        h.owner, h.token, h.host, h.pid, h.username, h.command, h.note, h.acquired_us, h.ttl_ms, h.hold,
        (h.expires_us - @dl_now) DIV 1000,
        (SELECT (MIN(expires_us) - @dl_now) DIV 1000 FROM distlock_lease

@@ -2,37 +2,33 @@ package mysql
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/distlock/distlock/internal/lock"
 )
 
-var _ lock.Doctor = (*Backend)(nil)
+// What distlock doctor reads of the server (the checks are the SQL
+// store's): its clock, which judges every lease's expiry, and its
+// connections.
 
-// Doctor implements lock.Doctor: the server's clock, which judges every
-// lease's expiry, against ours; the connections free (headroom.go).
-func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Check {
-	return []lock.Check{b.clockCheck(ctx, req), b.headroomCheck(ctx, req)}
+// readClock reads SYSDATE(6).
+func (b *Backend) readClock(ctx context.Context) (time.Time, error) {
+	var s string
+	if err := b.db.QueryRowContext(ctx, "SELECT UNIX_TIMESTAMP(SYSDATE(6))").Scan(&s); err != nil {
+		return time.Time{}, err
+	}
+	secs, err := strconv.ParseFloat(s, 64)
+	return time.Unix(0, int64(secs*1e9)), err
 }
 
-// clockCheck reads the server's clock, SYSDATE(6) (lock.ReadClock: best of
-// a few round trips).
-func (b *Backend) clockCheck(ctx context.Context, req lock.DoctorRequest) lock.Check {
-	newCtx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, req.Timeout) }
-	offset, unc, best, err := lock.ReadClock(newCtx, func(ctx context.Context) (time.Time, error) {
-		var s string
-		if err := b.db.QueryRowContext(ctx, "SELECT UNIX_TIMESTAMP(SYSDATE(6))").Scan(&s); err != nil {
-			return time.Time{}, err
-		}
-		secs, err := strconv.ParseFloat(s, 64)
-		return time.Unix(0, int64(secs*1e9)), err
-	})
-	if err != nil {
-		return lock.Check{Name: "clock", Status: lock.CheckWarning,
-			Detail: "cannot read the server's clock (SYSDATE(6)): " + err.Error(),
-			Fix:    "make sure both clocks are synchronised (NTP)"}
+// connections reads Threads_connected and max_connections.
+func (b *Backend) connections(ctx context.Context) (setting string, used, limit int, err error) {
+	var name, n string
+	if err := b.db.QueryRowContext(ctx, "SELECT @@max_connections").Scan(&limit); err != nil {
+		return "", 0, 0, err
 	}
-	return lock.ClockOffsetCheck(offset, unc, req.TTL, fmt.Sprintf("SYSDATE(6), best of %d round trips: %s", lock.ClockReadings, best.Round(time.Microsecond)))
+	if err := b.db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Threads_connected'").Scan(&name, &n); err != nil {
+		return "", 0, 0, err
+	}
+	used, err = strconv.Atoi(n)
+	return "max_connections", used, limit, err
 }

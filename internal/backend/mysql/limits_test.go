@@ -86,11 +86,12 @@ func TestDoctorConnectionHeadroom(t *testing.T) {
 	t.Cleanup(func() { p.Close() })
 	b := open(t, p.Addr(), "")
 	req := lock.DoctorRequest{TTL: 3 * time.Second, Timeout: 5 * time.Second}
-	if c := b.headroomCheck(ctx(t), req); c.Status != lock.CheckOK || !strings.Contains(c.Detail, "of max_connections 10 in use") {
+	// b.Doctor's checks: the clock's, then the connections'.
+	if c := b.Doctor(ctx(t), req)[1]; c.Status != lock.CheckOK || !strings.Contains(c.Detail, "of max_connections 10 in use") {
 		t.Fatalf("a few connections of 10: %+v", c)
 	}
 	fillConnections(t, p.Addr())
-	c := b.headroomCheck(ctx(t), req)
+	c := b.Doctor(ctx(t), req)[1]
 	if c.Status != lock.CheckWarning || !strings.Contains(c.Detail, "of max_connections 10 in use: 0 free") || !strings.Contains(c.Fix, "SET GLOBAL max_connections") {
 		t.Fatalf("every connection taken: %+v", c)
 	}

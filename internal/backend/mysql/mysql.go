@@ -14,10 +14,9 @@
 package mysql
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
-	"database/sql/driver"
-	_ "embed"
 	"errors"
 	"fmt"
 	"net"
@@ -27,14 +26,8 @@ import (
 
 	mysqldrv "github.com/go-sql-driver/mysql"
 
+	"github.com/distlock/distlock/internal/backend/sqlstore"
 	"github.com/distlock/distlock/internal/lock"
-)
-
-var (
-	//go:embed schema.sql
-	schemaSQL string
-	//go:embed acquire.sql
-	acquireSQL string
 )
 
 // Config is what New needs: the driver's configuration parsed from the
@@ -88,8 +81,10 @@ func ParseURL(raw string) (Config, error) {
 	return Config{Driver: cfg}, nil
 }
 
-// Backend is one MySQL or MariaDB database.
+// Backend is one MySQL or MariaDB database: the SQL engines' store
+// (internal/backend/sqlstore) speaking MySQL (dialect.go).
 type Backend struct {
+	*sqlstore.Store
 	db      *sql.DB
 	prefix  string
 	addr    string
@@ -121,10 +116,8 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	}
 	c.Params["time_zone"] = "'+00:00'"
 	c.Logger = quietLogger{}
-	b := &Backend{prefix: cfg.Prefix, addr: c.Addr, timeout: timeout}
-	if b.prefix == "" {
-		b.prefix = "distlock"
-	}
+	b := &Backend{prefix: cmp.Or(cfg.Prefix, "distlock"), addr: c.Addr, timeout: timeout}
+	b.Store = sqlstore.New(b.dialect())
 	connector, err := mysqldrv.NewConnector(c)
 	if err != nil {
 		return nil, lock.Invalidf("mysql URL: %v", err)
@@ -175,73 +168,8 @@ func (b *Backend) unavailable(err error) error {
 	case errors.As(err, &opErr) && opErr.Err != nil:
 		return &lock.UnavailableError{Msg: fmt.Sprintf("cannot reach mysql at %s: %s: check --backend and that the server is up", b.addr, opErr.Err), Err: err}
 	default:
-		return &lock.UnavailableError{Msg: fmt.Sprintf("cannot reach mysql at %s: %s: check --backend and that the server is up", b.addr, firstLine(err.Error())), Err: err}
+		return &lock.UnavailableError{Msg: fmt.Sprintf("cannot reach mysql at %s: %s: check --backend and that the server is up", b.addr, sqlstore.FirstLine(err.Error())), Err: err}
 	}
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
-}
-
-// isUndefined: a table does not exist (yet).
-func isUndefined(err error) bool {
-	var me *mysqldrv.MySQLError
-	return errors.As(err, &me) && me.Number == 1146
-}
-
-// withSchema runs op, and once more after creating the schema if op failed
-// because a table is missing ("created on first use").
-func (b *Backend) withSchema(ctx context.Context, op func() error) error {
-	err := op()
-	if !isUndefined(err) {
-		return err
-	}
-	if err := b.multi(ctx, schemaSQL, nil, nil); err != nil {
-		return err
-	}
-	return op()
-}
-
-// multi runs a multi-statement query on a connection of its own and hands
-// the rows of every result set that has columns to each (may be nil). If
-// anything fails, the connection is thrown away, never returned to the
-// pool: a transaction left open by a statement that failed half-way would
-// hold its locks (the server rolls it back when the connection closes).
-func (b *Backend) multi(ctx context.Context, query string, args []any, each func(*sql.Rows) error) (err error) {
-	conn, err := b.db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		}
-		conn.Close()
-	}()
-	rows, err := conn.QueryContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for {
-		if cols, _ := rows.Columns(); len(cols) > 0 {
-			for rows.Next() {
-				if each != nil {
-					if err := each(rows); err != nil {
-						return err
-					}
-				}
-			}
-		}
-		if !rows.NextResultSet() {
-			break
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	return rows.Close()
 }
 
 type quietLogger struct{}

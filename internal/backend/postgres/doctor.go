@@ -2,34 +2,31 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"time"
-
-	"github.com/distlock/distlock/internal/lock"
 )
 
-var _ lock.Doctor = (*Backend)(nil)
+// What distlock doctor reads of the server (the checks are the SQL
+// store's): its clock, which judges every lease's expiry, and its
+// connections.
 
-// Doctor implements lock.Doctor: the server's clock, which judges every
-// lease's expiry (clock_timestamp()), against ours; the connections free
-// (headroom.go).
-func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Check {
-	return []lock.Check{b.clockCheck(ctx, req), b.headroomCheck(ctx, req)}
+// readClock reads clock_timestamp().
+func (b *Backend) readClock(ctx context.Context) (time.Time, error) {
+	var server time.Time
+	err := b.pool.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&server)
+	return server, err
 }
 
-// clockCheck reads clock_timestamp() (lock.ReadClock: best of a few round
-// trips).
-func (b *Backend) clockCheck(ctx context.Context, req lock.DoctorRequest) lock.Check {
-	newCtx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, req.Timeout) }
-	offset, unc, best, err := lock.ReadClock(newCtx, func(ctx context.Context) (time.Time, error) {
-		var server time.Time
-		err := b.pool.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&server)
-		return server, err
-	})
-	if err != nil {
-		return lock.Check{Name: "clock", Status: lock.CheckWarning,
-			Detail: "cannot read the server's clock (clock_timestamp()): " + err.Error(),
-			Fix:    "make sure both clocks are synchronised (NTP)"}
+// connections compares the client connections in use with
+// max_connections, less the reserved slots for a role that cannot use
+// them (headroom.sql).
+func (b *Backend) connections(ctx context.Context) (setting string, used, limit int, err error) {
+	var reserved int
+	var super bool
+	if err := b.pool.QueryRow(ctx, headroomSQL).Scan(&limit, &reserved, &super, &used); err != nil {
+		return "", 0, 0, err
 	}
-	return lock.ClockOffsetCheck(offset, unc, req.TTL, fmt.Sprintf("clock_timestamp(), best of %d round trips: %s", lock.ClockReadings, best.Round(time.Microsecond)))
+	if super {
+		return "max_connections", used, limit, nil
+	}
+	return "max_connections less superuser_reserved_connections", used, limit - reserved, nil
 }

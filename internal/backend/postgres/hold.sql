@@ -1,7 +1,8 @@
--- Keep our live lease for $5 ms from now with no renewals, marked with why
--- ($6: min-hold, handle).
--- $1 prefix, $2 key, $3 slot, $4 owner, $5 ms, $6 mode. One row updated: held.
+-- Keep our live lease for $1 ms from now with no renewals, marked with why
+-- ($3: min-hold, handle).
+-- $1 ms, $2 ms (again), $3 mode, $4 prefix, $5 key, $6 slot, $7 owner.
+-- One row updated: held.
 UPDATE distlock_lease
-SET expires_at = clock_timestamp() + $5::bigint * interval '1 millisecond', ttl_ms = $5::bigint, hold = $6
-WHERE prefix = $1 AND lock_key = $2 AND slot = $3::integer AND owner = $4
+SET expires_at = clock_timestamp() + $1::bigint * interval '1 millisecond', ttl_ms = $2::bigint, hold = $3
+WHERE prefix = $4 AND lock_key = $5 AND slot = $6::integer AND owner = $7
   AND expires_at > clock_timestamp()

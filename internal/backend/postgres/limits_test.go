@@ -65,7 +65,8 @@ func TestDoctorConnectionHeadroom(t *testing.T) {
 	t.Cleanup(func() { p.Close() })
 	b := open(t, p.Addr(), "")
 	req := lock.DoctorRequest{TTL: 3 * time.Second, Timeout: 5 * time.Second}
-	if c := b.headroomCheck(ctx(t), req); c.Status != lock.CheckOK || !strings.Contains(c.Detail, "of max_connections 10 in use") {
+	// b.Doctor's checks: the clock's, then the connections'.
+	if c := b.Doctor(ctx(t), req)[1]; c.Status != lock.CheckOK || !strings.Contains(c.Detail, "of max_connections 10 in use") {
 		t.Fatalf("one connection of 10: %+v", c)
 	}
 	for range 8 { // with doctor's own: 9 of 10
@@ -75,7 +76,7 @@ func TestDoctorConnectionHeadroom(t *testing.T) {
 		}
 		t.Cleanup(func() { c.Close(ctx(t)) })
 	}
-	c := b.headroomCheck(ctx(t), req)
+	c := b.Doctor(ctx(t), req)[1]
 	if c.Status != lock.CheckWarning || !strings.Contains(c.Detail, "9 of max_connections 10 in use: 1 free") || !strings.Contains(c.Fix, "raise max_connections") {
 		t.Fatalf("9 connections of 10: %+v", c)
 	}

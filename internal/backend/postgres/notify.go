@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -48,4 +50,11 @@ func (b *Backend) notify(ctx context.Context, key string) (<-chan struct{}, func
 		conn.Close(cctx)
 	}
 	return out, stop, nil
+}
+
+// channel is the NOTIFY channel of key: identifiers are at most 63 bytes,
+// keys up to 512, so it is a hash of the prefix and key.
+func (b *Backend) channel(key string) string {
+	h := sha256.Sum256([]byte(b.prefix + "\x00" + key))
+	return "distlock_" + hex.EncodeToString(h[:16])
 }

@@ -14,43 +14,20 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/distlock/distlock/internal/backend/sqlstore"
 	"github.com/distlock/distlock/internal/lock"
-)
-
-var (
-	//go:embed schema.sql
-	schemaSQL string
-	//go:embed acquire.sql
-	acquireSQL string
-	//go:embed renew.sql
-	renewSQL string
-	//go:embed hold.sql
-	holdSQL string
-	//go:embed release.sql
-	releaseSQL string
-	//go:embed resume.sql
-	resumeSQL string
-	//go:embed inspect.sql
-	inspectSQL string
-	//go:embed list.sql
-	listSQL string
-	//go:embed break.sql
-	breakSQL string
-	//go:embed leave.sql
-	leaveLineSQL string
 )
 
 // Config is what New needs: pgx's configuration parsed from the URL plus
@@ -79,13 +56,15 @@ func ParseURL(raw string) (Config, error) {
 		} else if errors.As(err, &pe) {
 			err = errors.New("cannot parse it")
 		}
-		return Config{}, lock.Invalidf("postgres URL is malformed: %s (expected postgres://user[:password]@host:port/database?sslmode=disable)", firstLine(err.Error()))
+		return Config{}, lock.Invalidf("postgres URL is malformed: %s (expected postgres://user[:password]@host:port/database?sslmode=disable)", sqlstore.FirstLine(err.Error()))
 	}
 	return Config{Pool: pc}, nil
 }
 
-// Backend is one PostgreSQL database.
+// Backend is one PostgreSQL database: the SQL engines' store
+// (internal/backend/sqlstore) speaking PostgreSQL (dialect.go).
 type Backend struct {
+	*sqlstore.Store
 	pool    *pgxpool.Pool
 	connCfg *pgx.ConnConfig // for the LISTEN connections of waiters
 	prefix  string
@@ -136,13 +115,11 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	}
 	b := &Backend{
 		connCfg: cc.Copy(),
-		prefix:  cfg.Prefix,
+		prefix:  cmp.Or(cfg.Prefix, "distlock"),
 		addr:    net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port))),
 		timeout: timeout,
 	}
-	if b.prefix == "" {
-		b.prefix = "distlock"
-	}
+	b.Store = sqlstore.New(b.dialect())
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, b.unavailable(err)
@@ -218,59 +195,8 @@ func innermost(err error) string {
 	for {
 		u := errors.Unwrap(err)
 		if u == nil {
-			return firstLine(err.Error())
+			return sqlstore.FirstLine(err.Error())
 		}
 		err = u
 	}
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
-}
-
-// isUndefined: the table or the sequence does not exist (yet).
-func isUndefined(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "42704")
-}
-
-// withSchema runs op, and once more after creating the schema if op failed
-// because the table or sequence is missing ("created on first use").
-func (b *Backend) withSchema(ctx context.Context, op func() error) error {
-	err := op()
-	if !isUndefined(err) {
-		return err
-	}
-	if err := b.createSchema(ctx); err != nil {
-		return err
-	}
-	return op()
-}
-
-// createSchema runs schema.sql in one transaction, serialized among
-// concurrent creators by an advisory lock (two CREATE ... IF NOT EXISTS at
-// once can otherwise collide in the catalog).
-func (b *Backend) createSchema(ctx context.Context) error {
-	tx, err := b.pool.Begin(ctx)
-	if err != nil {
-		return b.unavailable(err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('distlock schema', 0))"); err != nil {
-		return b.unavailable(err)
-	}
-	if _, err := tx.Exec(ctx, schemaSQL, pgx.QueryExecModeSimpleProtocol); err != nil {
-		return b.unavailable(err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return b.unavailable(err)
-	}
-	return nil
-}
-
-// channel is the NOTIFY channel of key: identifiers are at most 63 bytes,
-// keys up to 512, so it is a hash of the prefix and key.
-func (b *Backend) channel(key string) string {
-	return "distlock_" + hashHex(b.prefix+"\x00"+key)
 }

@@ -320,18 +320,29 @@ func TestConcurrentAcquirersOneWinner(t *testing.T) {
 	}
 }
 
+// A release wakes the key's waiters (NOTIFY), and so does one that finds
+// its row expired (nobody took it over): that one reports it not held,
+// but deletes the row all the same.
 func TestNotifyWakesOnRelease(t *testing.T) {
 	p := startServer(t)
 	b := open(t, p.Addr(), "t")
-	l, err := lock.TryOnce(ctx(t), b, request("n", "o", 5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ch, stop, err := b.notify(ctx(t), "n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stop()
+	woken := func(what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no notification within 5s of %s", what)
+		}
+	}
+	l, err := lock.TryOnce(ctx(t), b, request("n", "o", 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case <-ch:
 		t.Fatal("woken before any release")
@@ -340,11 +351,22 @@ func TestNotifyWakesOnRelease(t *testing.T) {
 	if err := l.Release(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-ch:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no notification within 5s of the release")
+	woken("the release")
+	l, err = lock.TryOnce(ctx(t), b, request("n", "o", 200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
 	}
+	wait.Until(t, 5*time.Second, "the lease to expire on the server", func() bool {
+		left, found, err := b.LeaseLeft(ctx(t), "n", l.Token())
+		return err == nil && found && left < 0
+	})
+	if err := l.Release(ctx(t)); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("release of an expired lease: %v, want ErrNotHeld", err)
+	}
+	if _, found, err := b.LeaseLeft(ctx(t), "n", l.Token()); err != nil || found {
+		t.Fatalf("after the release of an expired lease: found %v, err %v; want the row deleted", found, err)
+	}
+	woken("the release of an expired lease")
 }
 
 func TestHoldResumeAndList(t *testing.T) {

@@ -1,0 +1,99 @@
+package mysql
+
+import (
+	"context"
+	sqldriver "database/sql/driver"
+	"errors"
+
+	mysqldrv "github.com/go-sql-driver/mysql"
+
+	"github.com/distlock/distlock/internal/backend/sqlstore"
+)
+
+// driver runs the SQL store's statements through database/sql
+// (sqlstore.Driver).
+type driver struct{ b *Backend }
+
+// Exec implements sqlstore.Driver: the rows matched (ClientFoundRows), so
+// that a renewal in the same microsecond still counts.
+func (d driver) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := d.b.db.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, nil // no count: not ours, as far as anyone can tell
+	}
+	return n, nil
+}
+
+// Query implements sqlstore.Driver: every query goes through multi, for
+// break is a transaction of several statements.
+func (d driver) Query(ctx context.Context, query string, args []any, each func(sqlstore.Row) error) error {
+	return d.b.multi(ctx, query, args, each)
+}
+
+// Acquire implements sqlstore.Driver: acquire.sql is one multi-statement
+// transaction, serialized by the counter row distlock_token.
+func (d driver) Acquire(ctx context.Context, query string, args []any, each func(sqlstore.Row) error) error {
+	return d.b.multi(ctx, query, args, each)
+}
+
+// CreateSchema implements sqlstore.Driver: schema.sql.
+func (d driver) CreateSchema(ctx context.Context) error {
+	return d.b.multi(ctx, schemaSQL, nil, nil)
+}
+
+// IsUndefined implements sqlstore.Driver.
+func (d driver) IsUndefined(err error) bool { return isUndefined(err) }
+
+// Unavailable implements sqlstore.Driver.
+func (d driver) Unavailable(err error) error { return d.b.unavailable(err) }
+
+// isUndefined: a table does not exist (yet).
+func isUndefined(err error) bool {
+	var me *mysqldrv.MySQLError
+	return errors.As(err, &me) && me.Number == 1146
+}
+
+// multi runs a multi-statement query on a connection of its own and hands
+// the rows of every result set that has columns to each (may be nil). If
+// anything fails, the connection is thrown away, never returned to the
+// pool: a transaction left open by a statement that failed half-way would
+// hold its locks (the server rolls it back when the connection closes).
+func (b *Backend) multi(ctx context.Context, query string, args []any, each func(sqlstore.Row) error) (err error) {
+	conn, err := b.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = conn.Raw(func(any) error { return sqldriver.ErrBadConn })
+		}
+		conn.Close()
+	}()
+	rows, err := conn.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for {
+		if cols, _ := rows.Columns(); len(cols) > 0 {
+			for rows.Next() {
+				if each != nil {
+					if err := each(rows.Scan); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if !rows.NextResultSet() {
+			break
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return rows.Close()
+}

@@ -1,0 +1,98 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/distlock/distlock/internal/backend/sqlstore"
+)
+
+// driver runs the SQL store's statements with pgx (sqlstore.Driver).
+type driver struct{ b *Backend }
+
+// Exec implements sqlstore.Driver: the rows its command tag counts.
+func (d driver) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := d.b.pool.Exec(ctx, query, args...)
+	return tag.RowsAffected(), err
+}
+
+// Query implements sqlstore.Driver.
+func (d driver) Query(ctx context.Context, query string, args []any, each func(sqlstore.Row) error) error {
+	rows, err := d.b.pool.Query(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	return eachRow(rows, each)
+}
+
+// Acquire implements sqlstore.Driver: the key lock (keylock.sql, on args'
+// prefix and key) and the acquire statement as one batch: one round
+// trip, one implicit transaction, committed when the batch is closed.
+func (d driver) Acquire(ctx context.Context, query string, args []any, each func(sqlstore.Row) error) error {
+	batch := &pgx.Batch{}
+	batch.Queue(keyLockSQL, args[0], args[1])
+	batch.Queue(query, args...)
+	br := d.b.pool.SendBatch(ctx, batch)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	if err := eachRow(rows, each); err != nil {
+		return err
+	}
+	return br.Close() // commits
+}
+
+// eachRow hands every row to each, then closes rows.
+func eachRow(rows pgx.Rows, each func(sqlstore.Row) error) error {
+	defer rows.Close()
+	for rows.Next() {
+		if err := each(rows.Scan); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// CreateSchema implements sqlstore.Driver.
+func (d driver) CreateSchema(ctx context.Context) error { return d.b.createSchema(ctx) }
+
+// IsUndefined implements sqlstore.Driver.
+func (d driver) IsUndefined(err error) bool { return isUndefined(err) }
+
+// Unavailable implements sqlstore.Driver.
+func (d driver) Unavailable(err error) error { return d.b.unavailable(err) }
+
+// isUndefined: the table or the sequence does not exist (yet).
+func isUndefined(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "42704")
+}
+
+// createSchema runs schema.sql in one transaction, serialized among
+// concurrent creators by an advisory lock (two CREATE ... IF NOT EXISTS at
+// once can otherwise collide in the catalog).
+func (b *Backend) createSchema(ctx context.Context) error {
+	tx, err := b.pool.Begin(ctx)
+	if err != nil {
+		return b.unavailable(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('distlock schema', 0))"); err != nil {
+		return b.unavailable(err)
+	}
+	if _, err := tx.Exec(ctx, schemaSQL, pgx.QueryExecModeSimpleProtocol); err != nil {
+		return b.unavailable(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return b.unavailable(err)
+	}
+	return nil
+}

@@ -1,0 +1,56 @@
+package sqlstore
+
+import (
+	"database/sql"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// The moment a lease was granted scans from either engine's column: a
+// timestamp (PostgreSQL) or µs since 1970, as a number or its text (MySQL).
+func TestInstantScan(t *testing.T) {
+	at := time.Date(2030, 1, 2, 3, 4, 5, 6000, time.UTC)
+	for _, v := range []any{at, at.UnixMicro(), []byte("1893553445000006")} {
+		var i instant
+		if err := i.Scan(v); err != nil || !i.valid || !i.t.Equal(at) {
+			t.Errorf("Scan(%T %v) = %v, %+v; want %s", v, v, err, i, at)
+		}
+	}
+	i := instant{t: at, valid: true}
+	if err := i.Scan(nil); err != nil || i.valid {
+		t.Errorf("Scan(nil) = %v, %+v; want not valid", err, i)
+	}
+	for _, v := range []any{[]byte("soon"), 1.5} {
+		if err := i.Scan(v); err == nil {
+			t.Errorf("Scan(%T %v) succeeded", v, v)
+		}
+	}
+}
+
+func TestHolderFromRow(t *testing.T) {
+	if _, ok := (&holderRow{}).holder("k"); ok {
+		t.Error("a row of NULLs made a holder")
+	}
+	str := func(s string) sql.NullString { return sql.NullString{String: s, Valid: true} }
+	num := func(n int64) sql.NullInt64 { return sql.NullInt64{Int64: n, Valid: true} }
+	at := time.UnixMicro(1893553445000006)
+	r := slotRow{key: "k", limit: 3, slot: 2, hr: holderRow{
+		owner: str("o"), host: str("h"), user: str("u"), command: str("c"), note: str("n"), hold: str("min-hold"),
+		token: num(7), pid: num(42), ttlMs: num(3000), expiresMs: num(1500), acquired: instant{t: at, valid: true},
+	}}
+	h, ok := r.holder("k")
+	want := lock.Holder{Key: "k", Owner: "o", Token: 7, Hold: "min-hold", AcquiredAt: at, TTL: 3 * time.Second,
+		ExpiresIn: 1500 * time.Millisecond, Limit: 3, Slot: 2,
+		Meta: lock.Meta{Host: "h", PID: 42, User: "u", Command: "c", Note: "n"}}
+	if !ok || h != want {
+		t.Errorf("holder = %+v, %v; want %+v", h, ok, want)
+	}
+	// Expired by the time the row was read: the time left is unknown (-1);
+	// a mutex (limit 1) is not marked with a slot.
+	r.hr.expiresMs, r.limit, r.slot = num(-5), 1, 0
+	if h, _ := r.holder("k"); h.ExpiresIn != -1 || h.Limit != 0 || h.Slot != 0 {
+		t.Errorf("expired mutex holder = %+v; want ExpiresIn -1, no limit or slot", h)
+	}
+}

@@ -1,0 +1,146 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// Inspect implements lock.Backend: the oldest live lease of key (for a
+// semaphore, the holder with the lowest token).
+func (s *Store) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
+	leases, err := s.leases(ctx, key)
+	if err != nil || len(leases) == 0 {
+		return lock.Holder{}, false, err // with no table yet: free
+	}
+	return leases[0], true, nil
+}
+
+// List implements lock.Backend: one row per held key, its oldest live lease.
+func (s *Store) List(ctx context.Context, keyPrefix string) ([]lock.Holder, error) {
+	pattern := keyPrefix
+	if s.d.KeyPattern != nil {
+		pattern = s.d.KeyPattern(keyPrefix)
+	}
+	var out []lock.Holder
+	err := s.holders(ctx, s.d.SQL.List, []any{s.d.Prefix, pattern}, func(r *slotRow) {
+		if len(out) > 0 && out[len(out)-1].Key == r.key {
+			return // a semaphore's younger holder: the oldest describes it
+		}
+		if h, ok := r.holder(r.key); ok && lock.ValidateKey(r.key) == nil {
+			out = append(out, h)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	lock.SortHolders(out)
+	return out, nil
+}
+
+// InspectSlots implements lock.SlotInspector in one query: every live
+// lease of key, by slot.
+func (s *Store) InspectSlots(ctx context.Context, key string) ([]lock.Holder, error) {
+	leases, err := s.leases(ctx, key)
+	slices.SortStableFunc(leases, func(a, b lock.Holder) int { return cmp.Compare(a.Slot, b.Slot) })
+	return leases, err
+}
+
+// leases are the live leases of key, the oldest first.
+func (s *Store) leases(ctx context.Context, key string) ([]lock.Holder, error) {
+	var out []lock.Holder
+	err := s.holders(ctx, s.d.SQL.Leases, []any{s.d.Prefix, key}, func(r *slotRow) {
+		if h, ok := r.holder(key); ok {
+			out = append(out, h)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// holders runs a query of slot rows (Leases, List) and hands each row to
+// each; with no table yet there are none.
+func (s *Store) holders(ctx context.Context, query string, args []any, each func(*slotRow)) error {
+	err := s.d.Driver.Query(ctx, query, args, func(scan Row) error {
+		var r slotRow
+		if err := scan(r.dest()...); err != nil {
+			return err
+		}
+		each(&r)
+		return nil
+	})
+	if s.d.Driver.IsUndefined(err) {
+		return nil
+	}
+	if err != nil {
+		return s.unavailable(err)
+	}
+	return nil
+}
+
+// Break implements lock.Backend: with token != 0 it deletes the live lease
+// with that token (a semaphore's other holders stay), else every lease of
+// key; it returns the holder broken (the oldest, when several were), and
+// wakes the waiters (on an engine that can).
+func (s *Store) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
+	var (
+		broken lock.Holder
+		n      int
+	)
+	err := s.d.Driver.Query(ctx, s.d.SQL.Break, s.wakeArgs(key, s.d.Prefix, key, int64(token)), func(scan Row) error {
+		var (
+			k  string
+			hr holderRow
+		)
+		dest := append([]any{&k}, hr.dest()...)
+		for range s.d.BreakExtra {
+			dest = append(dest, new(any))
+		}
+		if err := scan(dest...); err != nil {
+			return err
+		}
+		if h, ok := hr.holder(key); ok && n == 0 {
+			broken = h
+		}
+		n++
+		return nil
+	})
+	if s.d.Driver.IsUndefined(err) {
+		return lock.Holder{}, lock.ErrNotHeld
+	}
+	if err != nil {
+		return lock.Holder{}, s.unavailable(err)
+	}
+	if n > 0 {
+		return broken, nil
+	}
+	h, held, err := s.Inspect(ctx, key)
+	if err != nil {
+		return lock.Holder{}, err
+	}
+	if !held {
+		return lock.Holder{}, lock.ErrNotHeld
+	}
+	return h, &lock.BusyError{Holder: h}
+}
+
+// LeaseLeft is the time left on key's lease with token by the database's
+// clock, negative once it has expired (found is false when the row is
+// gone). For tests and tools: status and list never show expired leases.
+func (s *Store) LeaseLeft(ctx context.Context, key string, token uint64) (left time.Duration, found bool, err error) {
+	var us int64
+	err = s.queryRow(ctx, s.d.SQL.LeaseLeft, []any{s.d.Prefix, key, int64(token)}, &us)
+	if errors.Is(err, errNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, s.unavailable(err)
+	}
+	return time.Duration(us) * time.Microsecond, true, nil
+}
