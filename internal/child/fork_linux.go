@@ -329,7 +329,11 @@ func forkedExit(code uintptr) {
 	}
 }
 
-// watcherBody is the forked watcher (see the top of this file).
+// watcherBody is the forked watcher (see the top of this file). It and
+// the forked helpers it calls are nosplit: the linker checks that the
+// whole chain of their frames, from forkWatcherProcess down, fits in the
+// stack room a nosplit call may use, so no stack check (and no call into
+// the runtime) can happen in the forked process.
 //
 //go:nosplit
 //go:norace
@@ -339,6 +343,24 @@ func watcherBody(p *forkPlan) {
 	forkedCmdline(p, &p.wcmd)
 	forkedSignals(p, true)
 	forkedUnblock(p)
+	forkedWatcherFds(p)
+	forkedNullStdio(p)
+	pin := forkedPin(p)
+	forkedReady(p, pin)
+	forkedAwaitGoodbye(p) // returns only if distlock is gone without one
+	forkedKillGroup(p, pin)
+}
+
+// forkedCtlFd and forkedReadyFd are the forked watcher's descriptors: its
+// end of distlock's socket and the ready pipe (forkedWatcherFds).
+const forkedCtlFd, forkedReadyFd = 3, 4
+
+// forkedWatcherFds moves the watcher's descriptors to 3, 4, ... and
+// closes every other one but 0, 1 and 2.
+//
+//go:nosplit
+//go:norace
+func forkedWatcherFds(p *forkPlan) {
 	// Never our own copy of distlock's end of the socket, even if closing
 	// the rest fails below: it would keep us from ever seeing EOF.
 	syscall.RawSyscall6(unix.SYS_CLOSE, uintptr(p.ctlW), 0, 0, 0, 0, 0)
@@ -365,8 +387,15 @@ func watcherBody(p *forkPlan) {
 			syscall.RawSyscall6(unix.SYS_CLOSE, uintptr(p.tmp[i]), 0, 0, 0, 0, 0)
 		}
 	}
-	// Not distlock's stdin, stdout and stderr: whoever reads distlock's
-	// output must see its end when distlock ends.
+}
+
+// forkedNullStdio puts /dev/null on 0, 1 and 2 (closes them if it cannot
+// be opened): not distlock's stdin, stdout and stderr, as whoever reads
+// distlock's output must see its end when distlock ends.
+//
+//go:nosplit
+//go:norace
+func forkedNullStdio(p *forkPlan) {
 	atFDCWD := unix.AT_FDCWD
 	null, _, e := syscall.RawSyscall6(unix.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&p.null[0])), unix.O_RDWR, 0, 0, 0)
 	for fd := uintptr(0); fd < 3; fd++ {
@@ -379,14 +408,18 @@ func watcherBody(p *forkPlan) {
 	if e == 0 && null > 2 {
 		syscall.RawSyscall6(unix.SYS_CLOSE, null, 0, 0, 0, 0, 0)
 	}
-	const ctl, ready = 3, 4
+}
 
-	// The pin.
+// forkedPin forks the pin and returns its pid once it leads its own
+// group; the watcher exits (71) if it cannot.
+//
+//go:nosplit
+//go:norace
+func forkedPin(p *forkPlan) uintptr {
 	if _, _, e := syscall.RawSyscall6(unix.SYS_PIPE2, uintptr(unsafe.Pointer(&p.pinP[0])), unix.O_CLOEXEC, 0, 0, 0, 0); e != 0 {
 		forkedExit(71)
 	}
-	var pin uintptr
-	pin, _, e = syscall.RawSyscall6(unix.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+	pin, _, e := syscall.RawSyscall6(unix.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
 	if e != 0 {
 		forkedExit(71)
 	}
@@ -401,7 +434,15 @@ func watcherBody(p *forkPlan) {
 		forkedExit(71)
 	}
 	syscall.RawSyscall6(unix.SYS_CLOSE, uintptr(p.pinP[0]), 0, 0, 0, 0, 0)
-	// "r<pin>\n" to distlock.
+	return pin
+}
+
+// forkedReady writes "r<pin>\n" to distlock on the ready pipe and closes
+// it.
+//
+//go:nosplit
+//go:norace
+func forkedReady(p *forkPlan, pin uintptr) {
 	n := 0
 	for v := pin; v > 0; v /= 10 {
 		n++
@@ -414,15 +455,23 @@ func watcherBody(p *forkPlan) {
 	if n+1 < len(p.ready) {
 		p.ready[n+1] = '\n'
 	}
-	syscall.RawSyscall6(unix.SYS_WRITE, ready, uintptr(unsafe.Pointer(&p.ready[0])), uintptr(n+2), 0, 0, 0)
-	syscall.RawSyscall6(unix.SYS_CLOSE, ready, 0, 0, 0, 0, 0)
+	syscall.RawSyscall6(unix.SYS_WRITE, forkedReadyFd, uintptr(unsafe.Pointer(&p.ready[0])), uintptr(n+2), 0, 0, 0)
+	syscall.RawSyscall6(unix.SYS_CLOSE, forkedReadyFd, 0, 0, 0, 0, 0)
+}
 
-	// distlock's messages: the lock files (handing, with their
-	// descriptors, which we keep open until we exit), then a goodbye.
+// forkedAwaitGoodbye reads distlock's messages: the lock files (handing,
+// with their descriptors, which we keep open until we exit), then a
+// goodbye, on which the watcher exits. It returns when distlock is gone
+// without one (EOF, an error, anything unexpected), having closed the
+// socket.
+//
+//go:nosplit
+//go:norace
+func forkedAwaitGoodbye(p *forkPlan) {
 	for {
 		p.msg.Controllen = uint64(len(p.cmsg))
 		p.msg.Flags = 0
-		r, _, e := syscall.RawSyscall6(unix.SYS_RECVMSG, ctl, uintptr(unsafe.Pointer(&p.msg)), unix.MSG_CMSG_CLOEXEC, 0, 0, 0)
+		r, _, e := syscall.RawSyscall6(unix.SYS_RECVMSG, forkedCtlFd, uintptr(unsafe.Pointer(&p.msg)), unix.MSG_CMSG_CLOEXEC, 0, 0, 0)
 		if e == syscall.EINTR {
 			continue
 		}
@@ -441,12 +490,18 @@ func watcherBody(p *forkPlan) {
 			break
 		}
 	}
-	// distlock is gone without a goodbye: SIGKILL its command's group
-	// until none of it runs (the pin, which the kill makes a zombie,
-	// keeps the number ours meanwhile), then exit, letting the lock files
-	// go. Without /proc we cannot tell when it is gone: we keep killing
-	// for as long as we live.
-	syscall.RawSyscall6(unix.SYS_CLOSE, ctl, 0, 0, 0, 0, 0)
+	syscall.RawSyscall6(unix.SYS_CLOSE, forkedCtlFd, 0, 0, 0, 0, 0)
+}
+
+// forkedKillGroup: distlock is gone without a goodbye. SIGKILL its
+// command's group until none of it runs (the pin, which the kill makes a
+// zombie, keeps the number ours meanwhile), then exit, letting the lock
+// files go. Without /proc we cannot tell when it is gone: we keep killing
+// for as long as we live.
+//
+//go:nosplit
+//go:norace
+func forkedKillGroup(p *forkPlan, pin uintptr) {
 	for delay := int64(1e6); ; delay = min(2*delay, 100e6) {
 		syscall.RawSyscall6(unix.SYS_KILL, uintptr(-int(pin)), uintptr(syscall.SIGKILL), 0, 0, 0, 0)
 		if forkedGroupGone(p, int(pin)) {

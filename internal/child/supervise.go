@@ -85,182 +85,270 @@ const stopGrace = 100 * time.Millisecond
 // if distlock is in it; if the lease was lost meanwhile the group is
 // killed where it stands.
 func (p *Process) Supervise(c Control) Outcome {
+	s := newSupervisor(p, c)
+	defer p.finish()
+	defer s.close()
+	for {
+		select {
+		case <-s.leader:
+			if s.leaderExited() {
+				return s.out
+			}
+		case <-s.tick:
+			if s.polled() {
+				return s.out
+			}
+		case err := <-s.confirming:
+			s.confirmed(err)
+		case sig := <-p.jobSigs:
+			s.jobSignal(sig)
+		case sig := <-c.Signals:
+			s.signalled(sig)
+		case st := <-c.Stops:
+			s.stopped(st)
+		case <-s.killC:
+			s.killDue()
+		}
+	}
+}
+
+// supervisor is Supervise's state: one method per event, each returning
+// true when Supervise is done (the whole group is gone, or all that is
+// left of it is out of reach after the lock was lost).
+type supervisor struct {
+	p   *Process
+	c   Control
+	log *slog.Logger
+	out Outcome
+
+	leader    <-chan struct{} // the command's end; nil once it has exited
+	killTimer *time.Timer
+	killAt    time.Time // the SIGKILL deadline (the earliest asked for)
+	killC     <-chan time.Time
+	killed    bool // a SIGKILL was sent
+	poll      *time.Ticker
+	tick      <-chan time.Time // the group is polled
+	interrupt int              // SIGINTs and SIGTERMs received
+	warned    bool             // about a process that cannot be signalled
+	// when the group was last searched for processes out of reach
+	lookedUnkillable time.Time
+
+	// job control
+	stopping   bool      // stopping the group before distlock stops itself
+	stopSince  time.Time // when stopping began
+	stopSig    syscall.Signal
+	confirming <-chan error // continued: waiting for Confirm
+	// stopSelf stops distlock until it is continued (stopSelf; a test
+	// that must not stop itself records the moment instead).
+	stopSelf func()
+}
+
+func newSupervisor(p *Process, c Control) *supervisor {
 	log := c.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var (
-		out       Outcome
-		leader    = p.done
-		killTimer *time.Timer
-		killAt    time.Time
-		killC     <-chan time.Time
-		killed    bool // a SIGKILL was sent
-		poll      *time.Ticker
-		tick      <-chan time.Time // the group is polled
-		interrupt int
-		warned    bool // about a process that cannot be signalled
-		// when the group was last searched for processes out of reach
-		lookedUnkillable time.Time
+	return &supervisor{p: p, c: c, log: log, leader: p.done, stopSelf: stopSelf}
+}
 
-		// job control
-		stopping   bool      // stopping the group before distlock stops itself
-		stopSince  time.Time // when stopping began
-		stopSig    syscall.Signal
-		confirming <-chan error // continued: waiting for Confirm
-	)
-	defer p.finish()
-	// scheduleKill sets the SIGKILL deadline, keeping the earliest one.
-	scheduleKill := func(at time.Time) {
-		if !killAt.IsZero() && !at.Before(killAt) {
+// close stops the timers.
+func (s *supervisor) close() {
+	if s.killTimer != nil {
+		s.killTimer.Stop()
+	}
+	s.stopPolling()
+}
+
+// scheduleKill sets the SIGKILL deadline, keeping the earliest one.
+func (s *supervisor) scheduleKill(at time.Time) {
+	if !s.killAt.IsZero() && !at.Before(s.killAt) {
+		return
+	}
+	s.killAt = at
+	if s.killTimer != nil {
+		s.killTimer.Stop()
+	}
+	s.killTimer = time.NewTimer(time.Until(at))
+	s.killC = s.killTimer.C
+}
+
+func (s *supervisor) startPolling() {
+	if s.poll == nil {
+		s.poll = time.NewTicker(groupPoll)
+		s.tick = s.poll.C
+	}
+}
+
+func (s *supervisor) stopPolling() {
+	if s.poll != nil {
+		s.poll.Stop()
+		s.poll, s.tick = nil, nil
+	}
+}
+
+// leaderExited: the command has exited. Its status is the outcome's;
+// whatever is left of its group gets SIGTERM now and SIGKILL after
+// KillGrace (or a Stop's earlier KillAt).
+func (s *supervisor) leaderExited() bool {
+	s.leader = nil
+	s.out.Code = s.p.code
+	s.stopping, s.confirming = false, nil
+	s.p.takeTerminal()
+	if !s.p.groupRunning() {
+		return true
+	}
+	s.p.signalGroup(syscall.SIGTERM)
+	s.scheduleKill(time.Now().Add(s.c.KillGrace))
+	s.startPolling()
+	return false
+}
+
+// polled: the group is looked at, once the leader is gone or a SIGKILL
+// was sent (is it gone? is all that is left out of reach?), and while it
+// is being stopped (has all of it stopped?).
+func (s *supervisor) polled() bool {
+	if (s.leader == nil || s.killed) && s.groupEnded() {
+		return true
+	}
+	if s.stopping && s.p.allStopped(time.Since(s.stopSince) > stopGrace) {
+		s.groupSuspended()
+	}
+	return false
+}
+
+// groupEnded reports whether the group is gone (the leader too), or all
+// that runs on of it cannot be signalled after the SIGKILL that followed a
+// lost lock.
+func (s *supervisor) groupEnded() bool {
+	if !s.p.groupRunning() && s.leader == nil {
+		return true
+	}
+	if !s.warned {
+		if pids := s.p.knownUnsignallable(); len(pids) > 0 {
+			s.warned = true
+			s.log.Warn("a process of the command's group cannot be signalled (setuid?); keeping the lock until it ends", "pids", pids)
+		}
+	}
+	if !s.killed || s.out.Stopped == nil || !s.out.Stopped.LockLost || time.Since(s.lookedUnkillable) < unkillableLook {
+		return false
+	}
+	// The lock is gone and SIGKILL was sent: if all that runs on is out
+	// of our reach, waiting keeps nothing. (Two scans of /proc: not on
+	// every tick, which would take CPU from whatever runs next.)
+	s.lookedUnkillable = time.Now()
+	un := s.p.unsignallable()
+	if len(un) == 0 || len(un) != s.p.runningCount() {
+		return false
+	}
+	s.out.Unkillable = un
+	if s.leader != nil {
+		s.out.Code = 128 + int(syscall.SIGKILL)
+	}
+	return true
+}
+
+// groupSuspended: every process of the group has stopped; distlock stops
+// itself until it is continued, then asks Confirm before continuing the
+// group.
+func (s *supervisor) groupSuspended() {
+	s.stopping = false
+	if s.leader != nil && !s.killed {
+		s.stopPolling()
+	}
+	s.log.Info("command stopped; stopping distlock too until it is continued (fg): the lease is not renewed meanwhile", "signal", SignalName(s.stopSig))
+	s.p.takeTerminal()
+	s.stopSelf()
+	if s.c.Confirm == nil {
+		s.p.continueGroup()
+		return
+	}
+	s.log.Info("continued; confirming the lease before continuing the command")
+	s.confirming = s.c.Confirm()
+}
+
+// confirmed: Confirm answered. The group is continued only if the lease
+// is still ours and nothing ended or stopped it meanwhile; if it was
+// lost, the Stop that says so kills the group.
+func (s *supervisor) confirmed(err error) {
+	s.confirming = nil
+	if err != nil || s.out.Stopped != nil || s.leader == nil || s.stopping {
+		return
+	}
+	s.log.Info("continued: the lease is still ours; continuing the command")
+	s.p.continueGroup()
+}
+
+// jobSignal: SIGTSTP sent to distlock (passed to the group, which is then
+// stopped), or SIGCHLD, which may say that the command stopped on a job-
+// control signal at a terminal.
+func (s *supervisor) jobSignal(sig os.Signal) {
+	switch sig {
+	case syscall.SIGTSTP:
+		if s.leader != nil && s.out.Stopped == nil && !s.stopping {
+			s.p.signalGroup(syscall.SIGTSTP) // as Ctrl-Z would
+			s.suspend(syscall.SIGTSTP)
+		}
+	case syscall.SIGCHLD:
+		if s.p.term == nil || s.leader == nil {
 			return
 		}
-		killAt = at
-		if killTimer != nil {
-			killTimer.Stop()
-		}
-		killTimer = time.NewTimer(time.Until(at))
-		killC = killTimer.C
-	}
-	startPolling := func() {
-		if poll == nil {
-			poll = time.NewTicker(groupPoll)
-			tick = poll.C
+		if stop, ok := jobStop(s.p.pid); ok && s.confirming == nil {
+			s.suspend(stop)
 		}
 	}
-	stopPolling := func() {
-		if poll != nil {
-			poll.Stop()
-			poll, tick = nil, nil
-		}
+}
+
+// suspend begins stopping the group; distlock stops itself once all of
+// it has stopped (polled).
+func (s *supervisor) suspend(sig syscall.Signal) {
+	if s.leader == nil || s.out.Stopped != nil || s.stopping {
+		return
 	}
-	defer func() {
-		if killTimer != nil {
-			killTimer.Stop()
-		}
-		stopPolling()
-	}()
-	// suspend begins stopping the group; distlock stops itself once all
-	// of it has stopped (see the tick).
-	suspend := func(sig syscall.Signal) {
-		if leader == nil || out.Stopped != nil || stopping {
+	s.stopping, s.stopSince, s.stopSig, s.confirming = true, time.Now(), sig, nil
+	s.startPolling()
+}
+
+// signalled: a signal to distlock is forwarded to the group; a second
+// SIGINT or SIGTERM kills it.
+func (s *supervisor) signalled(sig os.Signal) {
+	sg, ok := sig.(syscall.Signal)
+	if !ok {
+		return
+	}
+	if sg == syscall.SIGINT || sg == syscall.SIGTERM {
+		s.interrupt++
+		if s.interrupt >= 2 {
+			s.p.signalGroup(syscall.SIGKILL)
 			return
 		}
-		stopping, stopSince, stopSig, confirming = true, time.Now(), sig, nil
-		startPolling()
 	}
-	for {
-		select {
-		case <-leader:
-			leader = nil
-			out.Code = p.code
-			stopping, confirming = false, nil
-			p.takeTerminal()
-			if !p.groupRunning() {
-				return out
-			}
-			p.signalGroup(syscall.SIGTERM)
-			scheduleKill(time.Now().Add(c.KillGrace))
-			startPolling()
-		case <-tick:
-			if leader == nil || killed {
-				if !p.groupRunning() && leader == nil {
-					return out
-				}
-				if !warned {
-					if pids := p.knownUnsignallable(); len(pids) > 0 {
-						warned = true
-						log.Warn("a process of the command's group cannot be signalled (setuid?); keeping the lock until it ends", "pids", pids)
-					}
-				}
-				if killed && out.Stopped != nil && out.Stopped.LockLost && time.Since(lookedUnkillable) >= unkillableLook {
-					// The lock is gone and SIGKILL was sent: if all that
-					// runs on is out of our reach, waiting keeps nothing.
-					// (Two scans of /proc: not on every tick, which would
-					// take CPU from whatever runs next.)
-					lookedUnkillable = time.Now()
-					if un := p.unsignallable(); len(un) > 0 && len(un) == p.runningCount() {
-						out.Unkillable = un
-						if leader != nil {
-							out.Code = 128 + int(syscall.SIGKILL)
-						}
-						return out
-					}
-				}
-			}
-			if stopping && p.allStopped(time.Since(stopSince) > stopGrace) {
-				stopping = false
-				if leader != nil && !killed {
-					stopPolling()
-				}
-				log.Info("command stopped; stopping distlock too until it is continued (fg): the lease is not renewed meanwhile", "signal", SignalName(stopSig))
-				p.takeTerminal()
-				stopSelf()
-				if c.Confirm == nil {
-					p.continueGroup()
-					continue
-				}
-				log.Info("continued; confirming the lease before continuing the command")
-				confirming = c.Confirm()
-			}
-		case err := <-confirming:
-			confirming = nil
-			if err != nil || out.Stopped != nil || leader == nil || stopping {
-				continue // lost: the Stop that says so kills the group
-			}
-			log.Info("continued: the lease is still ours; continuing the command")
-			p.continueGroup()
-		case s := <-p.jobSigs:
-			switch s {
-			case syscall.SIGTSTP:
-				if leader != nil && out.Stopped == nil && !stopping {
-					p.signalGroup(syscall.SIGTSTP) // as Ctrl-Z would
-					suspend(syscall.SIGTSTP)
-				}
-			case syscall.SIGCHLD:
-				if p.term == nil || leader == nil {
-					continue
-				}
-				if sig, ok := jobStop(p.pid); ok && confirming == nil {
-					suspend(sig)
-				}
-			}
-		case sig := <-c.Signals:
-			s, ok := sig.(syscall.Signal)
-			if !ok {
-				continue
-			}
-			if s == syscall.SIGINT || s == syscall.SIGTERM {
-				interrupt++
-				if interrupt >= 2 {
-					p.signalGroup(syscall.SIGKILL)
-					continue
-				}
-			}
-			p.signalGroup(s)
-		case st := <-c.Stops:
-			// The first stop terminates the group and names the reason;
-			// a later one (say the lease is lost during a --max-hold
-			// stop) can only bring the SIGKILL forward, or say the lock
-			// is lost. A stopped group is not continued any more: it gets
-			// the SIGTERM when continued, or the SIGKILL where it stands.
-			stopping, confirming = false, nil
-			if out.Stopped == nil {
-				out.Stopped = &st
-				p.signalGroup(syscall.SIGTERM)
-			} else if st.LockLost && !out.Stopped.LockLost {
-				reason := out.Stopped.Reason
-				out.Stopped = &st
-				out.Stopped.Reason = reason
-			}
-			scheduleKill(st.KillAt)
-		case <-killC:
-			killC = nil
-			killed, lookedUnkillable = true, time.Now()
-			p.signalGroup(syscall.SIGKILL)
-			startPolling()
-		}
+	s.p.signalGroup(sg)
+}
+
+// stopped: a Stop (the lease lost, --max-hold). The first one terminates
+// the group and names the reason; a later one (say the lease is lost
+// during a --max-hold stop) can only bring the SIGKILL forward, or say
+// the lock is lost. A stopped group is not continued any more: it gets
+// the SIGTERM when continued, or the SIGKILL where it stands.
+func (s *supervisor) stopped(st Stop) {
+	s.stopping, s.confirming = false, nil
+	if s.out.Stopped == nil {
+		s.out.Stopped = &st
+		s.p.signalGroup(syscall.SIGTERM)
+	} else if st.LockLost && !s.out.Stopped.LockLost {
+		reason := s.out.Stopped.Reason
+		s.out.Stopped = &st
+		s.out.Stopped.Reason = reason
 	}
+	s.scheduleKill(st.KillAt)
+}
+
+// killDue: the SIGKILL deadline has come.
+func (s *supervisor) killDue() {
+	s.killC = nil
+	s.killed, s.lookedUnkillable = true, time.Now()
+	s.p.signalGroup(syscall.SIGKILL)
+	s.startPolling()
 }
 
 // stopSelf stops distlock (SIGSTOP: it cannot be refused) and returns

@@ -81,124 +81,201 @@ var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, sys
 // Run performs the run and returns the child's exit status, or an error
 // (busy, unavailable, lost, interrupted, start failure).
 func Run(ctx context.Context, cfg Config) (int, error) {
-	log := cfg.Log
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, forwarded...)
-	defer signal.Stop(sigs)
-	// SIGWINCH asks us to check the lease now (documented for operators;
-	// the file engine's break sends it to the holder). Its default action
-	// is to ignore it, so a reused pid is never hurt by one.
-	pokes := make(chan os.Signal, 1)
-	signal.Notify(pokes, syscall.SIGWINCH)
-	defer signal.Stop(pokes)
-	start := time.Now()
-	// A waiter forks its group watcher while it waits (on a goroutine of
-	// its own, from the first busy answer on), not once it has the lock:
-	// at the handover only the lock files are handed to it and the
-	// command started. Not before the first attempt: measured on a 2-core
-	// VM, a fork alongside the attempt delayed it by about what it saved
-	// later (the fork holds the address space while it copies it, and
-	// distlock then takes copy-on-write faults), and a busy try-once
-	// answer would pay for a fork it never uses. Let go if the lock is not
-	// had, or the command not started.
-	var pre *child.Prepared
-	defer func() { pre.Drop() }() // a no-op once child.Start has taken it
-	acfg := cfg
-	acfg.OnBusy = func(h lock.Holder) {
-		if pre == nil {
-			pre = child.PrepareWatcher() // read once acquireInterruptible has returned
-		}
-		if cfg.OnBusy != nil {
-			cfg.OnBusy(h)
-		}
-	}
-	lease, err := acquireInterruptible(ctx, acfg, sigs)
-	if err != nil {
+	r := &run{cfg: cfg, log: cfg.Log}
+	defer r.listen()()
+	r.start = time.Now()
+	defer func() { r.pre.Drop() }() // a no-op once child.Start has taken it
+	if err := r.acquire(ctx); err != nil {
 		return 0, err
 	}
-	if cfg.OnAcquired != nil {
-		cfg.OnAcquired()
+	defer r.releaseUnlessKept()
+	if err := r.keep(); err != nil {
+		return 0, err
 	}
-	log.Info("acquired", "key", lease.Key(), "token", lease.Token(), "holder_id", lock.HolderID(lease.Owner()), "latency", time.Since(start).Round(time.Microsecond))
-	kept := false // the lock stays held after we exit (--min-hold)
-	defer func() {
-		if !kept {
-			release(cfg, lease)
+	defer r.keeper.Stop()
+	if err := r.startCommand(); err != nil {
+		return 0, err
+	}
+	stops, stopWatching := r.watch()
+	defer stopWatching()
+	return r.end(r.supervise(stops))
+}
+
+// run is one Run's state, one method per phase: listen, acquire, keep,
+// startCommand, watch, supervise, end.
+type run struct {
+	cfg   Config
+	log   *slog.Logger
+	sigs  chan os.Signal // forwarded to the command
+	pokes chan os.Signal // SIGWINCH: check the lease now
+	start time.Time
+	// pre is the group watcher forked while waiting (nil if no wait).
+	pre    *child.Prepared
+	lease  lock.Lease
+	kept   bool // the lock stays held after we exit (--min-hold)
+	keeper *renew.Keeper
+	proc   *child.Process
+}
+
+// listen catches the signals forwarded to the command and SIGWINCH, which
+// asks us to check the lease now (documented for operators; the file
+// engine's break sends it to the holder; its default action is to ignore
+// it, so a reused pid is never hurt by one). It returns the undoing.
+func (r *run) listen() func() {
+	r.sigs = make(chan os.Signal, 8)
+	signal.Notify(r.sigs, forwarded...)
+	r.pokes = make(chan os.Signal, 1)
+	signal.Notify(r.pokes, syscall.SIGWINCH)
+	return func() {
+		signal.Stop(r.pokes)
+		signal.Stop(r.sigs)
+	}
+}
+
+// acquire takes the lock, or gives up (busy, timed out, interrupted).
+//
+// A waiter forks its group watcher while it waits (on a goroutine of its
+// own, from the first busy answer on), not once it has the lock: at the
+// handover only the lock files are handed to it and the command started.
+// Not before the first attempt: measured on a 2-core VM, a fork alongside
+// the attempt delayed it by about what it saved later (the fork holds the
+// address space while it copies it, and distlock then takes copy-on-write
+// faults), and a busy try-once answer would pay for a fork it never uses.
+// Run lets it go if the lock is not had, or the command not started.
+func (r *run) acquire(ctx context.Context) error {
+	acfg := r.cfg
+	acfg.OnBusy = func(h lock.Holder) {
+		if r.pre == nil {
+			r.pre = child.PrepareWatcher() // read once acquireInterruptible has returned
 		}
-	}()
-
-	_, fileLocked := lease.(lock.FileLocked)
-	timing := renew.Timing{TTL: cfg.Request.TTL, KillGrace: cfg.KillGrace, HeldWhileAlive: fileLocked}
-	keeper := renew.Start(lease, timing, log)
-	defer keeper.Stop()
-	if time.Now().After(timing.TermAt(timing.ValidUntil(lease.Granted()))) {
-		return 0, &LostError{Key: lease.Key(), Reason: errors.New("the engine answered too slowly to leave time to run (raise --ttl)")}
+		if r.cfg.OnBusy != nil {
+			r.cfg.OnBusy(h)
+		}
 	}
+	lease, err := acquireInterruptible(ctx, acfg, r.sigs)
+	if err != nil {
+		return err
+	}
+	r.lease = lease
+	if r.cfg.OnAcquired != nil {
+		r.cfg.OnAcquired()
+	}
+	r.log.Info("acquired", "key", lease.Key(), "token", lease.Token(), "holder_id", lock.HolderID(lease.Owner()), "latency", time.Since(r.start).Round(time.Microsecond))
+	return nil
+}
 
+// releaseUnlessKept releases the lock on every way out but a --min-hold
+// that kept it.
+func (r *run) releaseUnlessKept() {
+	if !r.kept {
+		release(r.cfg, r.lease)
+	}
+}
+
+// keep starts the keeper, which renews the lease and says when it is
+// lost; a lease granted too late to leave time to run is lost already.
+func (r *run) keep() error {
+	_, fileLocked := r.lease.(lock.FileLocked)
+	timing := renew.Timing{TTL: r.cfg.Request.TTL, KillGrace: r.cfg.KillGrace, HeldWhileAlive: fileLocked}
+	r.keeper = renew.Start(r.lease, timing, r.log)
+	if time.Now().After(timing.TermAt(timing.ValidUntil(r.lease.Granted()))) {
+		r.keeper.Stop()
+		return &LostError{Key: r.lease.Key(), Reason: errors.New("the engine answered too slowly to leave time to run (raise --ttl)")}
+	}
+	return nil
+}
+
+// startCommand starts the command in its process group, guarded by the
+// group watcher.
+func (r *run) startCommand() error {
 	// A lock held by an open file (the file engine's flock) is freed when
 	// its last descriptor closes: the group watcher keeps copies until the
 	// command's group is gone, so a SIGKILLed distlock does not free it
 	// while the command is still dying.
 	var keep []*os.File
-	if fl, ok := lease.(lock.FileLocked); ok {
+	if fl, ok := r.lease.(lock.FileLocked); ok {
 		keep = fl.LockFiles()
 	}
 	p, err := child.Start(child.Spec{
-		Args: cfg.Args, Env: childEnv(cfg, lease), Unset: secretEnv,
-		Stdin: cfg.Stdin, Stdout: cfg.Stdout, Stderr: cfg.Stderr,
-		KeepOpen: keep, Watcher: pre,
+		Args: r.cfg.Args, Env: childEnv(r.cfg, r.lease), Unset: secretEnv,
+		Stdin: r.cfg.Stdin, Stdout: r.cfg.Stdout, Stderr: r.cfg.Stderr,
+		KeepOpen: keep, Watcher: r.pre,
 	})
 	if err != nil {
-		return 0, err
+		return err
 	}
-	log.Debug("child started", "key", lease.Key(), "pid", p.PID())
+	r.proc = p
+	r.log.Debug("child started", "key", r.lease.Key(), "pid", p.PID())
 	if err := p.WatcherError(); err != nil {
-		log.Warn("cannot start the group watcher: if distlock is killed, grandchildren of the command may outlive the lock", "error", err)
+		r.log.Warn("cannot start the group watcher: if distlock is killed, grandchildren of the command may outlive the lock", "error", err)
 	}
+	return nil
+}
 
+// watch turns the keeper's loss and --max-hold into Stops for the
+// supervisor, and SIGWINCH into a poke of the keeper, until the returned
+// function is called.
+func (r *run) watch() (<-chan child.Stop, func()) {
 	stops := make(chan child.Stop, 2)
 	watchDone := make(chan struct{})
-	defer close(watchDone)
 	var maxHold <-chan time.Time
-	if cfg.MaxHold > 0 {
-		t := time.NewTimer(time.Until(lease.Granted().Add(cfg.MaxHold)))
-		defer t.Stop()
-		maxHold = t.C
+	var maxHoldTimer *time.Timer
+	if r.cfg.MaxHold > 0 {
+		maxHoldTimer = time.NewTimer(time.Until(r.lease.Granted().Add(r.cfg.MaxHold)))
+		maxHold = maxHoldTimer.C
 	}
-	lost := keeper.Lost()
-	go func() {
-		for {
-			select {
-			case l := <-lost:
-				lost = nil
-				stops <- child.Stop{Reason: &LostError{Key: lease.Key(), Reason: l.Err}, KillAt: l.KillAt, LockLost: true}
-			case <-maxHold:
-				maxHold = nil
-				log.Warn("max-hold reached", "key", lease.Key(), "max_hold", cfg.MaxHold)
-				stops <- child.Stop{Reason: &MaxHoldError{Key: lease.Key(), MaxHold: cfg.MaxHold}, KillAt: time.Now().Add(cfg.KillGrace)}
-			case <-pokes:
-				keeper.Poke()
-			case <-watchDone:
-				return
-			}
+	go r.watchLoop(stops, maxHold, watchDone)
+	return stops, func() {
+		if maxHoldTimer != nil {
+			maxHoldTimer.Stop()
 		}
-	}()
-	// Supervise returns once the command's whole group is gone (and lets
-	// the watcher go): only then is the lock released.
-	out := p.Supervise(child.Control{
-		Signals: sigs, Stops: stops, KillGrace: cfg.KillGrace,
-		Confirm: keeper.Confirm, Log: log,
+		close(watchDone)
+	}
+}
+
+func (r *run) watchLoop(stops chan<- child.Stop, maxHold <-chan time.Time, done <-chan struct{}) {
+	lost := r.keeper.Lost()
+	for {
+		select {
+		case l := <-lost:
+			lost = nil
+			stops <- child.Stop{Reason: &LostError{Key: r.lease.Key(), Reason: l.Err}, KillAt: l.KillAt, LockLost: true}
+		case <-maxHold:
+			maxHold = nil
+			r.log.Warn("max-hold reached", "key", r.lease.Key(), "max_hold", r.cfg.MaxHold)
+			stops <- child.Stop{Reason: &MaxHoldError{Key: r.lease.Key(), MaxHold: r.cfg.MaxHold}, KillAt: time.Now().Add(r.cfg.KillGrace)}
+		case <-r.pokes:
+			r.keeper.Poke()
+		case <-done:
+			return
+		}
+	}
+}
+
+// supervise runs until the command's whole group is gone (and lets the
+// watcher go): only then may the lock be released.
+func (r *run) supervise(stops <-chan child.Stop) child.Outcome {
+	out := r.proc.Supervise(child.Control{
+		Signals: r.sigs, Stops: stops, KillGrace: r.cfg.KillGrace,
+		Confirm: r.keeper.Confirm, Log: r.log,
 	})
 	if len(out.Unkillable) > 0 {
-		log.Error("processes of the command's group that cannot be signalled still run after the lock was lost", "key", lease.Key(), "pids", out.Unkillable)
+		r.log.Error("processes of the command's group that cannot be signalled still run after the lock was lost", "key", r.lease.Key(), "pids", out.Unkillable)
 	}
-	log.Info("child exited", "key", lease.Key(), "status", out.Code, "ran", time.Since(start).Round(time.Millisecond))
+	r.log.Info("child exited", "key", r.lease.Key(), "status", out.Code, "ran", time.Since(r.start).Round(time.Millisecond))
+	return out
+}
+
+// end is the run's result: the command's status, with the reason it was
+// stopped; after a command that ended by itself, --min-hold keeps the
+// lock for the rest of its time.
+func (r *run) end(out child.Outcome) (int, error) {
 	if out.Stopped != nil {
 		return out.Code, out.Stopped.Reason
 	}
-	if rest := cfg.MinHold - time.Since(lease.Granted()); rest > 0 {
-		keeper.Stop()
-		kept = holdFor(cfg, lease, rest)
+	if rest := r.cfg.MinHold - time.Since(r.lease.Granted()); rest > 0 {
+		r.keeper.Stop()
+		r.kept = holdFor(r.cfg, r.lease, rest)
 	}
 	return out.Code, nil
 }

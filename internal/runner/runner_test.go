@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/distlock/distlock/internal/lock"
 	"github.com/distlock/distlock/internal/lock/memstore"
+	"github.com/distlock/distlock/internal/renew"
 	"github.com/distlock/distlock/internal/testenv/wait"
 )
 
@@ -102,73 +105,6 @@ func TestRunPassesStatusAndReleases(t *testing.T) {
 	mustBeFree(t, s)
 }
 
-// The engine answers that the lease is gone: the command is stopped at
-// once, the run reports the loss.
-func TestRunStopsCommandWhenEngineSaysNotOurs(t *testing.T) {
-	s := memstore.New()
-	dir := t.TempDir()
-	cfg, _ := config(s, 900*time.Millisecond, "touch "+filepath.Join(dir, "started")+"; exec sleep 30")
-	ch := start(cfg)
-	wait.Until(t, 10*time.Second, "the command started", func() bool { return exists(filepath.Join(dir, "started")) })
-	s.SetFaults(memstore.Faults{Err: lock.ErrNotHeld})
-	o := await(t, ch)
-	var lost *LostError
-	if !errors.As(o.err, &lost) {
-		t.Fatalf("run: code %d, err %v; want a LostError", o.code, o.err)
-	}
-	if o.code != 128+int(syscall.SIGTERM) && o.code != 128+int(syscall.SIGKILL) {
-		t.Errorf("the command's status %d: it was not stopped by a signal", o.code)
-	}
-}
-
-// Renewals that get no answer (a paused engine): the command is dead
-// before the lease could have expired on the engine (TTL from the grant).
-func TestRunStopsCommandBeforeLeaseEndsWhenRenewalsStall(t *testing.T) {
-	s := memstore.New()
-	s.SetFaults(memstore.Faults{Stall: true})
-	ttl := 900 * time.Millisecond
-	cfg, _ := config(s, ttl, "exec sleep 30")
-	o := await(t, start(cfg))
-	var lost *LostError
-	if !errors.As(o.err, &lost) {
-		t.Fatalf("run: code %d, err %v; want a LostError", o.code, o.err)
-	}
-	if o.took >= ttl {
-		t.Errorf("the run ended %s after it began: the command outlived a %s lease", o.took, ttl)
-	}
-	if s.Renewals() == 0 {
-		t.Error("no renewal was tried")
-	}
-}
-
-// --max-hold stops a command that runs too long and releases the lock.
-func TestRunMaxHoldStopsCommand(t *testing.T) {
-	s := memstore.New()
-	cfg, _ := config(s, 2*time.Second, "exec sleep 30")
-	cfg.MaxHold = 300 * time.Millisecond
-	o := await(t, start(cfg))
-	var mh *MaxHoldError
-	if !errors.As(o.err, &mh) {
-		t.Fatalf("run: code %d, err %v; want a MaxHoldError", o.code, o.err)
-	}
-	mustBeFree(t, s)
-}
-
-// --min-hold keeps the lock after a command that ended sooner, marked.
-func TestRunMinHoldKeepsLock(t *testing.T) {
-	s := memstore.New()
-	cfg, _ := config(s, 2*time.Second, "true")
-	cfg.MinHold = 5 * time.Second
-	o := await(t, start(cfg))
-	if o.err != nil || o.code != 0 {
-		t.Fatalf("run: code %d, err %v", o.code, o.err)
-	}
-	h, held, err := s.Inspect(context.Background(), "k")
-	if err != nil || !held || h.Hold != lock.HoldMinHold {
-		t.Fatalf("after a min-hold run: %+v held=%v err=%v; want held, marked %q", h, held, err, lock.HoldMinHold)
-	}
-}
-
 // A held key and no wait: busy, and the command never runs.
 func TestRunBusyNeverStartsCommand(t *testing.T) {
 	s := memstore.New()
@@ -201,6 +137,301 @@ func TestRunForwardsSIGTERM(t *testing.T) {
 	o := await(t, ch)
 	if o.err != nil || o.code != 7 {
 		t.Fatalf("run: code %d, err %v; want 7, nil", o.code, o.err)
+	}
+	mustBeFree(t, s)
+}
+
+// The command's exit status is the run's, also when a signal ended it.
+func TestRunPassesStatusThrough(t *testing.T) {
+	for _, c := range []struct {
+		script string
+		want   int
+	}{{"exit 0", 0}, {"exit 255", 255}, {"kill -USR1 $$", 128 + int(syscall.SIGUSR1)}} {
+		s := memstore.New()
+		cfg, _ := config(s, 2*time.Second, c.script)
+		o := await(t, start(cfg))
+		if o.err != nil || o.code != c.want {
+			t.Errorf("%q: code %d, err %v; want %d, nil", c.script, o.code, o.err, c.want)
+		}
+		mustBeFree(t, s)
+	}
+}
+
+// ending says when a command (sh -c) and every process of its group have
+// ended: its script begins with the prefix, which opens a FIFO for
+// writing as descriptor 3, inherited by all it starts; gone gets the
+// moment the test reads EOF from it.
+type ending struct {
+	prefix string
+	gone   chan time.Time
+}
+
+func endingIn(t *testing.T, dir string) *ending {
+	t.Helper()
+	fifo := filepath.Join(dir, "ending")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := &ending{prefix: "exec 3>" + fifo + "; ", gone: make(chan time.Time, 1)}
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_RDONLY, 0) // until the command opens it
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		io.Copy(io.Discard, f)
+		e.gone <- time.Now()
+	}()
+	t.Cleanup(func() {
+		// Let the reader go if the command never opened it.
+		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	})
+	return e
+}
+
+func (e *ending) at(t *testing.T) time.Time {
+	t.Helper()
+	select {
+	case at := <-e.gone:
+		return at
+	case <-time.After(20 * time.Second):
+		t.Fatal("the command's group still runs 20s on")
+		return time.Time{}
+	}
+}
+
+func waitStarted(t *testing.T, dir string) {
+	t.Helper()
+	wait.Until(t, 10*time.Second, "the command to start", func() bool { return exists(filepath.Join(dir, "started")) })
+}
+
+// expiry is when the store will let the lease go, or sooner (a lower
+// bound: the clock is read before the store reads its own).
+func expiry(t *testing.T, s *memstore.Store) time.Time {
+	t.Helper()
+	before := time.Now()
+	h, held, err := s.Inspect(context.Background(), "k")
+	if err != nil || !held {
+		t.Fatalf("the lock is not held: %v", err)
+	}
+	return before.Add(h.ExpiresIn)
+}
+
+// termTrap is a command that notes a SIGTERM in dir/term and runs on,
+// until SIGKILL; it touches dir/started first.
+func termTrap(dir string) string {
+	return `trap 'echo TERM > ` + filepath.Join(dir, "term") + `' TERM; touch ` + filepath.Join(dir, "started") + `; while :; do sleep 0.01; done`
+}
+
+// Renewals that get no answer (a paused engine): the command gets SIGTERM
+// at TermAt (validUntil - kill-grace) and not before, SIGKILL at KillAt
+// (max(δ, TTL/100) before validUntil) and not before, and is gone before
+// the engine's lease ends. The run reports the loss (exit 76).
+func TestRunStallKillsCommandBeforeLeaseEnds(t *testing.T) {
+	s := memstore.New()
+	s.SetFaults(memstore.Faults{Stall: true})
+	dir := t.TempDir()
+	ttl := 3 * time.Second
+	end := endingIn(t, dir)
+	cfg, _ := config(s, ttl, end.prefix+termTrap(dir))
+	t0 := time.Now()
+	ch := start(cfg)
+	waitStarted(t, dir)
+	expires := expiry(t, s)
+	// The lease was granted after t0: these are the earliest moments the
+	// keeper may act.
+	timing := renew.Timing{TTL: ttl, KillGrace: cfg.KillGrace}
+	validUntil := timing.ValidUntil(t0)
+	gone := end.at(t)
+	// The trap wrote the file once the SIGTERM had come. File times are
+	// coarse: they lag the clock by up to a tick (10 ms at HZ=100).
+	const coarse = 20 * time.Millisecond
+	if fi, err := os.Stat(filepath.Join(dir, "term")); err != nil {
+		t.Error("the command got no SIGTERM before the SIGKILL")
+	} else if fi.ModTime().Add(coarse).Before(timing.TermAt(validUntil)) {
+		t.Errorf("SIGTERM %s after the start, before TermAt (%s)", fi.ModTime().Sub(t0), timing.TermAt(validUntil).Sub(t0))
+	}
+	o := await(t, ch)
+	var lost *LostError
+	if !errors.As(o.err, &lost) {
+		t.Fatalf("run: code %d, err %v; want a LostError", o.code, o.err)
+	}
+	if o.code != 128+int(syscall.SIGKILL) {
+		t.Errorf("the command's status %d: want %d, killed by the SIGKILL", o.code, 128+int(syscall.SIGKILL))
+	}
+	if gone.Before(timing.KillAt(validUntil)) {
+		t.Errorf("the command was gone %s after the start, before KillAt (%s)", gone.Sub(t0), timing.KillAt(validUntil).Sub(t0))
+	}
+	if !gone.Before(expires) {
+		t.Errorf("the command was gone %s after the start, %s after the engine let the lease go", gone.Sub(t0), gone.Sub(expires))
+	}
+	if s.Renewals() == 0 {
+		t.Error("no renewal was tried")
+	}
+}
+
+// The engine answers that the lease is gone (a poke, SIGWINCH, has the
+// keeper ask at once): the command gets SIGTERM now and SIGKILL 100 ms
+// later (renew.LostGrace), not at the end of a long kill-grace.
+func TestRunNotOursKillsCommandSoon(t *testing.T) {
+	s := memstore.New()
+	dir := t.TempDir()
+	end := endingIn(t, dir)
+	cfg, _ := config(s, 20*time.Second, end.prefix+termTrap(dir))
+	cfg.KillGrace = 5 * time.Second
+	ch := start(cfg)
+	waitStarted(t, dir)
+	s.SetFaults(memstore.Faults{Err: lock.ErrNotHeld})
+	poked := time.Now()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGWINCH); err != nil {
+		t.Fatal(err)
+	}
+	gone := end.at(t)
+	o := await(t, ch)
+	var lost *LostError
+	if !errors.As(o.err, &lost) {
+		t.Fatalf("run: code %d, err %v; want a LostError", o.code, o.err)
+	}
+	if !exists(filepath.Join(dir, "term")) {
+		t.Error("the command got no SIGTERM before the SIGKILL")
+	}
+	if o.code != 128+int(syscall.SIGKILL) {
+		t.Errorf("the command's status %d: want %d, killed by the SIGKILL", o.code, 128+int(syscall.SIGKILL))
+	}
+	if d := gone.Sub(poked); d < renew.LostGrace || d > 2*time.Second {
+		t.Errorf("the command was gone %s after the poke; want the SIGKILL %s after the SIGTERM, not kill-grace's %s", d, renew.LostGrace, cfg.KillGrace)
+	}
+	if s.Renewals() == 0 {
+		t.Error("the poke sent no renewal")
+	}
+}
+
+// --max-hold: SIGTERM at acquisition + max-hold, SIGKILL kill-grace later;
+// the run reports it (exit 124) and the lock is released.
+func TestRunMaxHoldStopsCommand(t *testing.T) {
+	s := memstore.New()
+	dir := t.TempDir()
+	end := endingIn(t, dir)
+	cfg, _ := config(s, 2*time.Second, end.prefix+termTrap(dir))
+	cfg.MaxHold, cfg.KillGrace = 300*time.Millisecond, 300*time.Millisecond
+	t0 := time.Now()
+	ch := start(cfg)
+	waitStarted(t, dir)
+	gone := end.at(t)
+	o := await(t, ch)
+	var mh *MaxHoldError
+	if !errors.As(o.err, &mh) {
+		t.Fatalf("run: code %d, err %v; want a MaxHoldError", o.code, o.err)
+	}
+	if !exists(filepath.Join(dir, "term")) {
+		t.Error("the command got no SIGTERM before the SIGKILL")
+	}
+	if o.code != 128+int(syscall.SIGKILL) {
+		t.Errorf("the command's status %d: want %d, killed by the SIGKILL", o.code, 128+int(syscall.SIGKILL))
+	}
+	if d := gone.Sub(t0); d < cfg.MaxHold+cfg.KillGrace {
+		t.Errorf("the command was gone %s after the start, before max-hold + kill-grace (%s)", d, cfg.MaxHold+cfg.KillGrace)
+	}
+	mustBeFree(t, s)
+}
+
+// --min-hold keeps the lock after a command that ended sooner, marked,
+// until acquisition + min-hold (not a TTL); the command's status is the
+// run's.
+func TestRunMinHoldKeepsLock(t *testing.T) {
+	s := memstore.New()
+	ttl := time.Second
+	cfg, _ := config(s, ttl, "exit 5")
+	cfg.MinHold = 5 * time.Second
+	o := await(t, start(cfg))
+	if o.err != nil || o.code != 5 {
+		t.Fatalf("run: code %d, err %v; want 5, nil", o.code, o.err)
+	}
+	h, held, err := s.Inspect(context.Background(), "k")
+	if err != nil || !held || h.Hold != lock.HoldMinHold {
+		t.Fatalf("after a min-hold run: %+v held=%v err=%v; want held, marked %q", h, held, err, lock.HoldMinHold)
+	}
+	if h.ExpiresIn <= cfg.MinHold-o.took-time.Second || h.ExpiresIn > cfg.MinHold {
+		t.Errorf("the lock is kept for %s more after a %s run; want the rest of min-hold %s", h.ExpiresIn, o.took, cfg.MinHold)
+	}
+}
+
+// When the command exits leaving a grandchild that ignores SIGTERM, the
+// grandchild gets SIGKILL after kill-grace, and the lock is released only
+// once it is gone; the command's status is the run's.
+func TestRunReleasesOnlyOnceGroupIsGone(t *testing.T) {
+	s := memstore.New()
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	cfg, _ := config(s, 3*time.Second, `(trap "" TERM; exec sleep 1000) & echo $! > `+pidFile+`; exit 5`)
+	cfg.KillGrace = 500 * time.Millisecond
+	// Not a pipe that Run copies from: the command's Wait would wait for
+	// the grandchild to close it.
+	cfg.Stdout, cfg.Stderr = nil, nil
+	ch := start(cfg)
+	var pid int
+	wait.Until(t, 10*time.Second, "the grandchild's pid", func() bool {
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+	sawHeld := false
+	wait.Until(t, 10*time.Second, "the lock to be released", func() bool {
+		_, held, err := s.Inspect(context.Background(), "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held {
+			sawHeld = true
+			return false
+		}
+		if alive(pid) {
+			t.Fatalf("the lock was released while the command's grandchild %d still ran", pid)
+		}
+		return true
+	})
+	if !sawHeld {
+		t.Error("the lock was never seen held while the grandchild ran")
+	}
+	o := await(t, ch)
+	if o.err != nil || o.code != 5 {
+		t.Fatalf("run: code %d, err %v; want 5, nil", o.code, o.err)
+	}
+}
+
+// alive: process pid exists and has not exited (a zombie has).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || (b[i+2] != 'Z' && b[i+2] != 'X')
+}
+
+// A second SIGTERM to distlock kills the command that ignored the first;
+// the lock is released.
+func TestRunSecondSIGTERMKills(t *testing.T) {
+	s := memstore.New()
+	dir := t.TempDir()
+	cfg, _ := config(s, 2*time.Second, termTrap(dir))
+	ch := start(cfg)
+	waitStarted(t, dir)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	wait.Until(t, 10*time.Second, "the command to get the SIGTERM", func() bool { return exists(filepath.Join(dir, "term")) })
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	o := await(t, ch)
+	if o.err != nil || o.code != 128+int(syscall.SIGKILL) {
+		t.Fatalf("run: code %d, err %v; want %d (SIGKILL), nil", o.code, o.err, 128+int(syscall.SIGKILL))
 	}
 	mustBeFree(t, s)
 }
