@@ -54,105 +54,158 @@ const (
 // while the engine is failing ends with that error, not busy: the lock
 // was not seen held, the engine was not seen at all.
 func Acquire(ctx context.Context, b lock.Backend, req lock.Request, opts Options) (lock.Lease, error) {
+	return acquire(ctx, b, req, opts, realTimer, rand.Float64)
+}
+
+// acquire is Acquire with its clock and its randomness given: timer starts
+// a timer of d (stop stops it), rnd draws the jitter in [0, 1).
+func acquire(ctx context.Context, b lock.Backend, req lock.Request, opts Options,
+	timer func(d time.Duration) (c <-chan time.Time, stop func()), rnd func() float64) (lock.Lease, error) {
 	wctx := ctx
 	if opts.Wait > 0 {
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithTimeout(ctx, opts.Wait)
 		defer cancel()
 	}
-	c := b.Contend(req)
-	var (
-		last      *lock.Holder // the holder last reported to Progress
-		seen      lock.Holder  // the holder of the last busy answer
-		delay     = minPoll
-		contacted bool // the engine has answered (busy) at least once
-		failures  int  // transient errors in a row while waiting
-	)
-	// rideOut sleeps before trying again after a transient error while
-	// waiting, and reports false when the wait must end with err instead.
-	rideOut := func(err error) bool {
-		if !contacted || opts.Wait == 0 || !lock.Transient(err) || over(wctx) {
-			return false
-		}
-		failures++
-		d := jitter(min(minRetry<<min(failures-1, 8), maxRetry), rand.Float64())
-		if opts.Retrying != nil {
-			opts.Retrying(err, failures, d)
-		}
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return true
-		case <-wctx.Done():
-			return false
-		}
-	}
-	// fail ends the wait after an error that is not a busy answer.
-	fail := func(err error) error {
-		c.Leave()
-		if failures > 0 && !over(ctx) {
-			return err // the engine was failing when the wait ran out
-		}
-		if contacted {
-			return endOfWait(ctx, wctx, req.Key, &seen, err)
-		}
-		return endOfWait(ctx, wctx, req.Key, nil, err)
+	w := &waiter{
+		ctx: ctx, wctx: wctx, c: b.Contend(req), key: req.Key, opts: opts,
+		timer: timer, rnd: rnd, delay: minPoll,
 	}
 	for {
-		l, err := c.Try(wctx)
-		if err == nil {
-			return l, nil
-		}
-		var busy *lock.BusyError
-		if !errors.As(err, &busy) {
-			if rideOut(err) {
-				continue
-			}
-			return nil, fail(err)
-		}
-		contacted, failures, seen = true, 0, busy.Holder
-		if opts.Wait == 0 {
-			c.Leave()
-			return nil, busy
-		}
-		r, err := c.Wait(wctx)
-		if err != nil {
-			if rideOut(err) {
-				continue
-			}
-			return nil, fail(err)
-		}
-		// Told after Wait, so that a waiter reported as waiting holds its
-		// place in the engine's line (if it keeps one).
-		if last == nil || !lock.SameHolder(*last, busy.Holder) {
-			h := busy.Holder
-			last = &h
-			if opts.Progress != nil {
-				opts.Progress(h)
-			}
-		}
-		var (
-			t     *time.Timer
-			timer <-chan time.Time
-		)
-		if d := Sleep(r, delay, rand.Float64()); d >= 0 {
-			t = time.NewTimer(d)
-			timer = t.C
-		}
-		select {
-		case <-r.Wake:
-			delay = minPoll
-		case <-timer:
-			delay = min(2*delay, max(r.Poll, minPoll))
-		case <-wctx.Done():
-			c.Leave()
-			return nil, endOfWait(ctx, wctx, req.Key, &seen, wctx.Err())
-		}
-		if t != nil {
-			t.Stop()
+		if l, done, err := w.step(); done {
+			return l, err
 		}
 	}
+}
+
+func realTimer(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTimer(d)
+	return t.C, func() { t.Stop() }
+}
+
+// waiter is one wait between its steps: what the engine last answered and
+// how long the next pause is.
+type waiter struct {
+	ctx, wctx context.Context // the caller's; the wait's, with its deadline
+	c         lock.Contender
+	key       string
+	opts      Options
+	timer     func(time.Duration) (<-chan time.Time, func())
+	rnd       func() float64
+
+	last      *lock.Holder // the holder last reported to Progress
+	seen      lock.Holder  // the holder of the last busy answer
+	delay     time.Duration
+	contacted bool // the engine has answered (busy) at least once
+	failures  int  // transient errors in a row while waiting
+}
+
+// step tries once and, if the key is busy, waits for the next try. done
+// says the wait is over, with the lease or the error.
+func (w *waiter) step() (l lock.Lease, done bool, err error) {
+	l, err = w.c.Try(w.wctx)
+	if err == nil {
+		return l, true, nil
+	}
+	var busy *lock.BusyError
+	if !errors.As(err, &busy) {
+		done, err = w.onError(err)
+		return nil, done, err
+	}
+	done, err = w.onBusy(busy)
+	return nil, done, err
+}
+
+// onError follows an error that is not a busy answer: ridden out (the wait
+// goes on), or the end of the wait.
+func (w *waiter) onError(err error) (done bool, end error) {
+	if w.rideOut(err) {
+		return false, nil
+	}
+	return true, w.fail(err)
+}
+
+// onBusy follows a busy answer: the end of a try-once, else Wait, report
+// progress and pause until the next try.
+func (w *waiter) onBusy(busy *lock.BusyError) (done bool, err error) {
+	w.contacted, w.failures, w.seen = true, 0, busy.Holder
+	if w.opts.Wait == 0 {
+		w.c.Leave()
+		return true, busy
+	}
+	r, err := w.c.Wait(w.wctx)
+	if err != nil {
+		return w.onError(err)
+	}
+	// Told after Wait, so that a waiter reported as waiting holds its
+	// place in the engine's line (if it keeps one).
+	w.progress(busy.Holder)
+	return w.pause(r)
+}
+
+// progress tells Progress of h if it is not the holder last told of.
+func (w *waiter) progress(h lock.Holder) {
+	if w.last != nil && lock.SameHolder(*w.last, h) {
+		return
+	}
+	w.last = &h
+	if w.opts.Progress != nil {
+		w.opts.Progress(h)
+	}
+}
+
+// pause waits as r says (a wake-up, or the backoff) before the next try;
+// the wait's end ends it.
+func (w *waiter) pause(r lock.Retry) (done bool, err error) {
+	var timer <-chan time.Time
+	if d := Sleep(r, w.delay, w.rnd()); d >= 0 {
+		c, stop := w.timer(d)
+		defer stop()
+		timer = c
+	}
+	select {
+	case <-r.Wake:
+		w.delay = minPoll
+	case <-timer:
+		w.delay = min(2*w.delay, max(r.Poll, minPoll))
+	case <-w.wctx.Done():
+		w.c.Leave()
+		return true, endOfWait(w.ctx, w.wctx, w.key, &w.seen, w.wctx.Err())
+	}
+	return false, nil
+}
+
+// rideOut sleeps before trying again after a transient error while
+// waiting, and reports false when the wait must end with err instead.
+func (w *waiter) rideOut(err error) bool {
+	if !w.contacted || w.opts.Wait == 0 || !lock.Transient(err) || over(w.wctx) {
+		return false
+	}
+	w.failures++
+	d := jitter(min(minRetry<<min(w.failures-1, 8), maxRetry), w.rnd())
+	if w.opts.Retrying != nil {
+		w.opts.Retrying(err, w.failures, d)
+	}
+	c, stop := w.timer(d)
+	defer stop()
+	select {
+	case <-c:
+		return true
+	case <-w.wctx.Done():
+		return false
+	}
+}
+
+// fail ends the wait after an error that is not a busy answer.
+func (w *waiter) fail(err error) error {
+	w.c.Leave()
+	if w.failures > 0 && !over(w.ctx) {
+		return err // the engine was failing when the wait ran out
+	}
+	if w.contacted {
+		return endOfWait(w.ctx, w.wctx, w.key, &w.seen, err)
+	}
+	return endOfWait(w.ctx, w.wctx, w.key, nil, err)
 }
 
 // over reports whether ctx has ended or its deadline has passed (an

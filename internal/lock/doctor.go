@@ -59,6 +59,12 @@ type Check struct {
 // (renew.Drift) and engines judge their clocks by it.
 const ClockDrift = 0.01
 
+// ValidityDelta is the fixed margin δ of docs/ARCHITECTURE.md ("Timing")
+// that a lease's validity keeps back besides the drift allowance:
+// validUntil = s + TTL·(1−ρ) − δ. The keeper (renew.Delta), Redlock's
+// validity and the engines' doctor checks count with it.
+const ValidityDelta = 2 * time.Millisecond
+
 // ClockOffsetCheck judges the offset between the engine's wall clock and
 // ours (engine minus local, measured to within ±uncertainty). TTLs are
 // relative, so a steady offset does not shorten a lease; but an offset

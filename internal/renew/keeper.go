@@ -11,7 +11,6 @@ package renew
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -103,215 +102,84 @@ func (k *Keeper) Stop() {
 	<-k.done
 }
 
-type confirmReq struct {
-	at time.Time
-	ch chan<- error
-}
-
-type result struct {
-	sent      time.Time     // monotonic, just before the request was sent
-	suspended time.Duration // the clock's Suspended at sent
-	err       error
-}
-
+// loop only dispatches: the keeper's state (state.go) handles each event,
+// and io owns the timers and the renewal in flight.
 func (k *Keeper) loop(suspendedAtStart time.Duration) {
 	defer close(k.done)
 	t := k.timing
-	// validUntil is on the monotonic clock, corrected for every suspend up
-	// to validSuspended (a reading of k.clock).
-	validUntil := t.ValidUntil(k.lease.Granted())
-	validSuspended := suspendedAtStart
-	next := k.lease.Granted().Add(t.Interval())
-	results := make(chan result, 1)
-	var (
-		inflight context.CancelFunc
-		failures int
-		lastErr  error
-		lastOK   = k.lease.Granted()
-		slept    time.Duration // suspended since the last good renewal was sent
-		// Confirm callers, each answered by the first renewal sent after
-		// it asked; again: one asked while a renewal was in flight.
-		confirms []confirmReq
-		again    bool
-	)
-	answer := func(sent time.Time, err error) {
-		kept := confirms[:0]
-		for _, c := range confirms {
-			if err != nil || !sent.Before(c.at) {
-				c.ch <- err
-			} else {
-				kept = append(kept, c)
-			}
-		}
-		confirms = kept
-	}
+	io := &keeperIO{k: k, results: make(chan result, 1)}
+	s := newKeeperState(t, k.lease.Key(), k.lease.Granted(), suspendedAtStart, k.clock, time.Now, k.log, io)
 	defer func() {
-		// Cancel a request in flight and wait for it to return: after
-		// Stop nothing may touch the lease.
-		if inflight != nil {
-			inflight()
-			<-results
-		}
-		answer(time.Time{}, errStopped) // the lease is lost, or we stop
+		io.finish() // after Stop nothing may touch the lease
+		s.stopped() // the lease is lost, or we stop
 	}()
-	renewTimer := time.NewTimer(time.Until(next))
-	termTimer := time.NewTimer(time.Until(t.TermAt(validUntil)))
+	io.renewTimer = time.NewTimer(time.Until(k.lease.Granted().Add(t.Interval())))
+	io.termTimer = time.NewTimer(time.Until(s.termAt()))
 	suspendTicker := time.NewTicker(t.SuspendCheck())
-	defer renewTimer.Stop()
-	defer termTimer.Stop()
+	defer io.renewTimer.Stop()
+	defer io.termTimer.Stop()
 	defer suspendTicker.Stop()
-
-	send := func() {
-		sent, suspended := time.Now(), k.clock.Suspended()
-		ctx, cancel := context.WithDeadline(context.Background(), minTime(validUntil, sent.Add(t.AttemptTimeout())))
-		inflight = cancel
-		go func() {
-			err := k.lease.Renew(ctx)
-			results <- result{sent: sent, suspended: suspended, err: err}
-		}()
-	}
 	alerts := k.lease.Alerts()
-	// lose reports the loss for want of a renewal in time (or because of a
-	// suspend), with the SIGKILL due at the lease's KillAt.
-	lose := func() {
-		why := "renewal did not succeed in time"
-		switch {
-		case slept > 0:
-			why = fmt.Sprintf("the machine was suspended for %s since the last renewal: the lease may have expired meanwhile", slept.Round(time.Millisecond))
-		case lastErr != nil:
-			why = fmt.Sprintf("could not renew for %s (last error: %v)", time.Since(lastOK).Round(time.Millisecond), lastErr)
-		}
-		k.report(Loss{Err: errors.New(why), KillAt: t.KillAt(validUntil)})
-	}
-	// checkSuspend corrects validUntil for a suspend since it was
-	// reckoned. If the lease may have run out meanwhile (its TermAt has
-	// passed), it reports the loss at once and says so: a renewal that
-	// happens to be answered first must not hide it. Otherwise a renewal
-	// goes out now, to learn the truth sooner.
-	checkSuspend := func() (lost bool) {
-		now := k.clock.Suspended()
-		d := now - validSuspended
-		if d <= SuspendTolerance {
-			return false
-		}
-		validUntil, validSuspended = t.AfterSuspend(validUntil, d), now
-		slept += d
-		k.log.Warn("the machine was suspended: the lease ran on meanwhile", "key", k.lease.Key(), "suspended", d.Round(time.Millisecond), "margin", t.margin(validUntil))
-		if !time.Now().Before(t.TermAt(validUntil)) {
-			lose()
-			return true
-		}
-		termTimer.Reset(time.Until(t.TermAt(validUntil)))
-		if inflight == nil {
-			send()
-		}
-		return false
-	}
-	for {
+	for lost := false; !lost; {
 		select {
 		case <-k.stop:
 			return
 		case <-suspendTicker.C:
-			if checkSuspend() {
-				return
-			}
+			lost = s.onSuspendCheck()
 		case <-k.poke:
-			if checkSuspend() {
-				return
-			}
-			if inflight == nil {
-				send()
-			}
+			lost = s.onPoke()
 		case <-alerts:
-			// The engine heard the lease may be gone (a local break):
-			// find out now rather than at the next renewal.
-			if inflight == nil {
-				send()
-			}
+			s.onAlert()
 		case ch := <-k.confirm:
-			confirms = append(confirms, confirmReq{at: time.Now(), ch: ch})
-			if inflight == nil {
-				send()
-			} else {
-				again = true
-			}
-		case <-renewTimer.C:
-			if checkSuspend() {
-				return
-			}
-			if inflight == nil {
-				send()
-			}
-		case r := <-results:
-			inflight()
-			inflight = nil
-			if errors.Is(r.err, lock.ErrNotHeld) {
-				// Another holder may be running already: stop the
-				// command now, not at the end of kill-grace.
-				k.report(Loss{
-					Err:    errors.New("the engine says the lease is no longer ours (broken, expired or taken over)"),
-					KillAt: t.LostKillAt(time.Now(), validUntil),
-				})
-				return
-			}
-			if checkSuspend() {
-				return
-			}
-			if r.err != nil {
-				failures++
-				lastErr = r.err
-				k.log.Warn("renew failed", "key", k.lease.Key(), "attempt", failures, "error", r.err, "margin", t.margin(validUntil))
-				renewTimer.Reset(t.Backoff(failures))
-				continue
-			}
-			// Validity counts from the send, less any suspend since.
-			vu, vs := t.ValidUntil(r.sent), r.suspended
-			slept = 0
-			if now := k.clock.Suspended(); now-vs > SuspendTolerance {
-				vu, vs, slept = t.AfterSuspend(vu, now-vs), now, now-vs
-			}
-			failures, lastErr, lastOK = 0, nil, r.sent
-			if vu.After(validUntil) {
-				validUntil, validSuspended = vu, vs
-			}
-			termTimer.Reset(time.Until(t.TermAt(validUntil)))
-			renewTimer.Reset(time.Until(r.sent.Add(t.Interval())))
-			k.log.Debug("renewed", "key", k.lease.Key(), "latency", time.Since(r.sent).Round(time.Microsecond), "margin", t.margin(validUntil))
-			answer(r.sent, nil)
-			if again && len(confirms) > 0 {
-				send() // sent before a Confirm asked: ask again
-			}
-			again = false
-		case <-termTimer.C:
-			if checkSuspend() {
-				return
-			}
-			if time.Now().Before(t.TermAt(validUntil)) {
-				termTimer.Reset(time.Until(t.TermAt(validUntil)))
-				continue
-			}
-			lose()
-			return
+			s.onConfirm(ch)
+		case <-io.renewTimer.C:
+			lost = s.onRenewDue()
+		case r := <-io.results:
+			io.returned()
+			lost = s.onResult(r)
+		case <-io.termTimer.C:
+			lost = s.onTermDue()
 		}
+	}
+}
+
+// keeperIO is the keeper's side of its state's effects: the timers, the
+// renewal in flight on its own goroutine, the Lost channel.
+type keeperIO struct {
+	k                     *Keeper
+	results               chan result
+	inflight              context.CancelFunc
+	renewTimer, termTimer *time.Timer
+}
+
+func (io *keeperIO) renew(sent time.Time, suspended time.Duration, deadline time.Time) {
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	io.inflight = cancel
+	go func() {
+		err := io.k.lease.Renew(ctx)
+		io.results <- result{sent: sent, suspended: suspended, err: err}
+	}()
+}
+
+func (io *keeperIO) renewIn(d time.Duration) { io.renewTimer.Reset(d) }
+func (io *keeperIO) termIn(d time.Duration)  { io.termTimer.Reset(d) }
+func (io *keeperIO) report(l Loss)           { io.k.report(l) }
+
+// returned releases the context of the renewal whose result was received.
+func (io *keeperIO) returned() {
+	io.inflight()
+	io.inflight = nil
+}
+
+// finish cancels a renewal in flight and waits for it to return.
+func (io *keeperIO) finish() {
+	if io.inflight != nil {
+		io.inflight()
+		<-io.results
 	}
 }
 
 func (k *Keeper) report(l Loss) {
 	k.log.Warn("lease lost", "key", k.lease.Key(), "reason", l.Err, "kill_in", time.Until(l.KillAt).Round(time.Millisecond))
 	k.lost <- l
-}
-
-// margin is what is left of the lease, for the log.
-func (t Timing) margin(validUntil time.Time) any {
-	if t.HeldWhileAlive {
-		return "unbounded" // the lock is held while distlock lives
-	}
-	return time.Until(validUntil).Round(time.Millisecond)
-}
-
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
 }

@@ -28,8 +28,9 @@ const (
 	// Drift (ρ) allows for the engine's clock running faster than ours:
 	// lock.ClockDrift, by which the engines' doctor checks judge clocks.
 	Drift = lock.ClockDrift
-	// Delta (δ) covers the time from our SIGKILL to the child being gone.
-	Delta = 2 * time.Millisecond
+	// Delta (δ) covers the time from our SIGKILL to the child being gone:
+	// lock.ValidityDelta, which Redlock's validity counts with too.
+	Delta = lock.ValidityDelta
 )
 
 // ValidUntil is the last moment the lease is certainly valid, counting from

@@ -446,7 +446,7 @@ func replicaClockVerdict(ttl time.Duration, clocks []replicaClock) lock.Check {
 	if len(clocks) == 0 {
 		return lock.Check{Name: name, Status: lock.CheckOK, Detail: "the master has no replicas"}
 	}
-	margin := time.Duration(float64(ttl)*lock.ClockDrift) + 2*time.Millisecond
+	margin := time.Duration(float64(ttl)*lock.ClockDrift) + lock.ValidityDelta
 	status := lock.CheckOK
 	worse := func(s lock.CheckStatus) {
 		if s == lock.CheckProblem || status == lock.CheckOK {

@@ -76,13 +76,6 @@ return {rl_age, rl_longest, rl_res}
 
 const redlockForm = "redlock://[user:password@]host:port,host:port,host:port[,host:port...][?tls=true] (redlocks:// for TLS)"
 
-// redlockDrift and redlockDelta are Redlock's clock-drift allowance
-// (ρ = 0.01) and fixed margin (δ = 2 ms), the same as the keeper's.
-const (
-	redlockDrift = 0.01
-	redlockDelta = 2 * time.Millisecond
-)
-
 // Redlock is a lock over independent Redis masters (see above).
 type Redlock struct {
 	nodes  []*Backend
@@ -297,7 +290,9 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 			granted++
 		}
 	}
-	validity := time.Duration(float64(req.TTL)*(1-redlockDrift)) - redlockDelta - time.Since(start)
+	// Redlock's validity allows for drift and a fixed margin as the keeper
+	// does (ρ, δ: lock.ClockDrift, lock.ValidityDelta).
+	validity := time.Duration(float64(req.TTL)*(1-lock.ClockDrift)) - lock.ValidityDelta - time.Since(start)
 	if granted >= r.quorum && validity > 0 {
 		// The token: the maximum granted, written back to every master
 		// that granted. A master whose grant landed but whose reply was
@@ -317,7 +312,7 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 			}
 			return young[k]
 		})
-		if validity = time.Duration(float64(req.TTL)*(1-redlockDrift)) - redlockDelta - time.Since(start); r.needQuorum(werrs, "took the fencing token") == nil && validity > 0 {
+		if validity = time.Duration(float64(req.TTL)*(1-lock.ClockDrift)) - lock.ValidityDelta - time.Since(start); r.needQuorum(werrs, "took the fencing token") == nil && validity > 0 {
 			return &redlockLease{r: r, key: req.Key, owner: req.Owner, token: tok, ttl: req.TTL, granted: start,
 				fields: recordFields(req.Meta, start)}, nil
 		}
@@ -408,7 +403,7 @@ func (r *Redlock) young(infos []restartInfo) []error {
 				need = max(need, o.longest)
 			}
 		}
-		need += time.Duration(float64(need) * redlockDrift)
+		need += time.Duration(float64(need) * lock.ClockDrift)
 		if in.age < need {
 			out[k] = &lock.UnavailableError{Msg: fmt.Sprintf("%s lost its data (restarted empty, or was flushed) %s ago: it counts toward a quorum once %s have passed (the longest TTL of a lease the other masters hold; Redlock's delayed restart)",
 				r.nodes[k].addr, in.age.Round(time.Millisecond), need.Round(time.Millisecond))}

@@ -2,7 +2,7 @@
 // the unit tests of the safety core (internal/runner, internal/renew,
 // internal/acquire): a whole run can be driven against it without a
 // server, and a test can make its renewals fail, stall or answer "not
-// yours" (Faults). It keeps the contract of internal/lock as a real engine
+// yours", and its tries fail (Faults). It keeps the contract of internal/lock as a real engine
 // does (the conformance suite runs against it): leases expire by its own
 // clock, tokens rise by the one token rule, a mutex is a semaphore of one.
 // It is no product engine: nothing outside tests opens it.
@@ -18,8 +18,8 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// Faults are what a test makes the store do to renewals. The zero value
-// is a healthy store.
+// Faults are what a test makes the store do to renewals and tries. The
+// zero value is a healthy store.
 type Faults struct {
 	// Stall: a renewal gets no answer until its context ends, as from a
 	// paused server.
@@ -27,6 +27,9 @@ type Faults struct {
 	// Err, when set, is every renewal's answer (lock.ErrNotHeld: the
 	// engine says the lease is gone; anything else: a transient failure).
 	Err error
+	// Try, when set, is every try's answer (a transient
+	// *lock.UnavailableError, say: the engine failing while one waits).
+	Try error
 }
 
 // Store is the engine. Open it with New.
@@ -113,6 +116,9 @@ func (s *Store) try(req lock.Request) (lock.Lease, time.Duration, error) {
 	limit := max(req.Limit, 1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.faults.Try != nil {
+		return nil, -1, s.faults.Try
+	}
 	now := time.Now()
 	k := s.keys[req.Key]
 	if k == nil {
