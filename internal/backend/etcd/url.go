@@ -76,11 +76,10 @@ func (c Config) String() string {
 // Several hosts are members of one cluster. User and password may be
 // percent-encoded. Errors are lock.ErrInvalid and never hold the password.
 func ParseURL(raw string) (Config, error) {
-	const form = "etcd://[user[:password]@]host:port[,host:port...][?cacert=FILE&cert=FILE&key=FILE]"
 	var cfg Config
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
-		return cfg, lock.Invalidf("etcd URL has no scheme: use %s", form)
+		return cfg, lock.Invalidf("etcd URL has no scheme: use %s", urlForm)
 	}
 	switch strings.ToLower(scheme) {
 	case "etcd":
@@ -99,37 +98,68 @@ func ParseURL(raw string) (Config, error) {
 	if strings.Contains(tail, "@") && !strings.Contains(authority, "@") {
 		// Most likely a password with an unescaped '/', '?' or '#': say so
 		// without echoing any part of it.
-		return cfg, lock.Invalidf("etcd URL is malformed: percent-encode '/', '?', '#' and '@' in the user name or password (%s)", form)
+		return cfg, lock.Invalidf("etcd URL is malformed: percent-encode '/', '?', '#' and '@' in the user name or password (%s)", urlForm)
 	}
-	if at := strings.LastIndex(authority, "@"); at >= 0 {
-		userinfo := authority[:at]
-		authority = authority[at+1:]
-		user, pass, hasPass := strings.Cut(userinfo, ":")
-		var err error
-		if cfg.Username, err = url.PathUnescape(user); err != nil {
-			return Config{}, lock.Invalidf("etcd URL: the user name is not valid percent-encoding")
-		}
-		if hasPass {
-			if cfg.Password, err = url.PathUnescape(pass); err != nil {
-				return Config{}, lock.Invalidf("etcd URL: the password is not valid percent-encoding")
-			}
-		}
-		if cfg.Username == "" && cfg.Password != "" {
-			return Config{}, lock.Invalidf("etcd URL has a password but no user name: use etcd://USER:PASSWORD@host:port")
-		}
+	hosts, err := cfg.parseUserinfo(authority)
+	if err != nil {
+		return Config{}, err
 	}
+	if err := cfg.parseHosts(hosts); err != nil {
+		return Config{}, err
+	}
+	if err := cfg.parseTail(tail); err != nil {
+		return Config{}, err
+	}
+	if err := cfg.checkTLS(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
 
-	if authority == "" {
-		return Config{}, lock.Invalidf("etcd URL names no host: use %s", form)
+// urlForm is the shape of an etcd URL, for the errors that show it.
+const urlForm = "etcd://[user[:password]@]host:port[,host:port...][?cacert=FILE&cert=FILE&key=FILE]"
+
+// parseUserinfo sets the user and password from the authority's
+// "user[:password]@" (percent-encoded) and returns the hosts after it.
+func (cfg *Config) parseUserinfo(authority string) (string, error) {
+	at := strings.LastIndex(authority, "@")
+	if at < 0 {
+		return authority, nil
 	}
-	for _, ep := range strings.Split(authority, ",") {
+	user, pass, hasPass := strings.Cut(authority[:at], ":")
+	var err error
+	if cfg.Username, err = url.PathUnescape(user); err != nil {
+		return "", lock.Invalidf("etcd URL: the user name is not valid percent-encoding")
+	}
+	if hasPass {
+		if cfg.Password, err = url.PathUnescape(pass); err != nil {
+			return "", lock.Invalidf("etcd URL: the password is not valid percent-encoding")
+		}
+	}
+	if cfg.Username == "" && cfg.Password != "" {
+		return "", lock.Invalidf("etcd URL has a password but no user name: use etcd://USER:PASSWORD@host:port")
+	}
+	return authority[at+1:], nil
+}
+
+// parseHosts sets the endpoints from "host[:port][,host[:port]...]".
+func (cfg *Config) parseHosts(hosts string) error {
+	if hosts == "" {
+		return lock.Invalidf("etcd URL names no host: use %s", urlForm)
+	}
+	for _, ep := range strings.Split(hosts, ",") {
 		norm, err := normalizeEndpoint(ep)
 		if err != nil {
-			return Config{}, err
+			return err
 		}
 		cfg.Endpoints = append(cfg.Endpoints, norm)
 	}
+	return nil
+}
 
+// parseTail checks what follows the authority: no path but "/", and the
+// TLS files as query parameters (a fragment is ignored).
+func (cfg *Config) parseTail(tail string) error {
 	path, query, _ := strings.Cut(tail, "?")
 	if i := strings.IndexByte(query, '#'); i >= 0 {
 		query = query[:i]
@@ -138,15 +168,15 @@ func ParseURL(raw string) (Config, error) {
 		path = path[:i]
 	}
 	if path != "" && path != "/" {
-		return Config{}, lock.Invalidf("etcd URL has a path (%q); etcd URLs take none: set the key namespace with --prefix", path)
+		return lock.Invalidf("etcd URL has a path (%q); etcd URLs take none: set the key namespace with --prefix", path)
 	}
 	q, err := url.ParseQuery(query)
 	if err != nil {
-		return Config{}, lock.Invalidf("etcd URL query is malformed: use ?cacert=FILE&cert=FILE&key=FILE")
+		return lock.Invalidf("etcd URL query is malformed: use ?cacert=FILE&cert=FILE&key=FILE")
 	}
 	for name, vals := range q {
 		if len(vals) != 1 || vals[0] == "" {
-			return Config{}, lock.Invalidf("etcd URL parameter %q needs exactly one non-empty value", name)
+			return lock.Invalidf("etcd URL parameter %q needs exactly one non-empty value", name)
 		}
 		switch name {
 		case "cacert":
@@ -156,13 +186,10 @@ func ParseURL(raw string) (Config, error) {
 		case "key":
 			cfg.Key = vals[0]
 		default:
-			return Config{}, lock.Invalidf("etcd URL parameter %q is unknown: the parameters are cacert, cert and key", name)
+			return lock.Invalidf("etcd URL parameter %q is unknown: the parameters are cacert, cert and key", name)
 		}
 	}
-	if err := cfg.checkTLS(); err != nil {
-		return Config{}, err
-	}
-	return cfg, nil
+	return nil
 }
 
 // checkTLS validates the TLS file settings (shared by ParseURL and New).
