@@ -29,10 +29,11 @@ type RedisSentinel struct {
 // StartRedisSentinel starts a master, replicas replicas of it (each in
 // sync before it returns) and three sentinels (redis-server --sentinel,
 // with a generated config) that monitor it with a quorum of 2, each in a
-// directory of its own under dir. The sentinels declare the master down
-// after 500 ms of silence. It returns once every sentinel names the
-// master; StartRedisSentinel does not wait for the sentinels to find each
-// other (WaitAcquainted), which only a failover needs.
+// directory of its own under dir. Two sentinels declare the master down
+// after downAfter of silence; the third only votes (sentinelDownAfter).
+// It returns once every sentinel names the master; StartRedisSentinel
+// does not wait for the sentinels to find each other (WaitAcquainted),
+// which only a failover needs.
 func StartRedisSentinel(dir string, replicas int) (s *RedisSentinel, err error) {
 	s = &RedisSentinel{}
 	started := s // s is nil by the time a failed start's defer runs
@@ -63,7 +64,7 @@ func StartRedisSentinel(dir string, replicas int) (s *RedisSentinel, err error) 
 		return nil, err
 	}
 	for i := range 3 {
-		p, err := startSentinel(filepath.Join(dir, "sentinel"+strconv.Itoa(i)), mport)
+		p, err := startSentinel(filepath.Join(dir, "sentinel"+strconv.Itoa(i)), mport, sentinelDownAfter[i])
 		if err != nil {
 			return nil, err
 		}
@@ -81,6 +82,24 @@ func StartRedisSentinel(dir string, replicas int) (s *RedisSentinel, err error) 
 	}
 	return s, nil
 }
+
+// sentinelDownAfter is each sentinel's down-after-milliseconds, so that a
+// SIGKILLed master is replaced by one failover of about 2.5 s, on a loaded
+// two-core machine too:
+//
+//   - 1 s, not less: when a sentinel switches to the promoted replica it
+//     keeps the other sentinels' "master down" answers about the old
+//     master and gives the new one down-after to answer a PING on a fresh
+//     connection; with 500 ms a loaded machine missed that, and the
+//     sentinels at once failed the new master over again (epochs 2, 3, 4
+//     within 4 s, each demoting the master the clients had just found).
+//   - The third sentinel never declares the master down, it only votes:
+//     three sentinels that see the kill at the same instant can each vote
+//     for themselves, and Sentinel then retries only after twice the
+//     failover-timeout (an 8 s failover, longer than the scenarios' TTLs).
+//     Two candidates and a voter that votes for the first to ask always
+//     elect a leader.
+var sentinelDownAfter = [3]string{"1000", "1000", "600000"}
 
 // replicaSettings make a replica's first sync immediate (the default
 // diskless sync waits 5 s for more replicas to join).
@@ -131,15 +150,44 @@ func (s *RedisSentinel) WaitAcquainted(ctx context.Context) error {
 func (s *RedisSentinel) MasterAddr(ctx context.Context) (string, error) {
 	var last error
 	for _, p := range s.Sentinels {
-		c := goredis.NewClient(&goredis.Options{Addr: p.Addr(), MaxRetries: -1})
-		addr, err := c.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SentinelMaster).StringSlice()
-		c.Close()
-		if err == nil && len(addr) == 2 {
-			return net.JoinHostPort(addr[0], addr[1]), nil
+		addr, err := sentinelNames(ctx, p.Addr())
+		if err == nil {
+			return addr, nil
 		}
 		last = err
 	}
 	return "", fmt.Errorf("no sentinel names the master: %v", last)
+}
+
+// sentinelNames is the master's address as the sentinel at addr names it.
+func sentinelNames(ctx context.Context, addr string) (string, error) {
+	c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1})
+	defer c.Close()
+	hp, err := c.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SentinelMaster).StringSlice()
+	if err != nil {
+		return "", err
+	}
+	if len(hp) != 2 {
+		return "", fmt.Errorf("sentinel %s names no master", addr)
+	}
+	return net.JoinHostPort(hp[0], hp[1]), nil
+}
+
+// agreedMaster is the master's address if every sentinel names the same.
+func (s *RedisSentinel) agreedMaster(ctx context.Context) (string, error) {
+	var agreed string
+	for _, p := range s.Sentinels {
+		addr, err := sentinelNames(ctx, p.Addr())
+		switch {
+		case err != nil:
+			return "", err
+		case agreed == "":
+			agreed = addr
+		case addr != agreed:
+			return "", fmt.Errorf("the sentinels name %s and %s", agreed, addr)
+		}
+	}
+	return agreed, nil
 }
 
 // Node is the data node at addr, or nil.
@@ -152,12 +200,14 @@ func (s *RedisSentinel) Node(addr string) *Process {
 	return nil
 }
 
-// WaitFailover waits until the sentinels name a master other than old
-// and that master answers as a master with at least replicas replicas
-// online. It returns the new master's address.
+// WaitFailover waits until every sentinel names one master other than
+// old and that master answers as a master with at least replicas replicas
+// online. It returns the new master's address. (Every sentinel: the others
+// learn the new master from the leader within a moment, and a client that
+// asks one of them in that moment still finds the old master.)
 func (s *RedisSentinel) WaitFailover(ctx context.Context, old string, replicas int) (string, error) {
 	for {
-		addr, err := s.MasterAddr(ctx)
+		addr, err := s.agreedMaster(ctx)
 		if err == nil && addr != old {
 			if err = waitReplicasOnline(ctx, addr, replicas); err == nil {
 				return addr, nil
@@ -183,9 +233,10 @@ func (s *RedisSentinel) Close() error {
 }
 
 // startSentinel starts redis-server --sentinel in dir, monitoring the
-// master on 127.0.0.1:mport. The config file is the sentinel's own: it
-// rewrites it as it learns the deployment.
-func startSentinel(dir, mport string) (*Process, error) {
+// master on 127.0.0.1:mport and calling it down after downAfter ms of
+// silence. The config file is the sentinel's own: it rewrites it as it
+// learns the deployment.
+func startSentinel(dir, mport, downAfter string) (*Process, error) {
 	bin, err := lookBinary("redis-server")
 	if err != nil {
 		return nil, err
@@ -208,7 +259,7 @@ func startSentinel(dir, mport string) (*Process, error) {
 			"dir " + dir,
 			"logfile \"\"",
 			"sentinel monitor " + SentinelMaster + " 127.0.0.1 " + mport + " 2",
-			"sentinel down-after-milliseconds " + SentinelMaster + " 500",
+			"sentinel down-after-milliseconds " + SentinelMaster + " " + downAfter,
 			"sentinel failover-timeout " + SentinelMaster + " 3000",
 			"sentinel parallel-syncs " + SentinelMaster + " 4",
 			"",
