@@ -130,6 +130,18 @@ func ParseURL(raw string) (Config, error) {
 		cfg.Endpoints = append(cfg.Endpoints, norm)
 	}
 
+	if err := cfg.parseTail(tail); err != nil {
+		return Config{}, err
+	}
+	if err := cfg.checkTLS(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// parseTail reads what follows the authority in an etcd URL: no path, and
+// the query's TLS files (cacert, cert, key).
+func (c *Config) parseTail(tail string) error {
 	path, query, _ := strings.Cut(tail, "?")
 	if i := strings.IndexByte(query, '#'); i >= 0 {
 		query = query[:i]
@@ -138,31 +150,28 @@ func ParseURL(raw string) (Config, error) {
 		path = path[:i]
 	}
 	if path != "" && path != "/" {
-		return Config{}, lock.Invalidf("etcd URL has a path (%q); etcd URLs take none: set the key namespace with --prefix", path)
+		return lock.Invalidf("etcd URL has a path (%q); etcd URLs take none: set the key namespace with --prefix", path)
 	}
 	q, err := url.ParseQuery(query)
 	if err != nil {
-		return Config{}, lock.Invalidf("etcd URL query is malformed: use ?cacert=FILE&cert=FILE&key=FILE")
+		return lock.Invalidf("etcd URL query is malformed: use ?cacert=FILE&cert=FILE&key=FILE")
 	}
 	for name, vals := range q {
 		if len(vals) != 1 || vals[0] == "" {
-			return Config{}, lock.Invalidf("etcd URL parameter %q needs exactly one non-empty value", name)
+			return lock.Invalidf("etcd URL parameter %q needs exactly one non-empty value", name)
 		}
 		switch name {
 		case "cacert":
-			cfg.CACert = vals[0]
+			c.CACert = vals[0]
 		case "cert":
-			cfg.Cert = vals[0]
+			c.Cert = vals[0]
 		case "key":
-			cfg.Key = vals[0]
+			c.Key = vals[0]
 		default:
-			return Config{}, lock.Invalidf("etcd URL parameter %q is unknown: the parameters are cacert, cert and key", name)
+			return lock.Invalidf("etcd URL parameter %q is unknown: the parameters are cacert, cert and key", name)
 		}
 	}
-	if err := cfg.checkTLS(); err != nil {
-		return Config{}, err
-	}
-	return cfg, nil
+	return nil
 }
 
 // checkTLS validates the TLS file settings (shared by ParseURL and New).
