@@ -22,11 +22,9 @@
 //
 // A waiter watches only the deletion of the contender just ahead of it
 // (herd-free, FIFO: a release wakes exactly one waiter), keeps its own lease
-// alive meanwhile, and on becoming first renews its lease once more and
-// stamps its acquisition time with a compare-and-put on its own create
-// revision. A waiter given a progress callback also watches the holder's
-// key, so that it can say who holds the lock now: that costs each such
-// waiter one read per change of holder, but only the next in line acts.
+// alive meanwhile, and on becoming first takes over in one transaction,
+// with a keep-alive sent alongside. A semaphore's waiters stand in a line
+// of their own and take slots by the same code (contend.go, step.go).
 //
 // # Leases
 //

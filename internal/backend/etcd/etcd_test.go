@@ -473,7 +473,10 @@ func TestRenewAndWaiterKeepAlive(t *testing.T) {
 	})
 }
 
-// A waiter whose lease is revoked behind its back joins the queue again.
+// A waiter whose lease is revoked behind its back joins the queue again,
+// and keeps its new place: a waiter that came after it there still comes
+// after it (a lost place once made it leave and join again at every try,
+// always at the back).
 func TestWaiterRequeuesAfterLosingItsLease(t *testing.T) {
 	eachServer(t, func(t *testing.T, s server) {
 		b := newBackend(t, s)
@@ -483,14 +486,15 @@ func TestWaiterRequeuesAfterLosingItsLease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := make(chan lock.Lease, 1)
-		go func() {
-			l, err := waitFor(ctx, b, request("rq", "bob", time.Second), nil)
+		got := make(chan lock.Lease, 2)
+		waiter := func(owner string) {
+			l, err := waitFor(ctx, b, request("rq", owner, time.Second), nil)
 			if err != nil {
 				t.Error(err)
 			}
 			got <- l
-		}()
+		}
+		go waiter("bob")
 		wait.Until(t, 5*time.Second, "bob to queue", func() bool { return queueLen(t, b, "rq") == 2 })
 		resp, err := raw.Get(ctx, b.queuePrefix("rq"), clientv3.WithLastCreate()...)
 		if err != nil || len(resp.Kvs) != 1 {
@@ -504,15 +508,22 @@ func TestWaiterRequeuesAfterLosingItsLease(t *testing.T) {
 			resp, err := raw.Get(ctx, b.queuePrefix("rq"), clientv3.WithLastCreate()...)
 			return err == nil && len(resp.Kvs) == 1 && resp.Kvs[0].CreateRevision > bobsRev
 		})
+		go waiter("carol")
+		wait.Until(t, 5*time.Second, "carol to queue behind bob", func() bool { return queueLen(t, b, "rq") == 3 })
 		if err := l.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		lb := <-got
-		if lb == nil {
-			t.FailNow()
-		}
-		if err := lb.Release(ctx); err != nil {
-			t.Fatal(err)
+		for _, want := range []string{"bob", "carol"} {
+			l := <-got
+			if l == nil {
+				t.FailNow()
+			}
+			if l.Owner() != want {
+				t.Errorf("%s got the lock; want %s", l.Owner(), want)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
 }

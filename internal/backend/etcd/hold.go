@@ -111,12 +111,11 @@ func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 		if err := json.Unmarshal(kv.Value, &sr); err != nil || sr.Owner != h.Owner || sr.Token != h.Token {
 			continue
 		}
-		e := &entry{key: h.Key, qp: qp, etcdKey: string(kv.Key), id: clientv3.LeaseID(kv.Lease), rev: kv.CreateRevision, token: sr.Token, rec: sr.record}
+		e := &entry{key: h.Key, etcdKey: string(kv.Key), id: clientv3.LeaseID(kv.Lease), rev: kv.CreateRevision, token: sr.Token, rec: sr.record}
 		if strings.HasPrefix(string(kv.Key), b.slotPrefix(h.Key)) {
 			e.slot = &sr
-			return &SlotLease{l: b.newLease(e, granted), slot: sr.Slot}, nil
 		}
-		if i == 0 {
+		if e.slot != nil || i == 0 {
 			return b.newLease(e, granted), nil
 		}
 	}

@@ -13,14 +13,22 @@ import (
 )
 
 // Lease is a held etcd lock: our contender key at the head of the queue,
-// attached to our own etcd lease.
+// or a semaphore's slot key, attached to our own etcd lease. Renew,
+// Release and Hold work on either, checked by its create revision.
 type Lease struct {
 	b       *Backend
 	e       *entry
 	granted time.Time
 }
 
-var _ lock.Lease = (*Lease)(nil)
+func (b *Backend) newLease(e *entry, granted time.Time) *Lease {
+	return &Lease{b: b, e: e, granted: granted}
+}
+
+var (
+	_ lock.Lease   = (*Lease)(nil)
+	_ lock.Slotted = (*Lease)(nil)
+)
 
 func (l *Lease) Key() string   { return l.e.key }
 func (l *Lease) Token() uint64 { return l.e.token }
@@ -33,6 +41,14 @@ func (l *Lease) Alerts() <-chan struct{} { return nil }
 // lease valid: the LeaseGrant when we were first at once, or the final
 // KeepAliveOnce of a waiter that reached the head of the queue.
 func (l *Lease) Granted() time.Time { return l.granted }
+
+// Slot implements lock.Slotted: a semaphore's slot (0 for a mutex).
+func (l *Lease) Slot() int {
+	if l.e.slot != nil {
+		return l.e.slot.Slot
+	}
+	return 0
+}
 
 // LeaseID is the etcd lease backing the lock (for diagnostics).
 func (l *Lease) LeaseID() clientv3.LeaseID { return l.e.id }
@@ -82,4 +98,39 @@ func (l *Lease) Release(ctx context.Context) error {
 		return fmt.Errorf("%s: %w", l.e.key, lock.ErrNotHeld)
 	}
 	return nil
+}
+
+// cleanup leaves the line: revoking our lease deletes our key with it, in
+// one request. It runs on a fresh short context, since ctx may be the
+// one that just ended; if the revoke fails we fall back to a plain delete,
+// and failing that the lease expires on its own after TTL.
+func (b *Backend) cleanup(ctx context.Context, e *entry) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(b.dialTO, cleanupTimeout))
+	defer cancel()
+	if _, err := b.cli.Revoke(cctx, e.id); err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return
+	}
+	_, _ = b.cli.Delete(cctx, e.etcdKey)
+}
+
+// keepAlive renews our lease every TTL/3 until ctx ends; it closes lost
+// when the server says the lease is gone. Other errors are retried.
+func (b *Backend) keepAlive(ctx context.Context, id clientv3.LeaseID, ttl time.Duration, lost chan<- struct{}) {
+	every := max(ttl/3, 50*time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		kctx, cancel := context.WithTimeout(ctx, every)
+		_, err := b.cli.KeepAliveOnce(kctx, id)
+		cancel()
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			close(lost)
+			return
+		}
+	}
 }

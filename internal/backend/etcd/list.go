@@ -30,7 +30,7 @@ func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 		rest := strings.TrimPrefix(string(kv.Key), base)
 		esc, id, ok := strings.Cut(rest, "/")
 		if !ok || !contenderID(id) || strings.Contains(esc, "#") {
-			continue // not a lock key of ours ('#': a semaphore's waiter, semwait.go)
+			continue // not a lock key of ours ('#': a semaphore's waiter, join.go)
 		}
 		key, err := url.PathUnescape(esc)
 		if err != nil || !strings.HasPrefix(key, keyPrefix) {

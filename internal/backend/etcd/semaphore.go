@@ -24,19 +24,22 @@ package etcd
 // Because slot keys live in the queue prefix, the mutex code sees them:
 // Inspect (the first contender by create revision) describes the oldest
 // slot holder, and a mutex acquirer that finds a slot holder first in line
-// is refused with a *lock.LimitMismatchError (acquire.go, busy); semaphore
+// is refused with a *lock.LimitMismatchError (step.go, describe); semaphore
 // acquirers that come after a queued mutex contender are refused too.
 //
 // # Waiting
 //
 // Semaphore waiters queue in arrival order, each in a key of its own
-// outside the queue prefix (semwait.go). A try-once takes a slot only while
-// no waiter is in line (a compare in the taking transaction): it never
-// jumps the line, and never joins it.
+// outside the queue prefix, "<prefix>/<url.PathEscape(KEY)>#wait/<lease ID
+// in hex>" (join.go), and wait and take their slot by the mutex's code
+// (contend.go, step.go). A try-once takes a slot only while no waiter is
+// in line (a compare in the taking transaction): it never jumps the line,
+// and never joins it.
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -58,29 +61,37 @@ type slotRecord struct {
 
 func (b *Backend) slotPrefix(key string) string { return b.queuePrefix(key) + "slot/" }
 
-// semFallbackPoll bounds a waiter's sleep should a watch stay silent.
-const semFallbackPoll = 5 * time.Second
-
-// semAttempt grants a lease and takes the lowest free slot with it; when
-// every slot is held it revokes the lease and returns a *lock.BusyError
-// naming the oldest holder, with the revision the slots were read at.
-func (b *Backend) semAttempt(ctx context.Context, req lock.Request) (*SlotLease, int64, error) {
+// trySlot is a semaphore's try-once (each Try before its first Wait): it
+// grants a lease and takes the lowest free slot with it (takeSlot); when
+// every slot is held, or others wait in line, it revokes the lease and the
+// answer is busy, naming the oldest holder.
+func (c *contender) trySlot(ctx context.Context) (lock.Lease, error) {
 	granted := time.Now()
-	g, err := b.cli.Grant(ctx, leaseSeconds(req.TTL))
+	g, err := c.b.cli.Grant(ctx, leaseSeconds(c.req.TTL))
 	if err != nil {
-		return nil, 0, b.opError("grant a lease for "+req.Key, err)
+		return nil, c.b.opError("grant a lease for "+c.req.Key, err)
 	}
-	l, rev, err := b.semTake(ctx, req, g.ID, granted)
+	l, err := c.b.takeSlot(ctx, c.req, g.ID, granted)
 	if err != nil {
 		// The put may have been applied if the reply was lost: revoking the
 		// lease removes it.
-		b.semRevoke(ctx, g.ID)
+		c.b.revoke(ctx, g.ID)
+		var busy *lock.BusyError
+		if errors.As(err, &busy) {
+			c.holder = busy.Holder
+		}
+		return nil, err
 	}
-	return l, rev, err
+	return l, nil
 }
 
-func (b *Backend) semTake(ctx context.Context, req lock.Request, id clientv3.LeaseID, granted time.Time) (*SlotLease, int64, error) {
-	qp, wp, n := b.queuePrefix(req.Key), b.semWaitPrefix(req.Key), req.Limit
+// takeSlot reads the slots, the line and the token counter at one
+// revision and takes the lowest free slot on lease id, in a transaction
+// that requires no key under the queue prefix put since that read and
+// nobody in line: a try-once never jumps the line. On a conflict it reads
+// again.
+func (b *Backend) takeSlot(ctx context.Context, req lock.Request, id clientv3.LeaseID, granted time.Time) (*Lease, error) {
+	qp, wp := b.queuePrefix(req.Key), b.semWaitPrefix(req.Key)
 	for {
 		resp, err := b.cli.Txn(ctx).Then(
 			clientv3.OpGet(qp, clientv3.WithPrefix()),
@@ -88,47 +99,39 @@ func (b *Backend) semTake(ctx context.Context, req lock.Request, id clientv3.Lea
 			clientv3.OpGet(b.tokenKey(req.Key)),
 		).Commit()
 		if err != nil {
-			return nil, 0, b.opError("read the slots of "+req.Key, err)
+			return nil, b.opError("read the slots of "+req.Key, err)
 		}
 		rev := resp.Header.Revision
 		last, err := counterOf(req.Key, resp.Responses[2])
 		if err != nil {
-			return nil, 0, b.opError("read the slots of "+req.Key, err)
+			return nil, b.opError("read the slots of "+req.Key, err)
 		}
 		sr, err := readSlots(req, qp, resp.Responses[0].GetResponseRange().Kvs)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		if waiters := resp.Responses[1].GetResponseRange().Kvs; len(waiters) > 0 || sr.free < 0 {
 			// Full, or others wait in line: a try-once does not jump it.
-			return nil, rev, &lock.BusyError{Holder: b.semBusyHolder(ctx, req.Key, sr.oldest, waiters)}
+			return nil, &lock.BusyError{Holder: b.semBusyHolder(ctx, req.Key, sr.oldest, waiters)}
 		}
-		sk := b.slotPrefix(req.Key) + strconv.Itoa(sr.free)
-		tok := nextToken(last)
-		rec := slotRecord{record: newRecord(req, time.Now()), Limit: n, Slot: sr.free}
-		rec.QueuedAt, rec.Token = time.Time{}, tok
-		tr, err := b.cli.Txn(ctx).
-			If(
-				clientv3.Compare(clientv3.ModRevision(qp).WithPrefix(), "<", rev+1),
-				clientv3.Compare(clientv3.CreateRevision(wp).WithPrefix(), "=", 0), // nobody in line
-			).
-			Then(b.grantOp(req.Key, tok, clientv3.OpPut(sk, encodeJSON(rec), clientv3.WithLease(id)))).
-			Commit()
+		var held *entry
+		tr, err := grant(req.Key, last, func(t uint64) (*clientv3.TxnResponse, error) {
+			var put clientv3.Op
+			held, put = b.slotTake(req.Key, newRecord(req, time.Now()), req.Limit, sr.free, id, t)
+			return b.cli.Txn(ctx).
+				If(
+					clientv3.Compare(clientv3.ModRevision(qp).WithPrefix(), "<", rev+1),
+					clientv3.Compare(clientv3.CreateRevision(wp).WithPrefix(), "=", 0), // nobody in line
+				).
+				Then(b.grantOp(req.Key, t, put)).
+				Commit()
+		})
 		if err != nil {
-			return nil, 0, b.opError("take a slot of "+req.Key, err)
+			return nil, b.opError("take a slot of "+req.Key, err)
 		}
 		if tr.Succeeded {
-			ok, _, err := grantResult(req.Key, tr.Responses[0])
-			if err != nil {
-				return nil, 0, b.opError("take a slot of "+req.Key, err)
-			}
-			if ok {
-				e := &entry{key: req.Key, qp: qp, etcdKey: sk, id: id, rev: tr.Header.Revision, token: tok, rec: rec.record, slot: &rec}
-				return &SlotLease{l: b.newLease(e, granted), slot: sr.free}, 0, nil
-			}
-			// The counter is at or above our token (a clock behind the
-			// last token): read again at once, offering the counter + 1.
-			continue
+			held.rev = tr.Header.Revision
+			return b.newLease(held, granted), nil
 		}
 		// Someone changed the key's slots, queue or line since our read:
 		// read again, after a moment so that racing acquirers spread out.
@@ -136,10 +139,30 @@ func (b *Backend) semTake(ctx context.Context, req lock.Request, id clientv3.Lea
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, 0, b.opError("take a slot of "+req.Key, ctx.Err())
+			return nil, b.opError("take a slot of "+req.Key, ctx.Err())
 		case <-t.C:
 		}
 	}
+}
+
+// slotTake is what taking slot i of key with token t on lease id, for the
+// contender of record rec, puts: the entry then held (its create revision
+// is the take's) and the put.
+func (b *Backend) slotTake(key string, rec record, limit, i int, id clientv3.LeaseID, t uint64) (*entry, clientv3.Op) {
+	sr := &slotRecord{record: rec, Limit: limit, Slot: i}
+	sr.AcquiredAt, sr.QueuedAt, sr.Token = time.Now(), time.Time{}, t
+	h := &entry{key: key, etcdKey: b.slotPrefix(key) + strconv.Itoa(i), id: id, token: t, rec: sr.record, slot: sr}
+	return h, clientv3.OpPut(h.etcdKey, encodeJSON(sr), clientv3.WithLease(id))
+}
+
+// slotLimit is the limit of kv when it is a slot holder of key with a limit
+// above 1, else 0.
+func (b *Backend) slotLimit(key string, kv *mvccpb.KeyValue) int {
+	var rec slotRecord
+	if strings.HasPrefix(string(kv.Key), b.slotPrefix(key)) && json.Unmarshal(kv.Value, &rec) == nil && rec.Limit > 1 {
+		return rec.Limit
+	}
+	return 0
 }
 
 // slotsRead is what one read of a key's queue prefix says of its slots.
@@ -198,13 +221,6 @@ func (b *Backend) semBusyHolder(ctx context.Context, key string, oldest *mvccpb.
 	return lock.Holder{Key: key, ExpiresIn: -1}
 }
 
-// semRevoke drops a lease on a fresh short context.
-func (b *Backend) semRevoke(ctx context.Context, id clientv3.LeaseID) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(b.dialTO, cleanupTimeout))
-	defer cancel()
-	_, _ = b.cli.Revoke(cctx, id)
-}
-
 // breakSlots is Break's hook for semaphores; handled is false when no slot
 // of key is held (Break then goes on as for a mutex). With token != 0 it
 // deletes the slot with that token (its record's; compare-and-delete on
@@ -254,49 +270,6 @@ func (b *Backend) breakSlots(ctx context.Context, key string, token uint64) (loc
 	}
 	return lock.Holder{}, true, fmt.Errorf("the slots of %s keep changing; try again", key)
 }
-
-// SlotLease is a held slot of a semaphore: our slot key, attached to our
-// own etcd lease. Renew and Release are the mutex lease's (they work on
-// any key of ours, checked by its create revision).
-type SlotLease struct {
-	l    *Lease
-	slot int
-}
-
-var (
-	_ lock.Lease   = (*SlotLease)(nil)
-	_ lock.Slotted = (*SlotLease)(nil)
-)
-
-func (s *SlotLease) Key() string        { return s.l.Key() }
-func (s *SlotLease) Token() uint64      { return s.l.Token() }
-func (s *SlotLease) Owner() string      { return s.l.Owner() }
-func (s *SlotLease) Granted() time.Time { return s.l.Granted() }
-
-// Slot implements lock.Slotted.
-func (s *SlotLease) Slot() int { return s.slot }
-
-// Alerts implements lock.Lease: etcd sends no news; renewals find out.
-func (s *SlotLease) Alerts() <-chan struct{} { return nil }
-
-// Hold implements lock.Lease (see Lease.Hold): the slot key moves to a
-// lease of its own for d, keeping its create revision (the token) and its
-// limit and slot.
-func (s *SlotLease) Hold(ctx context.Context, d time.Duration, mode string) error {
-	return s.l.Hold(ctx, d, mode)
-}
-
-// Handle implements lock.Lease.
-func (s *SlotLease) Handle() lock.Handle { return s.l.Handle() }
-
-// Renew implements lock.Lease (see Lease.Renew).
-func (s *SlotLease) Renew(ctx context.Context) error { return s.l.Renew(ctx) }
-
-// Release implements lock.Lease (see Lease.Release).
-func (s *SlotLease) Release(ctx context.Context) error { return s.l.Release(ctx) }
-
-// LeaseID is the etcd lease backing the slot (for diagnostics).
-func (s *SlotLease) LeaseID() clientv3.LeaseID { return s.l.LeaseID() }
 
 func encodeJSON(v any) string {
 	b, _ := json.Marshal(v) // plain fields: cannot fail

@@ -14,6 +14,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/distlock/distlock/internal/testenv/embedetcd"
 )
@@ -115,7 +116,7 @@ func newBackend(t *testing.T, s server) *Backend {
 	return newBackendPrefix(t, s, testPrefix(t))
 }
 
-func newBackendPrefix(t *testing.T, s server, prefix string) *Backend {
+func newBackendPrefix(t *testing.T, s server, prefix string, opts ...grpc.DialOption) *Backend {
 	t.Helper()
 	cfg, err := ParseURL("etcd://" + s.endpoint)
 	if err != nil {
@@ -123,6 +124,7 @@ func newBackendPrefix(t *testing.T, s server, prefix string) *Backend {
 	}
 	cfg.Prefix = prefix
 	cfg.DialTimeout = 5 * time.Second
+	cfg.dialOptions = opts
 	b, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -76,6 +76,28 @@ func (b *Backend) grantOp(key string, t uint64, ops ...clientv3.Op) clientv3.Op 
 	)
 }
 
+// grant runs a granting transaction: txn(t) commits it offering token t
+// (its Then a grantOp). When its compares held but the counter was at or
+// above t (a clock behind the last token), it is sent again offering the
+// counter + 1. resp is the last answer: not Succeeded when the compares
+// failed.
+func grant(key string, last uint64, txn func(t uint64) (*clientv3.TxnResponse, error)) (*clientv3.TxnResponse, error) {
+	for attempt := 1; ; attempt++ {
+		resp, err := txn(nextToken(last))
+		if err != nil || !resp.Succeeded {
+			return resp, err
+		}
+		ok, counter, err := grantResult(key, resp.Responses[0])
+		if err != nil || ok {
+			return resp, err
+		}
+		last = counter
+		if attempt >= grantAttempts {
+			return resp, fmt.Errorf("the token counter of %s kept moving", key)
+		}
+	}
+}
+
 // grantResult reads the answer to a grantOp: granted, or the counter's
 // value when it was not (at or above the token offered).
 func grantResult(key string, r *pb.ResponseOp) (granted bool, last uint64, err error) {
