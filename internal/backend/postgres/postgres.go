@@ -97,6 +97,9 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	// makes only a handful of calls, each on a new connection. Parameter
 	// types follow the Go types.
 	cc.DefaultQueryExecMode = pgx.QueryExecModeExec
+	// That mode uses neither of pgx's statement caches, which it would
+	// allocate (512 entries each) for every connection: every request.
+	cc.StatementCacheCapacity, cc.DescriptionCacheCapacity = 0, 0
 	if cc.RuntimeParams == nil {
 		cc.RuntimeParams = map[string]string{}
 	}
