@@ -3,8 +3,11 @@ package lock
 import "fmt"
 
 // HeadroomShare is the share of a server's connection limit that doctor
-// wants free: below it, the next burst of distlock processes (each holds
-// a connection while it holds a lock) may find none (issue 25).
+// wants free: below it, the next burst of distlock processes (each needs
+// a connection to hold or wait for a lock: for its session on ZooKeeper,
+// for each request on the SQL engines) may find none (issue 25). A
+// PostgreSQL waiter listens for releases on a connection of its own only
+// while this share stays free besides.
 const HeadroomShare = 0.2
 
 // ConnectionHeadroomCheck judges a server's connections: used of limit
@@ -18,7 +21,7 @@ func ConnectionHeadroomCheck(setting string, used, limit int, fix string) Check 
 	detail := fmt.Sprintf("%d of %s %d in use: %d free (%.0f %%)", used, setting, limit, max(free, 0), 100*float64(max(free, 0))/float64(limit))
 	if float64(free) < HeadroomShare*float64(limit) {
 		return Check{Name: "connections", Status: CheckWarning, Detail: detail,
-			Fix: fmt.Sprintf("each distlock process holds a connection while it holds or waits for a lock, and is refused once %s is reached: %s", setting, fix)}
+			Fix: fmt.Sprintf("each distlock process needs a connection to hold or wait for a lock, and is refused once %s is reached: %s", setting, fix)}
 	}
 	return Check{Name: "connections", Status: CheckOK, Detail: detail}
 }

@@ -20,13 +20,19 @@ func (b *Backend) readClock(ctx context.Context) (time.Time, error) {
 	return time.Unix(0, int64(secs*1e9)), err
 }
 
-// connections reads Threads_connected and max_connections.
+// connections reads Threads_connected (its own connection among them) and
+// max_connections, on one connection.
 func (b *Backend) connections(ctx context.Context) (setting string, used, limit int, err error) {
-	var name, n string
-	if err := b.db.QueryRowContext(ctx, "SELECT @@max_connections").Scan(&limit); err != nil {
+	conn, err := b.db.Conn(ctx)
+	if err != nil {
 		return "", 0, 0, err
 	}
-	if err := b.db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Threads_connected'").Scan(&name, &n); err != nil {
+	defer conn.Close()
+	var name, n string
+	if err := conn.QueryRowContext(ctx, "SELECT @@max_connections").Scan(&limit); err != nil {
+		return "", 0, 0, err
+	}
+	if err := conn.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Threads_connected'").Scan(&name, &n); err != nil {
 		return "", 0, 0, err
 	}
 	used, err = strconv.Atoi(n)

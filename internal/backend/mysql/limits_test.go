@@ -12,6 +12,7 @@ import (
 
 	"github.com/distlock/distlock/internal/lock"
 	"github.com/distlock/distlock/internal/testenv/server"
+	"github.com/distlock/distlock/internal/testenv/wait"
 )
 
 // TestTooManyConnectionsNamed: a server whose max_connections are all
@@ -48,8 +49,8 @@ func TestTooManyConnectionsNamed(t *testing.T) {
 
 // fillConnections opens connections as root until the server refuses
 // one with 1040 (a SUPER user gets one more than max_connections), and
-// keeps them open until the test ends.
-func fillConnections(t *testing.T, addr string) {
+// keeps them open until the test ends (or until it closes one).
+func fillConnections(t *testing.T, addr string) []*sql.Conn {
 	t.Helper()
 	cfg := mysqldrv.NewConfig()
 	cfg.User, cfg.Net, cfg.Addr = server.MariaDBUser, "tcp", addr
@@ -58,19 +59,23 @@ func fillConnections(t *testing.T, addr string) {
 		t.Fatal(err)
 	}
 	db := sql.OpenDB(connector)
+	db.SetMaxIdleConns(0) // a connection closed is closed, not kept idle
 	t.Cleanup(func() { db.Close() })
+	var conns []*sql.Conn
 	for range 20 {
 		c, err := db.Conn(ctx(t))
 		var me *mysqldrv.MySQLError
 		if errors.As(err, &me) && me.Number == tooManyConnections {
-			return
+			return conns
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
+		conns = append(conns, c)
 	}
 	t.Fatal("the server took 20 connections: its max_connections is not 10")
+	return nil
 }
 
 // TestDoctorConnectionHeadroom: doctor warns once fewer than a fifth of
@@ -90,8 +95,16 @@ func TestDoctorConnectionHeadroom(t *testing.T) {
 	if c := b.Doctor(ctx(t), req)[1]; c.Status != lock.CheckOK || !strings.Contains(c.Detail, "of max_connections 10 in use") {
 		t.Fatalf("a few connections of 10: %+v", c)
 	}
-	fillConnections(t, p.Addr())
-	c := b.Doctor(ctx(t), req)[1]
+	// Every connection taken but the one doctor opens to read them (it
+	// holds none between its requests): 11 in use, a SUPER user's one
+	// more than max_connections.
+	conns := fillConnections(t, p.Addr())
+	conns[0].Close()
+	var c lock.Check
+	wait.Until(t, 5*time.Second, "the server to have a connection free for doctor", func() bool {
+		c = b.Doctor(ctx(t), req)[1]
+		return !strings.Contains(c.Detail, "Too many connections")
+	})
 	if c.Status != lock.CheckWarning || !strings.Contains(c.Detail, "of max_connections 10 in use: 0 free") || !strings.Contains(c.Fix, "SET GLOBAL max_connections") {
 		t.Fatalf("every connection taken: %+v", c)
 	}

@@ -10,7 +10,8 @@
 //
 // It uses github.com/go-sql-driver/mysql through database/sql: every call
 // honours its context (the driver closes the connection when the context
-// ends).
+// ends). The pool keeps no idle connection: each request connects, and
+// its connection is closed when it is done.
 package mysql
 
 import (
@@ -123,9 +124,12 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		return nil, lock.Invalidf("mysql URL: %v", err)
 	}
 	b.db = sql.OpenDB(connector)
+	// No idle connections: each request's connection is closed once the
+	// request is done, so a holder holds none between its renewals and
+	// the server's max_connections bounds the requests in flight, not the
+	// locks held (issue 25).
 	b.db.SetMaxOpenConns(4)
-	b.db.SetMaxIdleConns(4)
-	b.db.SetConnMaxIdleTime(time.Minute)
+	b.db.SetMaxIdleConns(0)
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := b.db.PingContext(pctx); err != nil {

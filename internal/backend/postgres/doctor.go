@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // What distlock doctor reads of the server (the checks are the SQL
@@ -12,17 +14,27 @@ import (
 // readClock reads clock_timestamp().
 func (b *Backend) readClock(ctx context.Context) (time.Time, error) {
 	var server time.Time
-	err := b.pool.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&server)
+	err := b.with(ctx, func(c *pgx.Conn) error { return c.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&server) })
 	return server, err
 }
 
 // connections compares the client connections in use with
 // max_connections, less the reserved slots for a role that cannot use
-// them (headroom.sql).
+// them.
 func (b *Backend) connections(ctx context.Context) (setting string, used, limit int, err error) {
+	err = b.with(ctx, func(c *pgx.Conn) error {
+		setting, used, limit, err = headroom(ctx, c)
+		return err
+	})
+	return setting, used, limit, err
+}
+
+// headroom reads, on c, the connections in use (c's own among them) and
+// the limit for distlock's role (headroom.sql).
+func headroom(ctx context.Context, c *pgx.Conn) (setting string, used, limit int, err error) {
 	var reserved int
 	var super bool
-	if err := b.pool.QueryRow(ctx, headroomSQL).Scan(&limit, &reserved, &super, &used); err != nil {
+	if err := c.QueryRow(ctx, headroomSQL).Scan(&limit, &reserved, &super, &used); err != nil {
 		return "", 0, 0, err
 	}
 	if super {

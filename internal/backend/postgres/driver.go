@@ -14,28 +14,39 @@ import (
 type driver struct{ b *Backend }
 
 // Exec implements sqlstore.Driver: the rows its command tag counts.
-func (d driver) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	tag, err := d.b.pool.Exec(ctx, query, args...)
-	return tag.RowsAffected(), err
+func (d driver) Exec(ctx context.Context, query string, args ...any) (n int64, err error) {
+	err = d.b.with(ctx, func(c *pgx.Conn) error {
+		tag, err := c.Exec(ctx, query, args...)
+		n = tag.RowsAffected()
+		return err
+	})
+	return n, err
 }
 
 // Query implements sqlstore.Driver.
 func (d driver) Query(ctx context.Context, query string, args []any, each func(sqlstore.Row) error) error {
-	rows, err := d.b.pool.Query(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	return eachRow(rows, each)
+	return d.b.with(ctx, func(c *pgx.Conn) error {
+		rows, err := c.Query(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		return eachRow(rows, each)
+	})
 }
 
 // Acquire implements sqlstore.Driver: the key lock (keylock.sql, on args'
 // prefix and key) and the acquire statement as one batch: one round
 // trip, one implicit transaction, committed when the batch is closed.
 func (d driver) Acquire(ctx context.Context, query string, args []any, each func(sqlstore.Row) error) error {
+	return d.b.with(ctx, func(c *pgx.Conn) error { return sendAcquire(ctx, c, query, args, each) })
+}
+
+// sendAcquire sends the key lock and the acquire statement as one batch on c.
+func sendAcquire(ctx context.Context, c *pgx.Conn, query string, args []any, each func(sqlstore.Row) error) error {
 	batch := &pgx.Batch{}
 	batch.Queue(keyLockSQL, args[0], args[1])
 	batch.Queue(query, args...)
-	br := d.b.pool.SendBatch(ctx, batch)
+	br := c.SendBatch(ctx, batch)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
 		return err
@@ -80,18 +91,16 @@ func isUndefined(err error) bool {
 // concurrent creators by an advisory lock (two CREATE ... IF NOT EXISTS at
 // once can otherwise collide in the catalog).
 func (b *Backend) createSchema(ctx context.Context) error {
-	tx, err := b.pool.Begin(ctx)
+	err := b.with(ctx, func(c *pgx.Conn) error {
+		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('distlock schema', 0))"); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, schemaSQL, pgx.QueryExecModeSimpleProtocol)
+			return err
+		})
+	})
 	if err != nil {
-		return b.unavailable(err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('distlock schema', 0))"); err != nil {
-		return b.unavailable(err)
-	}
-	if _, err := tx.Exec(ctx, schemaSQL, pgx.QueryExecModeSimpleProtocol); err != nil {
-		return b.unavailable(err)
-	}
-	if err := tx.Commit(ctx); err != nil {
 		return b.unavailable(err)
 	}
 	return nil

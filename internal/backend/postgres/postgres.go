@@ -10,7 +10,10 @@
 // context by closing the connection at the deadline (so a renewal against
 // a silent server returns in time, which the renew keeper relies on), it
 // speaks LISTEN/NOTIFY on a plain connection, and it sends a batch of
-// statements in one round trip and one implicit transaction.
+// statements in one round trip and one implicit transaction. distlock
+// keeps no pool: each request opens a connection and closes it (conn.go),
+// so a holder holds none between renewals; only a waiter's LISTEN stays
+// open while it waits.
 package postgres
 
 import (
@@ -20,6 +23,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,10 +34,10 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// Config is what New needs: pgx's configuration parsed from the URL plus
-// distlock's own settings.
+// Config is what New needs: pgx's connection settings parsed from the
+// URL plus distlock's own settings.
 type Config struct {
-	Pool           *pgxpool.Config
+	Conn           *pgx.ConnConfig
 	Password       string // used when the URL (and PGPASSWORD, ~/.pgpass) gave none
 	Prefix         string
 	ConnectTimeout time.Duration
@@ -45,8 +49,9 @@ type Config struct {
 //
 // Query parameters are libpq's (sslmode, sslrootcert, sslcert, sslkey,
 // search_path, ...); unset ones fall back to the PG* environment
-// variables, as with psql. Errors are lock.ErrInvalid and never hold the
-// password.
+// variables, as with psql. pgxpool's parser, so that its pool_*
+// parameters are still accepted (and ignored: distlock keeps no pool).
+// Errors are lock.ErrInvalid and never hold the password.
 func ParseURL(raw string) (Config, error) {
 	pc, err := pgxpool.ParseConfig(raw)
 	if err != nil {
@@ -58,26 +63,28 @@ func ParseURL(raw string) (Config, error) {
 		}
 		return Config{}, lock.Invalidf("postgres URL is malformed: %s (expected postgres://user[:password]@host:port/database?sslmode=disable)", sqlstore.FirstLine(err.Error()))
 	}
-	return Config{Pool: pc}, nil
+	return Config{Conn: pc.ConnConfig}, nil
 }
 
 // Backend is one PostgreSQL database: the SQL engines' store
-// (internal/backend/sqlstore) speaking PostgreSQL (dialect.go).
+// (internal/backend/sqlstore) speaking PostgreSQL (dialect.go). It keeps
+// no connection open: every request connects (conn.go).
 type Backend struct {
 	*sqlstore.Store
-	pool    *pgxpool.Pool
-	connCfg *pgx.ConnConfig // for the LISTEN connections of waiters
+	connCfg *pgx.ConnConfig
 	prefix  string
 	addr    string // host:port, for messages
 	timeout time.Duration
+	// listenAfter (unix ns): a waiter polls without trying to LISTEN
+	// until then (notify.go).
+	listenAfter atomic.Int64
 }
 
-// New connects and checks that the database answers within
-// cfg.ConnectTimeout (5s when zero). The schema is not touched until first
-// use.
+// New checks that the database answers within cfg.ConnectTimeout (5s
+// when zero), on a connection it closes again. The schema is not touched
+// until first use.
 func New(ctx context.Context, cfg Config) (*Backend, error) {
-	pc := cfg.Pool
-	cc := pc.ConnConfig
+	cc := cfg.Conn.Copy()
 	if cc.Password == "" {
 		cc.Password = cfg.Password
 	}
@@ -87,8 +94,12 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	}
 	cc.ConnectTimeout = timeout
 	// One round trip per statement, no prepare: every distlock process
-	// makes only a handful of calls. Parameter types follow the Go types.
+	// makes only a handful of calls, each on a new connection. Parameter
+	// types follow the Go types.
 	cc.DefaultQueryExecMode = pgx.QueryExecModeExec
+	// That mode uses neither of pgx's statement caches, which it would
+	// allocate (512 entries each) for every connection: every request.
+	cc.StatementCacheCapacity, cc.DescriptionCacheCapacity = 0, 0
 	if cc.RuntimeParams == nil {
 		cc.RuntimeParams = map[string]string{}
 	}
@@ -98,37 +109,16 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	// The acquire statement's ON CONFLICT relies on READ COMMITTED, whatever
 	// the database's default.
 	cc.RuntimeParams["default_transaction_isolation"] = "read committed"
-	pc.MaxConns = 4
-	pc.MinConns = 0
-	// pgxpool pings a connection idle for over a second before using it: a
-	// second round trip for nearly every renewal (one every ttl/3). A
-	// connection that died meanwhile (the server restarted) fails its
-	// request instead, which the renew keeper retries on a new one.
-	pc.ShouldPing = func(_ context.Context, p pgxpool.ShouldPingParams) bool {
-		return p.IdleDuration > time.Minute
-	}
-	// Closing a connection says goodbye to the server first, and pgxpool
-	// gives that 15s: against a silent server, distlock would hang that
-	// long on its way out. The goodbye is a courtesy: give it 100ms.
-	pc.BeforeClose = func(c *pgx.Conn) {
-		_ = c.PgConn().Conn().SetDeadline(time.Now().Add(100 * time.Millisecond))
-	}
 	b := &Backend{
-		connCfg: cc.Copy(),
+		connCfg: cc,
 		prefix:  cmp.Or(cfg.Prefix, "distlock"),
 		addr:    net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port))),
 		timeout: timeout,
 	}
 	b.Store = sqlstore.New(b.dialect())
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
-	if err != nil {
-		return nil, b.unavailable(err)
-	}
-	b.pool = pool
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := pool.Ping(pctx); err != nil {
-		pool.Close()
+	if err := b.with(pctx, func(c *pgx.Conn) error { return c.Ping(pctx) }); err != nil {
 		return nil, b.unavailable(err)
 	}
 	return b, nil
@@ -141,25 +131,9 @@ func (b *Backend) Guarantee() string { return Guarantee }
 // line; internal/backend's registry shows it too).
 const Guarantee = "PostgreSQL: exclusive while this database (its primary) lives and its clock runs true; leases expire by the database's clock, tokens follow it too"
 
-// Close implements lock.Backend. It waits at most 200ms: pgx ends a
-// connection whose request was cut short by its context with a cancel
-// request to the server, on a new connection, given 15s, and the pool's
-// Close waits for that. Against a silent server distlock would hang that
-// long on its way out; the goodbyes go on in the background instead.
-func (b *Backend) Close() error {
-	done := make(chan struct{})
-	go func() {
-		b.pool.Close()
-		close(done)
-	}()
-	t := time.NewTimer(200 * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
-	return nil
-}
+// Close implements lock.Backend: there is no connection to close, each
+// request closed its own.
+func (b *Backend) Close() error { return nil }
 
 // unavailable turns a connection, auth or server failure into one line that
 // says what to do. pgx's errors never hold the password, but only the

@@ -70,7 +70,7 @@ func TestParseURL(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", raw, err)
 		}
-		cc := cfg.Pool.ConnConfig
+		cc := cfg.Conn
 		if cc.Host != "db.example" || cc.Port != 5433 || cc.User != "u" || cc.Password != "pw" || cc.Database != "ops" {
 			t.Errorf("%s: parsed as host %s port %d user %s db %s", raw, cc.Host, cc.Port, cc.User, cc.Database)
 		}
@@ -125,7 +125,7 @@ func TestSchemaOnFirstUseAndTokens(t *testing.T) {
 	}
 	// A schema dropped and created again: tokens still rise (they follow
 	// the clock).
-	if _, err := b.pool.Exec(ctx(t), "DROP TABLE distlock_lease, distlock_key_token; DROP SEQUENCE distlock_token", pgx.QueryExecModeSimpleProtocol); err != nil {
+	if _, err := (driver{b}).Exec(ctx(t), "DROP TABLE distlock_lease, distlock_key_token; DROP SEQUENCE distlock_token", pgx.QueryExecModeSimpleProtocol); err != nil {
 		t.Fatal(err)
 	}
 	l3, err := lock.TryOnce(ctx(t), b, request("k", "o3", 3*time.Second))
@@ -488,7 +488,7 @@ func TestTokensRiseAfterRestoreToOlderState(t *testing.T) {
 				UPDATE distlock_key_token SET token = ` + "(SELECT last_value FROM distlock_token)" + ` WHERE lock_key = 'pitr';
 			END IF;
 		END $$`
-	if _, err := b.pool.Exec(ctx(t), strings.Replace(restore, "$1::bigint", strconvU(t1), 1), pgx.QueryExecModeSimpleProtocol); err != nil {
+	if _, err := (driver{b}).Exec(ctx(t), strings.Replace(restore, "$1::bigint", strconvU(t1), 1), pgx.QueryExecModeSimpleProtocol); err != nil {
 		t.Fatal(err)
 	}
 	if t3 := take("o3"); t3 <= t2 {
@@ -497,7 +497,7 @@ func TestTokensRiseAfterRestoreToOlderState(t *testing.T) {
 	// The database's clock behind the last token (a counter far ahead):
 	// the next token is that counter + 1.
 	ahead := uint64(time.Now().Add(24 * time.Hour).UnixMicro())
-	if _, err := b.pool.Exec(ctx(t), "UPDATE distlock_key_token SET token = "+strconvU(ahead)+" WHERE lock_key = 'pitr'", pgx.QueryExecModeSimpleProtocol); err != nil {
+	if _, err := (driver{b}).Exec(ctx(t), "UPDATE distlock_key_token SET token = "+strconvU(ahead)+" WHERE lock_key = 'pitr'", pgx.QueryExecModeSimpleProtocol); err != nil {
 		t.Fatal(err)
 	}
 	if t4 := take("o4"); t4 != ahead+1 {
