@@ -434,19 +434,10 @@ func (b *Backend) opError(op string, err error) error {
 	return &lock.UnavailableError{Msg: fmt.Sprintf("zookeeper at %s: %s: %v", b.desc, op, err), Err: err}
 }
 
-// record is the JSON data of a contender's (or a hold's) node.
+// record is the JSON data of a contender's (or a hold's) node: the
+// holder's lock.Record, then ZooKeeper's own fields.
 type record struct {
-	Owner   string `json:"owner"`
-	Host    string `json:"host,omitempty"`
-	PID     int    `json:"pid,omitempty"`
-	User    string `json:"user,omitempty"`
-	Command string `json:"command,omitempty"` // argv[0] only
-	Note    string `json:"note,omitempty"`
-	// AcquiredAt is the wall clock when the contender became holder (or
-	// joined the line, until a waiter becomes holder and restamps it).
-	AcquiredAt time.Time `json:"acquired_at"`
-	QueuedAt   time.Time `json:"queued_at,omitzero"`
-	TTLms      int64     `json:"ttl_ms"`
+	lock.Record
 	// SessionMs is the session timeout the server granted (≥ TTLms).
 	SessionMs int64 `json:"session_ms,omitempty"`
 	Limit     int   `json:"limit,omitempty"`
@@ -462,11 +453,7 @@ type record struct {
 }
 
 func newRecord(req lock.Request, now time.Time) record {
-	return record{
-		Owner: req.Owner, Host: req.Meta.Host, PID: req.Meta.PID, User: req.Meta.User,
-		Command: req.Meta.Command, Note: req.Meta.Note,
-		AcquiredAt: now, QueuedAt: now, TTLms: req.TTL.Milliseconds(), Limit: limitOf(req),
-	}
+	return record{Record: lock.NewRecord(req, now), Limit: limitOf(req)}
 }
 
 func (r record) encode() []byte {
