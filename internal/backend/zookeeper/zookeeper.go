@@ -1,7 +1,8 @@
 // Package zookeeper is the ZooKeeper engine: the classic lock recipe
 // (ephemeral sequential nodes, each waiter watching only its predecessor,
-// as in Curator's InterProcessMutex), fenced and owner-checked the way
-// distlock needs. docs/ARCHITECTURE.md ("Engines") has the layout in brief.
+// as in Curator's InterProcessMutex; a semaphore's first waiter watches
+// its holders, wait.go), fenced and owner-checked the way distlock needs.
+// A mutex is a semaphore of one: the same line, the same code. docs/ARCHITECTURE.md ("Engines") has the layout in brief.
 //
 // # Layout
 //
@@ -49,12 +50,12 @@
 // servers' zookeeper.extendedTypesEnabled=true. It is live until its
 // modification time plus the hold's length, by the server's clock; the
 // server deletes it some time after that (its container check runs every
-// minute by default), and a contender that finds an expired hold in the
-// holders' places (the first limit) deletes it (compare-and-delete on its
+// minute by default), and a new holder or the first waiter that finds an
+// expired hold in the holders' places (the first limit) deletes it (compare-and-delete on its
 // version), judging by the server's clock as read from a write of its own
 // node. A held semaphore slot has no slot-<i> node (it was ephemeral): the
 // hold node's record names the slot, and new holders pass over it
-// (claimSlot in contend.go).
+// (claimSlot in slots.go).
 package zookeeper
 
 import (
