@@ -12,12 +12,30 @@ import (
 	"github.com/distlock/distlock/internal/testenv/wait"
 )
 
+func limited(key, owner string, limit int) lock.Request {
+	r := request(key, owner, 5*time.Second)
+	r.Limit = limit
+	return r
+}
+
+// fill takes every place of key (limit holders h0, h1, ...).
+func fill(t *testing.T, ctx context.Context, b *Backend, key string, limit int) []lock.Lease {
+	t.Helper()
+	var held []lock.Lease
+	for i := range limit {
+		l, err := lock.TryOnce(ctx, b, limited(key, fmt.Sprint("h", i), limit))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, l)
+	}
+	return held
+}
+
 // waiterOf puts a contender for key in line (one busy Try) and returns it.
 func waiterOf(t *testing.T, ctx context.Context, b *Backend, key, owner string, limit int) *contender {
 	t.Helper()
-	r := request(key, owner, 5*time.Second)
-	r.Limit = limit
-	c := b.Contend(r).(*contender)
+	c := b.Contend(limited(key, owner, limit)).(*contender)
 	t.Cleanup(c.Leave)
 	if _, err := c.Try(ctx); err == nil {
 		t.Fatalf("%s: not busy", owner)
@@ -66,16 +84,10 @@ func TestWaitersWatchWhatMakesThemNext(t *testing.T) {
 		t.Run(fmt.Sprint("limit", limit), func(t *testing.T) {
 			ctx := ctx(t)
 			key := fmt.Sprint("k", limit)
-			var held []lock.Lease
+			held := fill(t, ctx, b, key, limit)
 			var names []string
-			for i := range limit {
-				r := request(key, fmt.Sprint("h", i), 5*time.Second)
-				r.Limit = limit
-				l, err := lock.TryOnce(ctx, b, r)
-				if err != nil {
-					t.Fatal(err)
-				}
-				held, names = append(held, l), append(names, nodeOf(l))
+			for _, l := range held {
+				names = append(names, nodeOf(l))
 			}
 			first := waiterOf(t, ctx, b, key, "first", limit)
 			later := waiterOf(t, ctx, b, key, "later", limit)
@@ -115,16 +127,7 @@ func TestLaterWaiterRereadsMovedLine(t *testing.T) {
 	p := startServer(t)
 	b := open(t, p.Addr(), "moved")
 	ctx := ctx(t)
-	var held []lock.Lease
-	for i := range 2 {
-		r := request("sem", fmt.Sprint("h", i), 5*time.Second)
-		r.Limit = 2
-		l, err := lock.TryOnce(ctx, b, r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, l)
-	}
+	held := fill(t, ctx, b, "sem", 2)
 	first := waiterOf(t, ctx, b, "sem", "first", 2)
 	later := waiterOf(t, ctx, b, "sem", "later", 2) // reads the line now
 	if err := held[0].Release(ctx); err != nil {
@@ -157,24 +160,12 @@ func TestHoldsExpireForEveryWaiter(t *testing.T) {
 		t.Run(fmt.Sprint("limit", limit), func(t *testing.T) {
 			ctx := ctx(t)
 			key := fmt.Sprint("k", limit)
-			req := func(owner string) lock.Request {
-				r := request(key, owner, 5*time.Second)
-				r.Limit = limit
-				return r
-			}
-			var held []lock.Lease
-			for i := range limit {
-				l, err := lock.TryOnce(ctx, b, req(fmt.Sprint("h", i)))
-				if err != nil {
-					t.Fatal(err)
-				}
-				held = append(held, l)
-			}
+			held := fill(t, ctx, b, key, limit)
 			const n = 3
 			got := make(chan int, n)
 			for i := range n {
 				go func() {
-					l, err := acquire.Acquire(ctx, b, req(fmt.Sprint("w", i)), acquire.Options{Wait: 15 * time.Second})
+					l, err := acquire.Acquire(ctx, b, limited(key, fmt.Sprint("w", i), limit), acquire.Options{Wait: 15 * time.Second})
 					if err != nil {
 						t.Errorf("waiter %d: %v", i, err)
 						got <- -1
