@@ -315,21 +315,12 @@ func (b *Backend) queuePrefix(key string) string {
 	return b.prefix + "/" + url.PathEscape(key) + "/"
 }
 
-// record is the JSON value of a contender's key.
+// record is the JSON value of a contender's key: the holder's
+// lock.Record, then etcd's own fields. Its TTLms is the TTL that was asked
+// for: etcd leases have whole-second granularity, so the lease itself was
+// granted for that TTL rounded up.
 type record struct {
-	Owner   string `json:"owner"`
-	Host    string `json:"host,omitempty"`
-	PID     int    `json:"pid,omitempty"`
-	User    string `json:"user,omitempty"`
-	Command string `json:"command,omitempty"` // argv[0] only
-	Note    string `json:"note,omitempty"`
-	// AcquiredAt is the wall clock when the contender became holder (or
-	// joined the queue, until a waiter becomes holder and restamps it).
-	AcquiredAt time.Time `json:"acquired_at"`
-	QueuedAt   time.Time `json:"queued_at,omitzero"`
-	// TTLms is the TTL that was asked for. etcd leases have whole-second
-	// granularity: the lease itself was granted for TTL rounded up.
-	TTLms int64 `json:"ttl_ms"`
+	lock.Record
 	// Hold is set once no process renews the lease (lock.HoldMinHold,
 	// lock.HoldHandle): the key then lives on a lease of its own.
 	Hold string `json:"hold,omitempty"`
@@ -339,17 +330,7 @@ type record struct {
 }
 
 func newRecord(req lock.Request, now time.Time) record {
-	return record{
-		Owner:      req.Owner,
-		Host:       req.Meta.Host,
-		PID:        req.Meta.PID,
-		User:       req.Meta.User,
-		Command:    req.Meta.Command,
-		Note:       req.Meta.Note,
-		AcquiredAt: now,
-		QueuedAt:   now,
-		TTLms:      req.TTL.Milliseconds(),
-	}
+	return record{Record: lock.NewRecord(req, now)}
 }
 
 func (r record) encode() string {
@@ -373,11 +354,8 @@ func (b *Backend) holderOf(ctx context.Context, key string, kv *mvccpb.KeyValue)
 	h := lock.Holder{Key: key, ExpiresIn: -1}
 	var r slotRecord // a mutex contender's record has no limit nor slot
 	if err := json.Unmarshal(kv.Value, &r); err == nil {
+		h = r.Holder(key)
 		h.Token = r.Token
-		h.Owner = r.Owner
-		h.Meta = lock.Meta{Host: r.Host, PID: r.PID, User: r.User, Command: r.Command, Note: r.Note}
-		h.AcquiredAt = r.AcquiredAt
-		h.TTL = time.Duration(r.TTLms) * time.Millisecond
 		h.Hold = r.Hold
 		if r.Limit > 1 {
 			h.Limit, h.Slot = r.Limit, r.Slot

@@ -33,9 +33,10 @@ func seqOf(name string) int64 {
 // lock.ErrNotHeld. A semaphore slot is kept the same way: the hold node's
 // record names the slot, and the slot node (ephemeral, so it could not
 // outlive the session) is deleted with the lock node, in one multi; new
-// holders pass over slots named by hold nodes (see claimSlot). Holding again (distlock extend) rewrites the hold
-// node, or, for a longer hold than the node's own TTL, replaces it by a
-// node of the next generation, created first.
+// holders pass over slots named by hold nodes (see claimSlot). Holding
+// again (distlock extend) rewrites the hold node, or, for a longer hold
+// than the node's own TTL, replaces it by a node of the next generation,
+// created first.
 func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
 	if l.released {
 		return fmt.Errorf("%s: %w", l.key, lock.ErrNotHeld)
@@ -155,4 +156,71 @@ func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 		}, nil
 	}
 	return nil, fmt.Errorf("%s (token %d): %w", h.Key, h.Token, lock.ErrNotHeld)
+}
+
+// expireHolds looks at the holds among the holders (the first limit
+// places, ours aside): are they still live, by the server's clock? An
+// expired one is deleted (expired says so: read the line again); the
+// least time left of the live ones bounds our wait (holdLeft). A later
+// waiter leaves them to the first: it moves up only once the one ahead of
+// it did, which wakes it (wait.go).
+func (c *contender) expireHolds(ctx context.Context, line []entry, mine int) (expired bool, err error) {
+	c.holdLeft = -1
+	if mine > c.limit {
+		return false, nil
+	}
+	var holds []entry
+	for i, e := range line[:min(len(line), c.limit)] {
+		if i != mine && e.lock == "" {
+			holds = append(holds, e)
+		}
+	}
+	if len(holds) == 0 {
+		return false, nil
+	}
+	expired, c.holdLeft, err = c.holdsExpired(ctx, holds)
+	return expired, err
+}
+
+// holdsExpired reads the holds among the holders and the server's clock
+// (the mtime of a write of our own node); an expired hold is deleted
+// (compare-and-delete on its version). expired says one was; left is the
+// least time left of the live ones (-1 when none is live).
+func (c *contender) holdsExpired(ctx context.Context, holds []entry) (expired bool, left time.Duration, err error) {
+	ds := make([]described, 0, len(holds))
+	for _, h := range holds {
+		d, ok, err := c.b.read(ctx, c.s, c.dir+"/"+h.hold)
+		if err != nil {
+			return false, 0, c.b.opError("read the hold on "+c.req.Key, err)
+		}
+		if !ok {
+			return true, 0, nil
+		}
+		ds = append(ds, d)
+	}
+	st, err := call(ctx, func() (*zk.Stat, error) {
+		return c.s.conn.Set(c.dir+"/"+c.node, c.rec.encode(), -1)
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return true, 0, nil // we lost our place: Try finds out
+	}
+	if err != nil {
+		return false, 0, c.b.opError("read the server's clock", err)
+	}
+	left = -1
+	for i, d := range ds {
+		l := time.Duration(holdExpiry(d)-st.Mtime) * time.Millisecond
+		if l > 0 {
+			if left < 0 || l < left {
+				left = l
+			}
+			continue
+		}
+		err = do(ctx, func() error { return c.s.conn.Delete(c.dir+"/"+holds[i].hold, d.stat.Version) })
+		if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
+			return false, 0, c.b.opError("delete the expired hold on "+c.req.Key, err)
+		}
+		expired = true
+	}
+	return expired, left, nil
 }

@@ -152,16 +152,8 @@ func holdExpiry(d described) int64 { return d.stat.Mtime + d.rec.HoldMs }
 
 // holderOf describes the entry e of key, read as d.
 func holderOf(key string, e entry, d described, now time.Time) lock.Holder {
-	h := lock.Holder{
-		Key:   key,
-		Owner: d.rec.Owner,
-		Meta: lock.Meta{Host: d.rec.Host, PID: d.rec.PID, User: d.rec.User,
-			Command: d.rec.Command, Note: d.rec.Note},
-		AcquiredAt: d.rec.AcquiredAt,
-		TTL:        time.Duration(d.rec.TTLms) * time.Millisecond,
-		// A session's time left is the server's alone to know.
-		ExpiresIn: -1,
-	}
+	// A session's time left is the server's alone to know: ExpiresIn -1.
+	h := d.rec.Holder(key)
 	h.Token = d.rec.Token // 0 for a contender still waiting (token.go)
 	if e.lock != "" && d.rec.Hold == "" {
 		return h

@@ -1,7 +1,8 @@
 // Package zookeeper is the ZooKeeper engine: the classic lock recipe
 // (ephemeral sequential nodes, each waiter watching only its predecessor,
-// as in Curator's InterProcessMutex), fenced and owner-checked the way
-// distlock needs. docs/ARCHITECTURE.md ("Engines") has the layout in brief.
+// as in Curator's InterProcessMutex; a semaphore's first waiter watches
+// its holders, wait.go), fenced and owner-checked the way distlock needs.
+// A mutex is a semaphore of one: the same line, the same code. docs/ARCHITECTURE.md ("Engines") has the layout in brief.
 //
 // # Layout
 //
@@ -49,12 +50,12 @@
 // servers' zookeeper.extendedTypesEnabled=true. It is live until its
 // modification time plus the hold's length, by the server's clock; the
 // server deletes it some time after that (its container check runs every
-// minute by default), and a contender that finds an expired hold in the
-// holders' places (the first limit) deletes it (compare-and-delete on its
+// minute by default), and a new holder or the first waiter that finds an
+// expired hold in the holders' places (the first limit) deletes it (compare-and-delete on its
 // version), judging by the server's clock as read from a write of its own
 // node. A held semaphore slot has no slot-<i> node (it was ephemeral): the
 // hold node's record names the slot, and new holders pass over it
-// (claimSlot in contend.go).
+// (claimSlot in slots.go).
 package zookeeper
 
 import (
@@ -434,19 +435,10 @@ func (b *Backend) opError(op string, err error) error {
 	return &lock.UnavailableError{Msg: fmt.Sprintf("zookeeper at %s: %s: %v", b.desc, op, err), Err: err}
 }
 
-// record is the JSON data of a contender's (or a hold's) node.
+// record is the JSON data of a contender's (or a hold's) node: the
+// holder's lock.Record, then ZooKeeper's own fields.
 type record struct {
-	Owner   string `json:"owner"`
-	Host    string `json:"host,omitempty"`
-	PID     int    `json:"pid,omitempty"`
-	User    string `json:"user,omitempty"`
-	Command string `json:"command,omitempty"` // argv[0] only
-	Note    string `json:"note,omitempty"`
-	// AcquiredAt is the wall clock when the contender became holder (or
-	// joined the line, until a waiter becomes holder and restamps it).
-	AcquiredAt time.Time `json:"acquired_at"`
-	QueuedAt   time.Time `json:"queued_at,omitzero"`
-	TTLms      int64     `json:"ttl_ms"`
+	lock.Record
 	// SessionMs is the session timeout the server granted (≥ TTLms).
 	SessionMs int64 `json:"session_ms,omitempty"`
 	Limit     int   `json:"limit,omitempty"`
@@ -462,11 +454,7 @@ type record struct {
 }
 
 func newRecord(req lock.Request, now time.Time) record {
-	return record{
-		Owner: req.Owner, Host: req.Meta.Host, PID: req.Meta.PID, User: req.Meta.User,
-		Command: req.Meta.Command, Note: req.Meta.Note,
-		AcquiredAt: now, QueuedAt: now, TTLms: req.TTL.Milliseconds(), Limit: limitOf(req),
-	}
+	return record{Record: lock.NewRecord(req, now), Limit: limitOf(req)}
 }
 
 func (r record) encode() []byte {

@@ -1,0 +1,33 @@
+package zookeeper
+
+import (
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// TestRecordBytes pins the JSON a node's record is written as, byte for
+// byte: running distlock versions read each other's records, and status,
+// list and break read them, so the field names and their order stay.
+func TestRecordBytes(t *testing.T) {
+	at := time.Date(2024, 5, 6, 7, 8, 9, 123456789, time.UTC)
+	req := lock.Request{Key: "k", Owner: "o1", TTL: 30 * time.Second, Limit: 3,
+		Meta: lock.Meta{Host: "h", PID: 42, User: "u", Command: "cmd", Note: "n"}}
+	full := newRecord(req, at)
+	full.SessionMs, full.Slot, full.Hold, full.HoldMs, full.Token, full.NodeTTL = 30000, 2, lock.HoldMinHold, 5000, 77, 5000
+	const wantFull = `{"owner":"o1","host":"h","pid":42,"user":"u","command":"cmd","note":"n",` +
+		`"acquired_at":"2024-05-06T07:08:09.123456789Z","queued_at":"2024-05-06T07:08:09.123456789Z",` +
+		`"ttl_ms":30000,"session_ms":30000,"limit":3,"slot":2,"hold":"min-hold","hold_ms":5000,"token":77,"node_ttl_ms":5000}`
+	if got := string(full.encode()); got != wantFull {
+		t.Errorf("full record:\n got %s\nwant %s", got, wantFull)
+	}
+	bare := newRecord(lock.Request{Owner: "o2", TTL: time.Second}, time.Time{})
+	const wantBare = `{"owner":"o2","acquired_at":"0001-01-01T00:00:00Z","ttl_ms":1000,"limit":1}`
+	if got := string(bare.encode()); got != wantBare {
+		t.Errorf("bare record:\n got %s\nwant %s", got, wantBare)
+	}
+	if back := decodeRecord([]byte(wantFull)); back != full {
+		t.Errorf("decoded %+v, want %+v", back, full)
+	}
+}
