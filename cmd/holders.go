@@ -39,7 +39,13 @@ func heldText(hs []lock.Holder) string {
 // holderJSON is one holder in the "holders" array of status, list and
 // break -o json: one for a mutex, one per held slot of a semaphore.
 type holderJSON struct {
-	Slot        int        `json:"slot"`
+	Slot int `json:"slot"`
+	holderFields
+}
+
+// holderFields describe one holder, in holderJSON and (for the key's
+// oldest holder) in statusJSON; embedded, their fields stand in place.
+type holderFields struct {
 	Token       uint64     `json:"token"`
 	HolderID    string     `json:"holder_id"` // never the owner id: that is the holder's secret
 	Host        string     `json:"host"`
@@ -53,18 +59,22 @@ type holderJSON struct {
 }
 
 func toHolderJSON(h lock.Holder) holderJSON {
-	j := holderJSON{Slot: h.Slot, Token: h.Token, HolderID: h.ID(),
+	return holderJSON{Slot: h.Slot, holderFields: toHolderFields(h)}
+}
+
+func toHolderFields(h lock.Holder) holderFields {
+	f := holderFields{Token: h.Token, HolderID: h.ID(),
 		Host: h.Meta.Host, PID: h.Meta.PID, User: h.Meta.User, Command: h.Meta.Command, Note: h.Meta.Note,
 		TTLms: h.TTL.Milliseconds()}
 	if !h.AcquiredAt.IsZero() {
 		at := h.AcquiredAt.UTC().Truncate(time.Millisecond)
-		j.AcquiredAt = &at
+		f.AcquiredAt = &at
 	}
 	if h.ExpiresIn >= 0 {
 		ms := h.ExpiresIn.Milliseconds()
-		j.ExpiresInMs = &ms
+		f.ExpiresInMs = &ms
 	}
-	return j
+	return f
 }
 
 func toHoldersJSON(hs []lock.Holder) []holderJSON {

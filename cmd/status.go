@@ -67,22 +67,13 @@ is free, 64 usage, 69 engine unreachable, 77 credentials refused.`,
 // nulls and no holders. The holder fields describe the key's oldest holder;
 // holders lists every one (each slot of a semaphore).
 type statusJSON struct {
-	Key         string       `json:"key"`
-	Held        bool         `json:"held"`
-	Token       uint64       `json:"token"`
-	HolderID    string       `json:"holder_id"` // never the owner id: that is the holder's secret
-	Host        string       `json:"host"`
-	PID         int          `json:"pid"`
-	User        string       `json:"user"`
-	Command     string       `json:"command"`
-	Note        string       `json:"note"`
-	AcquiredAt  *time.Time   `json:"acquired_at"`
-	TTLms       int64        `json:"ttl_ms"`
-	ExpiresInMs *int64       `json:"expires_in_ms"`
-	Backend     string       `json:"backend"`
-	Guarantee   string       `json:"guarantee"`
-	Limit       int          `json:"limit"` // 1 a mutex, N a semaphore (--limit N), 0 free
-	Holders     []holderJSON `json:"holders"`
+	Key  string `json:"key"`
+	Held bool   `json:"held"`
+	holderFields
+	Backend   string       `json:"backend"`
+	Guarantee string       `json:"guarantee"`
+	Limit     int          `json:"limit"` // 1 a mutex, N a semaphore (--limit N), 0 free
+	Holders   []holderJSON `json:"holders"`
 }
 
 func toStatusJSON(st keyStatus, backendDesc, guarantee string) statusJSON {
@@ -90,10 +81,7 @@ func toStatusJSON(st keyStatus, backendDesc, guarantee string) statusJSON {
 	if !st.held {
 		return s
 	}
-	h := toHolderJSON(st.h)
-	s.Token, s.HolderID = h.Token, h.HolderID
-	s.Host, s.PID, s.User, s.Command, s.Note = h.Host, h.PID, h.User, h.Command, h.Note
-	s.AcquiredAt, s.TTLms, s.ExpiresInMs = h.AcquiredAt, h.TTLms, h.ExpiresInMs
+	s.holderFields = toHolderFields(st.h)
 	s.Limit = max(1, st.h.Limit)
 	s.Holders = toHoldersJSON(st.all)
 	return s
