@@ -20,6 +20,9 @@ type workload struct {
 	handle                  bool // mode handle: acquire / probe+extend / release
 	url                     func(contender int) string
 
+	contenders int
+	arrivals   int // newcomers started so far (arrive)
+
 	stop  atomic.Bool
 	wg    sync.WaitGroup
 	mu    sync.Mutex
@@ -29,19 +32,38 @@ type workload struct {
 
 func (w *workload) start(contenders int) {
 	w.cur, w.exits = map[int]*exec.Cmd{}, map[string]int{}
+	w.contenders = contenders
 	for i := range contenders {
 		w.wg.Add(1)
 		go func() {
 			defer w.wg.Done()
 			for !w.stop.Load() {
-				if w.handle {
-					w.onceHandle(i)
-				} else {
-					w.once(i)
-				}
+				w.round(i)
 			}
 		}()
 	}
+}
+
+// round is one run of contender i, as its mode makes it.
+func (w *workload) round(i int) {
+	if w.handle {
+		w.onceHandle(i)
+	} else {
+		w.once(i)
+	}
+}
+
+// arrive starts one newcomer: a run of its own (numbered past the looping
+// contenders), once, as a cron entry firing on another machine would. It
+// is called by the injector only (one goroutine), before finish.
+func (w *workload) arrive() {
+	i := w.contenders + w.arrivals
+	w.arrivals++
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		w.round(i)
+	}()
 }
 
 // command is one `distlock run` of contender i.
