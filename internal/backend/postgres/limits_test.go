@@ -55,14 +55,7 @@ func TestTooManyClientsNamed(t *testing.T) {
 // TestDoctorConnectionHeadroom: doctor warns once fewer than a fifth of
 // max_connections are free, and names the setting.
 func TestDoctorConnectionHeadroom(t *testing.T) {
-	p, err := server.StartPostgresMaxConnections(t.TempDir(), 10)
-	if errors.Is(err, server.ErrNoBinary) && os.Getenv("DISTLOCK_TEST_REQUIRE_SERVERS") != "1" {
-		t.Skipf("%v: the PostgreSQL engine's tests are skipped (CI requires them)", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
+	p := startServerMaxConnections(t, 10)
 	b := open(t, p.Addr(), "")
 	req := lock.DoctorRequest{TTL: 3 * time.Second, Timeout: 5 * time.Second}
 	// b.Doctor's checks: the clock's, then the connections'.

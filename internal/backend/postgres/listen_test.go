@@ -2,15 +2,12 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/distlock/distlock/internal/lock"
-	"github.com/distlock/distlock/internal/testenv/server"
 	"github.com/distlock/distlock/internal/testenv/wait"
 )
 
@@ -24,14 +21,7 @@ func TestWaiterListensOnlyWithRoom(t *testing.T) {
 		name := map[bool]string{false: "room", true: "crowded"}[crowded]
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			p, err := server.StartPostgresMaxConnections(t.TempDir(), 10)
-			if errors.Is(err, server.ErrNoBinary) && os.Getenv("DISTLOCK_TEST_REQUIRE_SERVERS") != "1" {
-				t.Skipf("%v: the PostgreSQL engine's tests are skipped (CI requires them)", err)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { p.Close() })
+			p := startServerMaxConnections(t, 10)
 			holder, waiter := open(t, p.Addr(), "t"), open(t, p.Addr(), "t")
 			watcher := connect(t, p.Addr())
 			listening := func() bool {

@@ -22,6 +22,21 @@ import (
 func startServer(t *testing.T) *server.Process {
 	t.Helper()
 	p, err := server.StartPostgres(t.TempDir())
+	return mustStart(t, p, err)
+}
+
+// startServerMaxConnections is startServer with max_connections n.
+func startServerMaxConnections(t *testing.T, n int) *server.Process {
+	t.Helper()
+	p, err := server.StartPostgresMaxConnections(t.TempDir(), n)
+	return mustStart(t, p, err)
+}
+
+// mustStart takes a server start's result: the server, closed when the
+// test ends; a skip when PostgreSQL is not installed (a failure under
+// DISTLOCK_TEST_REQUIRE_SERVERS=1); a failure on any other error.
+func mustStart(t *testing.T, p *server.Process, err error) *server.Process {
+	t.Helper()
 	if errors.Is(err, server.ErrNoBinary) {
 		if os.Getenv("DISTLOCK_TEST_REQUIRE_SERVERS") == "1" {
 			t.Fatalf("DISTLOCK_TEST_REQUIRE_SERVERS=1 but: %v", err)
