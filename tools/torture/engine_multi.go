@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -44,7 +46,7 @@ func (e *multiEngine) wipe() error {
 	return redisWipe(e.nodes[0], filepath.Join(e.dir, "node0"))
 }
 
-func (e *multiEngine) failover() error               { return errUnsupported }
+func (e *multiEngine) failover(func()) error         { return errUnsupported }
 func (e *multiEngine) partition(int) (func(), error) { return nil, errUnsupported }
 func (e *multiEngine) fakeClock(string) error        { return errUnsupported }
 func (e *multiEngine) jumpClock(time.Duration) error { return errUnsupported }
@@ -55,6 +57,7 @@ type sentinelEngine struct {
 	s     *server.RedisSentinel
 	query string
 	dir   string
+	lag   time.Duration // how long the replicas lag before a failover
 }
 
 func (e *sentinelEngine) url(int) string { return e.s.URL(e.query) }
@@ -136,26 +139,74 @@ func (e *sentinelEngine) nodeDir(p *server.Process) string {
 	return e.dir
 }
 
-// failover SIGKILLs the master, waits until the sentinels have promoted
-// the replica, and starts the old master again (empty: it rejoins as a
-// replica of the new one).
-func (e *sentinelEngine) failover() error {
+// failover lets the replicas lag first (frozen for longer than a TTL, so
+// that nothing the master granted or renewed meanwhile reaches them and
+// their copies of older leases run out), then SIGKILLs the master,
+// continues the replicas and has a sentinel fail over at once. Once every
+// sentinel names the promoted replica a newcomer arrives, and the old
+// master starts again empty and rejoins as a replica. Without wait= the
+// promoted replica lacks the lease: the documented limit of asynchronous
+// replication. With wait=1 no renewal was acknowledged while the replicas
+// lagged, so the holder stopped its command before its lease could end.
+func (e *sentinelEngine) failover(arrived func()) error {
 	p, addr, err := e.master()
 	if err != nil {
 		return err
 	}
-	if err := p.Kill(); err != nil {
+	var replicas []*server.Process
+	for _, n := range e.s.Nodes() {
+		if n != p {
+			replicas = append(replicas, n)
+		}
+	}
+	if err := pauseAll(replicas); err != nil {
 		return err
+	}
+	time.Sleep(e.lag)
+	killErr := p.Kill()
+	if err := contAll(replicas); err != nil {
+		return err
+	}
+	if killErr != nil {
+		return killErr
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if err := e.forceFailover(ctx); err != nil {
+		return err
+	}
 	if _, err := e.s.WaitFailover(ctx, addr, 0); err != nil {
 		return err
 	}
+	arrived()
 	if err := redisWipe(p, e.nodeDir(p)); err != nil {
 		return err
 	}
 	return e.alignRole(p)
+}
+
+// forceFailover asks a sentinel to fail over now (SENTINEL FAILOVER: no
+// down-after, no vote), so that the failover is quicker than a lease. A
+// replica just continued counts as down until a sentinel's next ping
+// (every second): until then the answer is NOGOODSLAVE, and it asks
+// again. A failover the sentinels began by themselves (INPROG) does too.
+func (e *sentinelEngine) forceFailover(ctx context.Context) error {
+	sc := goredis.NewSentinelClient(&goredis.Options{Addr: e.s.Sentinels[0].Addr(), MaxRetries: -1})
+	defer sc.Close()
+	for {
+		err := sc.Failover(ctx, server.SentinelMaster).Err()
+		switch {
+		case err == nil || strings.HasPrefix(err.Error(), "INPROG"):
+			return nil
+		case !strings.HasPrefix(err.Error(), "NOGOODSLAVE"):
+			return fmt.Errorf("SENTINEL FAILOVER: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("SENTINEL FAILOVER: %w (%w)", err, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func (e *sentinelEngine) partition(int) (func(), error) { return nil, errUnsupported }

@@ -35,7 +35,7 @@ func (e *quorumEngine) wipe() error { return errUnsupported }
 
 // failover (kill-leader): SIGKILL the leader, leave it down a second
 // while the others elect a new one, and start it again with its data.
-func (e *quorumEngine) failover() error {
+func (e *quorumEngine) failover(arrived func()) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	p, err := e.leader(ctx)
@@ -46,6 +46,7 @@ func (e *quorumEngine) failover() error {
 		return err
 	}
 	time.Sleep(time.Second)
+	arrived() // the other two elect a leader within the second
 	return p.Restart()
 }
 

@@ -89,7 +89,7 @@ func (e *singleEngine) wipe() error {
 	return e.p.Restart()
 }
 
-func (e *singleEngine) failover() error { return errUnsupported }
+func (e *singleEngine) failover(func()) error { return errUnsupported }
 
 func (e *singleEngine) partition(i int) (func(), error) {
 	px := e.proxies[i]

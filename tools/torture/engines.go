@@ -29,7 +29,9 @@ type engine interface {
 	cont() error
 	restart() error // kill every server process, start again with its data
 	wipe() error    // kill, lose the data, start again
-	failover() error
+	// failover fails the engine over to another member; arrived is
+	// called once the new one serves, for a newcomer's run.
+	failover(arrived func()) error
 	partition(contender int) (heal func(), err error)
 	// fakeClock restarts the server under faketime (before the workload);
 	// jumpClock then moves its wall clock forward.
@@ -39,8 +41,9 @@ type engine interface {
 }
 
 // startEngine starts engine name in dir with a fault proxy per contender
-// where the engine has a single address.
-func startEngine(name, dir string, contenders int) (engine, error) {
+// where the engine has a single address; ttl is the contenders' lease
+// (a Sentinel's replicas lag past it before a failover).
+func startEngine(name, dir string, contenders int, ttl time.Duration) (engine, error) {
 	switch name {
 	case "file":
 		return fileEngine{dir: filepath.Join(dir, "locks")}, nil
@@ -61,7 +64,7 @@ func startEngine(name, dir string, contenders int) (engine, error) {
 		if name == "redis-sentinel-wait1" {
 			q = "?wait=1"
 		}
-		return &sentinelEngine{s: s, query: q, dir: dir}, nil
+		return &sentinelEngine{s: s, query: q, dir: dir, lag: 3 * ttl / 2}, nil
 	case "redis-cluster":
 		c, err := server.StartRedisCluster(dir, 3)
 		if err != nil {
@@ -98,7 +101,7 @@ func (fileEngine) pause() error                  { return errUnsupported }
 func (fileEngine) cont() error                   { return nil }
 func (fileEngine) restart() error                { return errUnsupported }
 func (fileEngine) wipe() error                   { return errUnsupported }
-func (fileEngine) failover() error               { return errUnsupported }
+func (fileEngine) failover(func()) error         { return errUnsupported }
 func (fileEngine) partition(int) (func(), error) { return nil, errUnsupported }
 func (fileEngine) fakeClock(string) error        { return errUnsupported }
 func (fileEngine) jumpClock(time.Duration) error { return errUnsupported }

@@ -94,7 +94,7 @@ func (in *injector) inject(s *section) error {
 		in.wl.arrive()
 		return nil
 	case "failover", "kill-leader":
-		return in.e.failover()
+		return in.e.failover(in.wl.arrive)
 	case "clock-jump":
 		return in.e.jumpClock(3 * in.ttl)
 	case "kill-holder":

@@ -74,7 +74,7 @@ func (ev env) runRow(engine, fault, mode string) (r row) {
 		}
 		os.RemoveAll(dir)
 	}()
-	e, err := startEngine(engine, dir, ev.cfg.contenders)
+	e, err := startEngine(engine, dir, ev.cfg.contenders, ev.cfg.ttl)
 	if err != nil {
 		r.Error = "start: " + err.Error()
 		return r
