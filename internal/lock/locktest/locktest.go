@@ -58,6 +58,9 @@ func Run(t *testing.T, o Options) {
 		{"FairTryOnceNeverJumpsTheLine", s.fairTryOnce},
 		{"LeaseLeftGoesNegative", s.leaseLeft},
 		{"LeaveGivesBackAGrantNotTaken", s.leaveAfterWait},
+		{"LedgerPutReplaceDelete", s.ledgerPutReplaceDelete},
+		{"LedgerOutlivesTheLock", s.ledgerOutlivesTheLock},
+		{"LedgerHoldsAFullLedger", s.ledgerHoldsAFullLedger},
 	} {
 		t.Run(tc.name, tc.f)
 	}

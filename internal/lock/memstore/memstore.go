@@ -41,6 +41,8 @@ type Store struct {
 	// the waiters (the Wake of their lock.Polling).
 	released chan struct{}
 	renewals int
+	// ledger is each key's run ledger (ledger.go).
+	ledger map[string]map[string][]byte
 }
 
 type key struct {
