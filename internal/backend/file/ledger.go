@@ -1,0 +1,98 @@
+package file
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// The run ledger (lock.Ledger) of a key is a directory beside its lock
+// files, "<base>#ledger", one file per entry, named by the entry's id.
+// '#' keeps it apart from every key's own files (baseName escapes '#'),
+// and List reads only regular ".json" files, so it never shows there. An
+// entry is written to a dot-named temporary file (no id starts with a
+// dot) and renamed over its name: a reader sees the old entry or the new
+// one, never a part. Entries are not fsync'd: a run's record is not worth
+// a disk flush per run, and a machine that loses power loses its runs too.
+
+// ledgerDir is the key's ledger directory.
+func (p keyPaths) ledgerDir() string { return p.base + "#ledger" }
+
+// PutEntry creates or replaces entry id of key's ledger.
+func (b *Backend) PutEntry(ctx context.Context, key, id string, data []byte) error {
+	if !lock.ValidEntryID(id) {
+		return lock.Invalidf("ledger entry id %q is not valid", id)
+	}
+	dir := b.keyPaths(key).ledgerDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return ledgerError("create", dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".put-*")
+	if err != nil {
+		return ledgerError("write", dir, err)
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(dir, id))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return ledgerError("write", dir, err)
+	}
+	return nil
+}
+
+// Entries reads every entry of key's ledger; an entry removed while it is
+// read is left out.
+func (b *Backend) Entries(ctx context.Context, key string) (map[string][]byte, error) {
+	dir := b.keyPaths(key).ledgerDir()
+	out := map[string][]byte{}
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, ledgerError("read", dir, err)
+	}
+	for _, e := range ents {
+		id := e.Name()
+		if strings.HasPrefix(id, ".") || !e.Type().IsRegular() || !lock.ValidEntryID(id) {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, id))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, ledgerError("read", dir, err)
+		}
+		out[id] = data
+	}
+	return out, nil
+}
+
+// DeleteEntries removes ids from key's ledger.
+func (b *Backend) DeleteEntries(ctx context.Context, key string, ids []string) error {
+	dir := b.keyPaths(key).ledgerDir()
+	for _, id := range ids {
+		if !lock.ValidEntryID(id) {
+			continue // never a name outside the ledger's own entries
+		}
+		if err := os.Remove(filepath.Join(dir, id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return ledgerError("delete in", dir, err)
+		}
+	}
+	return nil
+}
+
+func ledgerError(verb, dir string, err error) error {
+	return &lock.UnavailableError{Msg: fmt.Sprintf("cannot %s run ledger %s: %v", verb, dir, errors.Unwrap(err)), Err: err}
+}
