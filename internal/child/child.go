@@ -55,6 +55,7 @@ type Process struct {
 	pgid int           // its group's: the watcher's pin's (Linux) or pid
 	done chan struct{} // closed once the command has been reaped
 	code int           // exit status, valid after done
+	sig  bool          // it died of a signal (code is 128+N), valid after done
 
 	watcher  *watcher // nil when it could not start
 	watchErr error
@@ -123,7 +124,7 @@ func Start(spec Spec) (*Process, error) {
 			p.watcher, p.watchErr = startWatcher(p.pgid, spec.KeepOpen)
 		}
 		started <- nil
-		p.code = exitStatus(c.Wait(), c.ProcessState)
+		p.code, p.sig = exitStatus(c.Wait(), c.ProcessState)
 		close(p.done)
 	}()
 	if err := <-started; err != nil {
@@ -201,14 +202,15 @@ func (p *Process) finish() {
 // not be observed (waiting for it failed).
 const UnknownStatus = -1
 
-func exitStatus(err error, st *os.ProcessState) int {
+// exitStatus is the command's status and whether it died of a signal.
+func exitStatus(err error, st *os.ProcessState) (int, bool) {
 	if st == nil {
-		return UnknownStatus
+		return UnknownStatus, false
 	}
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
+		return 128 + int(ws.Signal()), true
 	}
-	return st.ExitCode()
+	return st.ExitCode(), false
 }
 
 func startError(name string, err error) error {

@@ -25,6 +25,7 @@ type Stop struct {
 // Outcome is how the command ended.
 type Outcome struct {
 	Code    int   // the command's exit status (128+N when killed by signal N; UnknownStatus)
+	Killed  bool  // the command died of a signal (Code is 128+N)
 	Stopped *Stop // non-nil when it was stopped through the stop channel
 	// Unkillable lists processes of the command's group that distlock may
 	// not signal (setuid, sudo) and that still ran when Supervise gave up
@@ -191,7 +192,7 @@ func (s *supervisor) stopPolling() {
 // KillGrace (or a Stop's earlier KillAt).
 func (s *supervisor) leaderExited() bool {
 	s.leader = nil
-	s.out.Code = s.p.code
+	s.out.Code, s.out.Killed = s.p.code, s.p.sig
 	s.stopping, s.confirming = false, nil
 	s.p.takeTerminal()
 	if !s.p.groupRunning() {
@@ -242,7 +243,7 @@ func (s *supervisor) groupEnded() bool {
 	}
 	s.out.Unkillable = un
 	if s.leader != nil {
-		s.out.Code = 128 + int(syscall.SIGKILL)
+		s.out.Code, s.out.Killed = 128+int(syscall.SIGKILL), true
 	}
 	return true
 }
