@@ -18,6 +18,7 @@ import (
 
 	"github.com/distlock/distlock/internal/acquire"
 	"github.com/distlock/distlock/internal/child"
+	"github.com/distlock/distlock/internal/ledger"
 	"github.com/distlock/distlock/internal/lock"
 	"github.com/distlock/distlock/internal/renew"
 )
@@ -43,6 +44,19 @@ type Config struct {
 	MinHold time.Duration
 	// MaxHold stops the command at acquisition + MaxHold; 0 = off.
 	MaxHold time.Duration
+	// Ledger records the run in the key's run ledger; nil = none.
+	Ledger Ledger
+}
+
+// Ledger is a run's record in its key's run ledger (internal/ledger.Run).
+// Begin is called once the lock is held and renewed, before the command
+// starts: an error (its slot is done: *ledger.SkippedError; the ledger
+// cannot be read) ends the run there, the command not started, the lock
+// released. End is called once the command has ended, before the lock is
+// released or kept (--min-hold), so the next holder reads it.
+type Ledger interface {
+	Begin(ctx context.Context, lease lock.Lease) error
+	End(ctx context.Context, outcome ledger.Outcome, code int)
 }
 
 // MaxHoldError: the command ran past --max-hold and was terminated.
@@ -93,7 +107,11 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		return 0, err
 	}
 	defer r.keeper.Stop()
+	if err := r.begin(ctx); err != nil {
+		return 0, err
+	}
 	if err := r.startCommand(); err != nil {
+		r.record(ledger.Failed, startStatus(err))
 		return 0, err
 	}
 	stops, stopWatching := r.watch()
@@ -270,6 +288,7 @@ func (r *run) supervise(stops <-chan child.Stop) child.Outcome {
 // stopped; after a command that ended by itself, --min-hold keeps the
 // lock for the rest of its time.
 func (r *run) end(out child.Outcome) (int, error) {
+	r.record(outcomeOf(out), out.Code)
 	if out.Stopped != nil {
 		return out.Code, out.Stopped.Reason
 	}
