@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock/internal/child"
+	"github.com/distlock/distlock/internal/ledger"
 	"github.com/distlock/distlock/internal/lock"
 	"github.com/distlock/distlock/internal/runner"
 )
@@ -103,6 +104,20 @@ func busyError(err error, wait time.Duration, code int, quiet bool) error {
 		hint = fmt.Sprintf(" (gave up after --wait %s)", wait)
 	}
 	return &statusError{code: code, msg: busy.Error() + hint}
+}
+
+// skippedRun is a run whose slot was done already as run exits with it:
+// 0, and one line naming the slot (none with --quiet); nil when err is not
+// a skipped run.
+func skippedRun(err error, quiet bool) error {
+	var sk *ledger.SkippedError
+	if !errors.As(err, &sk) {
+		return nil
+	}
+	if quiet {
+		return withCode(exitOK)
+	}
+	return &statusError{code: exitOK, msg: printable(sk.Error())}
 }
 
 // declined: break asked and the answer was not yes.

@@ -45,6 +45,7 @@ func NewRootCommandWith(f Factory) *cobra.Command {
 		newExtendCommand(g),
 		newReleaseCommand(g),
 		newDoctorCommand(g),
+		newHistoryCommand(g),
 	)
 	setVersionFlag(root)
 

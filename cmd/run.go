@@ -20,6 +20,7 @@ type runOptions struct {
 	MinHold   time.Duration
 	MaxHold   time.Duration
 	Metrics   string
+	ledgerFlags
 }
 
 func newRunCommand(g *globalOptions) *cobra.Command {
@@ -49,9 +50,15 @@ command ran past --max-hold.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), args) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.ledgerFlags.check(cmd); err != nil {
+				return err
+			}
+			return o.run(cmd.Context(), args)
+		},
 	}
 	c.Flags().SetInterspersed(false)
+	o.ledgerFlags.add(c)
 	o.lockFlags.add(c, 30*time.Second, "lease time-to-live (at least 1s); renewed every ttl/3")
 	f := c.Flags()
 	f.DurationVar(&o.KillGrace, "kill-grace", 0, "time between SIGTERM and SIGKILL when the command must stop (default min(10s, ttl/3); less than ttl/2)")
@@ -92,6 +99,9 @@ func (o *runOptions) run(ctx context.Context, args []string) error {
 	if busy := o.busy(err, wait); busy != nil {
 		final = busy
 	}
+	if skipped := skippedRun(err, o.Quiet); skipped != nil {
+		final = skipped
+	}
 	rec.write(err, final, o.g.logger())
 	return final
 }
@@ -99,6 +109,7 @@ func (o *runOptions) run(ctx context.Context, args []string) error {
 // lockAndRun takes the lock and runs the command: nil, the command's
 // status (commandExit) or why it did not run to its end.
 func (o *runOptions) lockAndRun(ctx context.Context, args []string, wait time.Duration, rec *runRecord) error {
+	slot := o.slot(time.Now())
 	b, err := o.g.open(ctx)
 	if err != nil {
 		return err
@@ -106,6 +117,10 @@ func (o *runOptions) lockAndRun(ctx context.Context, args []string, wait time.Du
 	log := o.g.logger()
 	defer closeEngine(b, log)
 	req, err := newRequest(o.Key, o.TTL, o.Limit, args[0], o.Note)
+	if err != nil {
+		return err
+	}
+	rl, err := o.runLedger(b, req, slot, log)
 	if err != nil {
 		return err
 	}
@@ -126,6 +141,7 @@ func (o *runOptions) lockAndRun(ctx context.Context, args []string, wait time.Du
 		Log:        log,
 		OnBusy:     wp.busy,
 		OnAcquired: func() { rec.markAcquired(); wp.stop() },
+		Ledger:     runnerLedger(rl),
 	})
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/distlock/distlock/internal/ledger"
 	"github.com/distlock/distlock/internal/lock"
 )
 
@@ -118,19 +119,24 @@ func (o *statusOptions) run(ctx context.Context, keys []string) error {
 	}
 	defer b.Close()
 	sts := make([]keyStatus, 0, len(keys))
+	runs := make([]ledger.History, 0, len(keys))
 	allHeld := true
 	for _, key := range keys {
 		st, err := o.g.keyStatus(ctx, b, key)
 		if err != nil {
 			return err
 		}
-		sts = append(sts, st)
+		h, err := o.g.history(ctx, b, key)
+		if err != nil {
+			return err
+		}
+		sts, runs = append(sts, st), append(runs, h)
 		allHeld = allHeld && st.held
 	}
 	if o.Output == "json" {
-		out := make([]statusJSON, len(sts))
+		out := make([]keyStatusJSON, len(sts))
 		for i, st := range sts {
-			out[i] = toStatusJSON(st, o.g.describeBackend(), b.Guarantee())
+			out[i] = keyStatusJSON{toStatusJSON(st, o.g.describeBackend(), b.Guarantee()), lastRuns(runs[i])}
 		}
 		if err := writeJSON(o.g.stdout, out); err != nil {
 			return err
@@ -138,8 +144,9 @@ func (o *statusOptions) run(ctx context.Context, keys []string) error {
 	} else {
 		pal := o.g.palette()
 		now := time.Now()
-		for _, st := range sts {
+		for i, st := range sts {
 			printStatusText(o.g.stdout, pal, st, now)
+			printLastRuns(o.g.stdout, runs[i])
 		}
 		fmt.Fprintf(o.g.stdout, "engine: %s\nbackend: %s\n", b.Guarantee(), o.g.describeBackend())
 	}
