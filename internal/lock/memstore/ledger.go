@@ -10,6 +10,9 @@ import (
 func (s *Store) PutEntry(ctx context.Context, key, id string, data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.faults.Ledger != nil {
+		return s.faults.Ledger
+	}
 	if s.ledger == nil {
 		s.ledger = map[string]map[string][]byte{}
 	}
@@ -24,6 +27,9 @@ func (s *Store) PutEntry(ctx context.Context, key, id string, data []byte) error
 func (s *Store) Entries(ctx context.Context, key string) (map[string][]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.faults.Ledger != nil {
+		return nil, s.faults.Ledger
+	}
 	out := make(map[string][]byte, len(s.ledger[key]))
 	for id, data := range s.ledger[key] {
 		out[id] = slices.Clone(data)
@@ -35,6 +41,9 @@ func (s *Store) Entries(ctx context.Context, key string) (map[string][]byte, err
 func (s *Store) DeleteEntries(ctx context.Context, key string, ids []string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.faults.Ledger != nil {
+		return s.faults.Ledger
+	}
 	maps.DeleteFunc(s.ledger[key], func(id string, _ []byte) bool { return slices.Contains(ids, id) })
 	return nil
 }

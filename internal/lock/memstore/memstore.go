@@ -30,6 +30,8 @@ type Faults struct {
 	// Try, when set, is every try's answer (a transient
 	// *lock.UnavailableError, say: the engine failing while one waits).
 	Try error
+	// Ledger, when set, is every run-ledger call's answer (ledger.go).
+	Ledger error
 }
 
 // Store is the engine. Open it with New.
