@@ -2,8 +2,6 @@ package cmd
 
 import (
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -78,23 +76,6 @@ func (f *ledgerFlags) runLedger(b lock.Backend, req lock.Request, slot string, l
 // errNoLedger: --once-per or --slot on an engine that keeps no run ledger.
 var errNoLedger = errors.New("this engine keeps no run ledger: --once-per and --slot cannot be used with it")
 
-// describeRun is one line about a run for status: "ok (exit 0) at
-// 2026-11-25T14:05:03Z on host-b, token 17, took 2s".
-func describeRun(e ledger.Entry) string {
-	s := string(e.Outcome)
-	if e.ExitCode != nil {
-		s += fmt.Sprintf(" (exit %d)", *e.ExitCode)
-	}
-	s += fmt.Sprintf(", started %s on %s pid %d, token %d", e.Started.UTC().Format(time.RFC3339), e.Host, e.PID, e.Token)
-	if e.Ended != nil {
-		s += ", took " + lock.RoundDuration(e.Duration())
-	}
-	if e.Slot != "" {
-		s += ", slot " + e.Slot
-	}
-	return printable(s)
-}
-
 // runnerLedger is rl as the runner takes it: a nil *ledger.Run is no
 // ledger, not a non-nil interface holding nil.
 func runnerLedger(rl *ledger.Run) runner.Ledger {
@@ -102,41 +83,4 @@ func runnerLedger(rl *ledger.Run) runner.Ledger {
 		return nil
 	}
 	return rl
-}
-
-// keyStatusJSON is one key in status -o json: statusJSON, then the key's
-// last run (the newest not running now: the holders are shown already)
-// and last success from its run ledger (null when none).
-type keyStatusJSON struct {
-	statusJSON
-	lastRunsJSON
-}
-
-type lastRunsJSON struct {
-	LastRun     *ledger.Entry `json:"last_run"`
-	LastSuccess *ledger.Entry `json:"last_success"`
-}
-
-func lastRuns(h ledger.History) lastRunsJSON {
-	var l lastRunsJSON
-	for i, e := range h.Runs {
-		if e.Outcome != ledger.Running {
-			l.LastRun = &h.Runs[i]
-			break
-		}
-	}
-	l.LastSuccess = h.LastSuccess
-	return l
-}
-
-// printLastRuns prints the key's last run and last success under its
-// status lines, when its ledger has them.
-func printLastRuns(w io.Writer, h ledger.History) {
-	l := lastRuns(h)
-	if l.LastRun != nil {
-		fmt.Fprintf(w, "  %-13s %s\n", "last run:", describeRun(*l.LastRun))
-	}
-	if l.LastSuccess != nil {
-		fmt.Fprintf(w, "  %-13s %s\n", "last success:", describeRun(*l.LastSuccess))
-	}
 }

@@ -41,8 +41,12 @@ type SkippedError struct {
 }
 
 func (e *SkippedError) Error() string {
+	at := e.Done.Started
+	if e.Done.Ended != nil {
+		at = *e.Done.Ended
+	}
 	return fmt.Sprintf("%s: slot %s was done at %s on %s (token %d); the command was not run",
-		e.Key, e.Slot, e.Done.Ended.UTC().Format(time.RFC3339), e.Done.Host, e.Done.Token)
+		e.Key, e.Slot, at.UTC().Format(time.RFC3339), e.Done.Host, e.Done.Token)
 }
 
 func (r *Run) now() time.Time {
@@ -71,7 +75,9 @@ func (r *Run) Begin(ctx context.Context, lease lock.Lease) error {
 	}
 	if r.Slot != "" {
 		if done := parse(raw).SlotDone(r.Slot); done != nil {
-			r.finish(ctx, Skipped, 0)
+			if err := r.finish(ctx, Skipped, 0); err != nil {
+				r.Log.Warn("cannot record the skipped run in the run ledger", "key", r.Key, "error", err)
+			}
 			r.trim(ctx, raw)
 			return &SkippedError{Key: r.Key, Slot: r.Slot, Done: *done}
 		}
