@@ -40,10 +40,18 @@ Exit status: the command's own (128+N if killed by signal N; 127 not found,
 126 not executable); 64 usage; 69 engine unreachable; 77 credentials
 refused; 70 internal error;
 75 busy (--busy-exit-code); 76 lock lost while the command ran; 124 the
-command ran past --max-hold.`,
+command ran past --max-hold.
+
+--once-per D (or --slot NAME): run the command at most once per slot. Once
+the lock is held, the key's run ledger is read: if a run of this slot
+ended with exit 0, the command is not run, one line names that run
+(--quiet silences it) and distlock exits 0. A failed, killed, lost or
+max-hold run leaves the slot open. Every run is recorded for
+distlock history (--history N runs kept per key).`,
 		Example: `  distlock run --key job:daily --ttl 30s -- ./job.sh
   distlock run --key deploy --wait 10m --note "release 1.4" -- make deploy
-  distlock --backend redis://redis:6379 run --key job:daily --busy-exit-code 0 --quiet -- ./job.sh`,
+  distlock --backend redis://redis:6379 run --key job:daily --busy-exit-code 0 --quiet -- ./job.sh
+  distlock run --key job:daily --once-per 24h --wait 10m --busy-exit-code 0 -- ./job.sh`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return errors.New("no command given: put it after --, as in: distlock run --key KEY -- COMMAND")

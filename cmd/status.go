@@ -43,6 +43,10 @@ holder_id, host, pid, user, command, note, acquired_at, ttl_ms and
 expires_in_ms.
 holder_id is a public id derived one-way from the holder's secret owner id
 (DISTLOCK_OWNER), which is never shown.
+last_run and last_success are the key's last run (not one running now)
+and last successful run from its run ledger (distlock history), null when
+it has none; the text output shows them as "last run:" and "last success:"
+lines.
 
 Exit status (like systemctl is-active): 0 every KEY is held, 3 at least one
 is free, 64 usage, 69 engine unreachable, 77 credentials refused.`,
