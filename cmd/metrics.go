@@ -65,9 +65,9 @@ func (r *runRecord) write(raw, final error, log *slog.Logger) {
 }
 
 // outcomeOf is how a run that ended with err went and, when the command
-// ended by itself (ok or failed), its own exit status. Every way a run can
-// end maps here, a skipped run (--once-per, its slot already done) to
-// metrics.Skipped.
+// ended by itself (ok or failed), its own exit status. Each kind of result
+// maps to one outcome here; metrics.Skipped is the outcome of a run whose
+// once-per slot was already done.
 func outcomeOf(err error) (o metrics.Outcome, status int) {
 	var (
 		ce   *commandExit

@@ -202,6 +202,37 @@ func TestFailedRunKeepsLastSuccess(t *testing.T) {
 	}
 }
 
+// TestSkippedRun: a run whose slot was already done counts as skipped; it
+// ran no command (no command exit code) and keeps the last success.
+func TestSkippedRun(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "distlock.prom")
+	write(t, path, run("job", OK, 0, 0), run("job", Skipped, 0, 1))
+	fams := parseFile(t, path)
+	byOutcome(t, fams, mOutcome, "job", map[Outcome]float64{Skipped: 1, OK: 0})
+	byOutcome(t, fams, mRuns, "job", map[Outcome]float64{Skipped: 1, OK: 1})
+	if has(fams, mCommandExit, key("job")) {
+		t.Error("a skipped run left a command exit code")
+	}
+	if got, want := value(t, fams, mSuccess, key("job")), seconds(run("job", OK, 0, 0).End); got != want {
+		t.Errorf("last success = %v, want the ok run's end %v", got, want)
+	}
+}
+
+// TestEmptyFile: a file that exists but holds nothing (or only comments)
+// is a file with no series yet.
+func TestEmptyFile(t *testing.T) {
+	for _, content := range []string{"", "# written by hand\n"} {
+		path := filepath.Join(t.TempDir(), "distlock.prom")
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		write(t, path, run("job", OK, 0, 0))
+		if got := value(t, parseFile(t, path), mRuns, keyOutcome("job", OK)); got != 1 {
+			t.Errorf("after %q: ok runs = %v, want 1", content, got)
+		}
+	}
+}
+
 // TestBusyThenOK: a busy run records that it was busy; the counters add
 // up across runs and the last run's series are the last run's.
 func TestBusyThenOK(t *testing.T) {
