@@ -3,30 +3,20 @@ package redis
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/distlock/distlock/internal/lock"
 	"github.com/distlock/distlock/internal/testenv/faultproxy"
-	"github.com/distlock/distlock/internal/testenv/server"
 )
 
 // proxiedRedlock is a Redlock over three masters, each behind a fault
 // proxy (in URL order).
 func proxiedRedlock(t *testing.T) (*Redlock, []*faultproxy.Proxy) {
 	t.Helper()
-	m, err := server.StartRedisMasters(t.TempDir(), 3)
-	if errors.Is(err, server.ErrNoBinary) && os.Getenv("DISTLOCK_TEST_REQUIRE_SERVERS") != "1" {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
 	var ps []*faultproxy.Proxy
 	var addrs []string
-	for _, n := range m.Nodes {
+	for _, n := range startRedisMasters(t).Nodes {
 		p, err := faultproxy.New(n.Addr())
 		if err != nil {
 			t.Fatal(err)
@@ -34,17 +24,7 @@ func proxiedRedlock(t *testing.T) (*Redlock, []*faultproxy.Proxy) {
 		t.Cleanup(func() { p.Close() })
 		ps, addrs = append(ps, p), append(addrs, p.Addr())
 	}
-	cfg, err := ParseRedlockURL("redlock://" + strings.Join(addrs, ","))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Prefix = "distlock"
-	r, err := OpenRedlock(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r, ps
+	return openRedlock(t, "redlock://"+strings.Join(addrs, ",")), ps
 }
 
 func wantEntry(t *testing.T, r *Redlock, id, want string) {
