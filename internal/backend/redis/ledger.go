@@ -2,6 +2,10 @@ package redis
 
 import (
 	"context"
+	"fmt"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/distlock/distlock/internal/lock"
 )
@@ -15,10 +19,33 @@ var _ lock.Ledger = (*Backend)(nil)
 // key (nor any other key of a lock, each with its own suffix) can be it.
 func (b *Backend) ledgerKey(key string) string { return b.lockKey(key) + ":ledger" }
 
-// PutEntry implements lock.Ledger (HSET).
+// ledgerWait is WAIT's timeout after a ledger write (wait=N): the
+// ledger has no TTL to take a tenth of.
+const ledgerWait = time.Second
+
+// PutEntry implements lock.Ledger (HSET). With wait=N, WAIT follows it on
+// the same connection, as it follows a grant (replicas.go): a slot marked
+// done on a master alone would be open again on a replica promoted by a
+// failover, and a --once-per job would run twice.
 func (b *Backend) PutEntry(ctx context.Context, key, id string, data []byte) error {
-	if err := b.c.HSet(ctx, b.ledgerKey(key), id, data).Err(); err != nil {
+	var set, wait goredis.Cmder
+	_, _ = b.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		set = p.HSet(ctx, b.ledgerKey(key), id, data)
+		if b.wait > 0 {
+			wait = p.Do(ctx, "WAIT", b.wait, ledgerWait.Milliseconds())
+		}
+		return nil
+	})
+	if err := set.Err(); err != nil {
 		return b.unavailable(err)
+	}
+	if wait == nil {
+		return nil
+	}
+	n, err := wait.(*goredis.Cmd).Int64()
+	if err != nil || n < int64(b.wait) {
+		return &lock.UnavailableError{Err: err, Msg: fmt.Sprintf("%s: the run ledger's write reached %d of the %d replicas asked for (wait=%d) within %s",
+			b.addr, n, b.wait, b.wait, ledgerWait)}
 	}
 	return nil
 }
