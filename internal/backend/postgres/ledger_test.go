@@ -8,7 +8,8 @@ import (
 )
 
 // TestLedgerOnADeploymentFromBefore: tables made before the ledger
-// existed get distlock_ledger at the first write.
+// existed get distlock_ledger at the first write; an entry with no data
+// is stored empty (not NULL).
 func TestLedgerOnADeploymentFromBefore(t *testing.T) {
 	b := open(t, startServer(t).Addr(), "t")
 	if _, err := lock.TryOnce(ctx(t), b, request("k", "o", 3*time.Second)); err != nil {
@@ -25,10 +26,13 @@ func TestLedgerOnADeploymentFromBefore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := b.PutEntry(ctx(t), "k", "empty", nil); err != nil {
+		t.Fatalf("PutEntry with no data: %v", err)
+	}
 	if err := b.DeleteEntries(ctx(t), "k", []string{"a,b"}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := b.Entries(ctx(t), "k"); err != nil || len(got) != 2 {
-		t.Fatalf("Entries = %q, %v; want a and b", got, err)
+	if got, err := b.Entries(ctx(t), "k"); err != nil || len(got) != 3 || len(got["empty"]) != 0 {
+		t.Fatalf("Entries = %q, %v; want a, b and empty", got, err)
 	}
 }

@@ -22,6 +22,9 @@ func (s *Store) PutEntry(ctx context.Context, key, id string, data []byte) error
 	if err := lock.CheckEntry(id, data); err != nil {
 		return err
 	}
+	if data == nil {
+		data = []byte{} // an empty entry, not NULL (the column is NOT NULL)
+	}
 	err := s.withSchema(ctx, func() error {
 		_, err := s.d.Driver.Exec(ctx, s.d.SQL.PutEntry, s.d.Prefix, key, id, data)
 		return err
