@@ -28,6 +28,15 @@ const ledgerWait = time.Second
 // done on a master alone would be open again on a replica promoted by a
 // failover, and a --once-per job would run twice.
 func (b *Backend) PutEntry(ctx context.Context, key, id string, data []byte) error {
+	if err := lock.CheckEntry(id, data); err != nil {
+		return err
+	}
+	return b.putEntry(ctx, key, id, data)
+}
+
+// putEntry stores data unchecked: Redlock's entries carry a version
+// before the bytes it checked (redlock_ledger.go).
+func (b *Backend) putEntry(ctx context.Context, key, id string, data []byte) error {
 	var set, wait goredis.Cmder
 	_, _ = b.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		set = p.HSet(ctx, b.ledgerKey(key), id, data)

@@ -33,6 +33,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/distlock/distlock/internal/lock"
 )
 
 // ledgerTimeout bounds one master's part in a ledger call.
@@ -54,10 +56,13 @@ func (c *ledgerClock) next() int64 {
 
 // PutEntry implements lock.Ledger: on every master, a quorum must store it.
 func (r *Redlock) PutEntry(ctx context.Context, key, id string, data []byte) error {
+	if err := lock.CheckEntry(id, data); err != nil {
+		return err
+	}
 	v := strconv.AppendInt(nil, r.ledgerVer.next(), 10)
 	v = append(append(v, ':'), data...)
 	errs := r.each(ctx, ledgerTimeout, func(ctx context.Context, n *Backend) error {
-		return n.PutEntry(ctx, key, id, v)
+		return n.putEntry(ctx, key, id, v)
 	})
 	return r.needQuorum(errs, "stored the ledger entry "+id+" of "+key)
 }
