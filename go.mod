@@ -8,6 +8,8 @@ require (
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/jackc/pgx/v5 v5.12.0
+	github.com/prometheus/client_model v0.6.2 // --metrics-file: the textfile's families (dto.MetricFamily)
+	github.com/prometheus/common v0.67.5 // --metrics-file: expfmt reads and writes the textfile
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/spf13/cobra v1.10.2
@@ -52,8 +54,6 @@ require (
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/client_golang v1.23.2 // indirect
-	github.com/prometheus/client_model v0.6.2 // test: the metrics file is checked with Prometheus's own parser
-	github.com/prometheus/common v0.67.5 // test: expfmt, Prometheus's own text-format parser
 	github.com/prometheus/procfs v0.16.1 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect

@@ -54,16 +54,21 @@ func (r *runRecord) write(raw, final error, log *slog.Logger) {
 		wait = r.acquired.Sub(r.start)
 	}
 	code, _ := codeFor(final)
+	outcome, commandExit := outcomeOf(raw)
 	err := metrics.Write(r.path, metrics.Run{
-		Key: r.key, Start: r.start, End: end, Wait: wait, ExitCode: code, Outcome: outcomeOf(raw),
+		Key: r.key, Start: r.start, End: end, Wait: wait, ExitCode: code,
+		Outcome: outcome, CommandExit: commandExit,
 	})
 	if err != nil {
 		log.Warn("cannot write --metrics-file; the run's result stands", "file", r.path, "error", err)
 	}
 }
 
-// outcomeOf is how a run that ended with err went.
-func outcomeOf(err error) metrics.Outcome {
+// outcomeOf is how a run that ended with err went and, when the command
+// ended by itself (ok or failed), its own exit status. Each kind of result
+// maps to one outcome here; metrics.Skipped is the outcome of a run whose
+// once-per slot was already done.
+func outcomeOf(err error) (o metrics.Outcome, status int) {
 	var (
 		ce   *commandExit
 		busy *lock.BusyError
@@ -72,18 +77,18 @@ func outcomeOf(err error) metrics.Outcome {
 	)
 	switch {
 	case err == nil:
-		return metrics.Ran
+		return metrics.OK, 0
 	case errors.As(err, &ce):
 		if ce.status == child.UnknownStatus {
-			return metrics.Error
+			return metrics.Error, 0
 		}
-		return metrics.Ran
+		return metrics.Failed, ce.status
 	case errors.As(err, &busy):
-		return metrics.Busy
+		return metrics.Busy, 0
 	case errors.As(err, &lost):
-		return metrics.Lost
+		return metrics.Lost, 0
 	case errors.As(err, &maxh):
-		return metrics.MaxHold
+		return metrics.MaxHold, 0
 	}
-	return metrics.Error
+	return metrics.Error, 0
 }

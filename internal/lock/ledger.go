@@ -39,3 +39,17 @@ var entryID = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$`)
 
 // ValidEntryID says whether id can name a ledger entry.
 func ValidEntryID(id string) bool { return entryID.MatchString(id) }
+
+// CheckEntry says why an engine cannot store data as entry id (an
+// *InvalidError), or nil: an engine checks before it writes, so that an
+// id never escapes its place (a path, a key, a list of ids) and no store
+// truncates an entry.
+func CheckEntry(id string, data []byte) error {
+	if !ValidEntryID(id) {
+		return Invalidf("ledger entry id %q: want 1 to 64 of [A-Za-z0-9._-], not starting with a dot", id)
+	}
+	if len(data) > MaxEntryLen {
+		return Invalidf("ledger entry %s is %d bytes, more than %d", id, len(data), MaxEntryLen)
+	}
+	return nil
+}

@@ -739,6 +739,9 @@ func TestRequestsBoundedByContext(t *testing.T) {
 				_, err := lock.TryOnce(ctx, b, request("pause2", "bob", 3*time.Second))
 				return err
 			},
+			"Entries":       func(ctx context.Context) error { _, err := b.Entries(ctx, "pause"); return err },
+			"PutEntry":      func(ctx context.Context) error { return b.PutEntry(ctx, "pause", "a", nil) },
+			"DeleteEntries": func(ctx context.Context) error { return b.DeleteEntries(ctx, "pause", []string{"a"}) },
 		} {
 			rctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 			start := time.Now()

@@ -20,8 +20,14 @@ import (
 // keyPrefix are exactly those starting with the escaped keyPrefix.
 func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, error) {
 	base := b.prefix + "/"
-	resp, err := b.cli.Get(ctx, base+url.PathEscape(keyPrefix),
-		clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	from, scope := base+url.PathEscape(keyPrefix), clientv3.WithPrefix()
+	if keyPrefix == "" {
+		// Every key: from the first byte an escaped key can start with,
+		// past the run ledger's entries ("<prefix>/#ledger/", ledger.go),
+		// which List would pass over anyway, after reading them whole.
+		from, scope = base+"$", clientv3.WithRange(clientv3.GetPrefixRangeEnd(base))
+	}
+	resp, err := b.cli.Get(ctx, from, scope, clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
 	if err != nil {
 		return nil, b.opError("list", err)
 	}

@@ -25,8 +25,8 @@ func (p keyPaths) ledgerDir() string { return p.base + "#ledger" }
 
 // PutEntry creates or replaces entry id of key's ledger.
 func (b *Backend) PutEntry(ctx context.Context, key, id string, data []byte) error {
-	if !lock.ValidEntryID(id) {
-		return lock.Invalidf("ledger entry id %q is not valid", id)
+	if err := lock.CheckEntry(id, data); err != nil {
+		return err
 	}
 	dir := b.keyPaths(key).ledgerDir()
 	if err := os.MkdirAll(dir, 0o700); err != nil {

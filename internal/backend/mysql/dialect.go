@@ -13,6 +13,12 @@ var (
 	schemaSQL string
 	//go:embed acquire.sql
 	acquireSQL string
+	//go:embed ledger_put.sql
+	putEntrySQL string
+	//go:embed ledger_entries.sql
+	entriesSQL string
+	//go:embed ledger_delete.sql
+	deleteEntriesSQL string
 )
 
 // pollCap caps a waiter's backoff (MySQL has no notifications); a waiter
@@ -24,7 +30,7 @@ const pollCap = 250 * time.Millisecond
 const placeLasts = 2 * time.Second
 
 // dialect is MySQL/MariaDB as the SQL store speaks it: database/sql
-// (driver.go), its statements (queries.go, acquire.sql); no
+// (driver.go), its statements (queries.go, acquire.sql, ledger_*.sql); no
 // notifications, so waiters only poll.
 func (b *Backend) dialect() sqlstore.Dialect {
 	return sqlstore.Dialect{
@@ -35,6 +41,7 @@ func (b *Backend) dialect() sqlstore.Dialect {
 		PollCap:    pollCap,
 		PlaceLasts: placeLasts,
 		KeyPattern: likePrefix,
+		EntryIDs:   func(ids []string) any { return strings.Join(ids, ",") },
 		Clock:      sqlstore.Clock{Name: "SYSDATE(6)", Read: b.readClock},
 		Connections: sqlstore.Connections{
 			Reads: "max_connections and Threads_connected",

@@ -160,7 +160,7 @@ func (b *Backend) unavailable(err error) error {
 	case errors.As(err, &me) && me.Number == 1049:
 		return &lock.UnavailableError{Msg: fmt.Sprintf("mysql at %s: %s: check the database in --backend", b.addr, me.Message), Err: err}
 	case errors.As(err, &me) && (me.Number == 1142 || me.Number == 1044):
-		return &lock.UnavailableError{Msg: fmt.Sprintf("mysql at %s: %s: create distlock_token, distlock_lease and distlock_waiter once (README, MySQL), then grant distlock's user SELECT, INSERT, UPDATE, DELETE on them", b.addr, me.Message), Err: err, Refused: true}
+		return &lock.UnavailableError{Msg: fmt.Sprintf("mysql at %s: %s: create distlock_token, distlock_lease, distlock_waiter and distlock_ledger once (README, MySQL), then grant distlock's user SELECT, INSERT, UPDATE, DELETE on them", b.addr, me.Message), Err: err, Refused: true}
 	case errors.As(err, &me) && me.Number == tooManyConnections:
 		return b.tooManyConnections(me, err)
 	case errors.As(err, &me):

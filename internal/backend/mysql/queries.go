@@ -9,8 +9,9 @@ const nowUS = "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)"
 // holderCols are the columns a Holder is made of (sqlstore.Queries).
 const holderCols = "owner, token, host, pid, username, command, note, acquired_us, ttl_ms, hold, (expires_us - " + nowUS + ") DIV 1000"
 
-// queries are MySQL's statements: acquire.sql, and the others, short, one
-// each here, with the arguments sqlstore.Queries gives them.
+// queries are MySQL's statements: acquire.sql and the run ledger's
+// (ledger_*.sql), and the others, short, one each here, with the
+// arguments sqlstore.Queries gives them.
 var queries = sqlstore.Queries{
 	Acquire: acquireSQL,
 
@@ -56,4 +57,8 @@ var queries = sqlstore.Queries{
 	Leave:     "DELETE FROM distlock_waiter WHERE prefix = ? AND lock_key = ? AND owner = ?",
 	QueueLen:  "SELECT COUNT(*) FROM distlock_waiter WHERE prefix = ? AND lock_key = ?",
 	LeaseLeft: "SELECT expires_us - " + nowUS + " FROM distlock_lease WHERE prefix = ? AND lock_key = ? AND token = ?",
+
+	PutEntry:      putEntrySQL,
+	Entries:       entriesSQL,
+	DeleteEntries: deleteEntriesSQL,
 }

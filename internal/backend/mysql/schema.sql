@@ -1,7 +1,9 @@
 -- distlock's MySQL/MariaDB schema, created on first use when missing (in
 -- the URL's database). A DBA who would rather not give distlock's user
 -- CREATE can run this once; distlock's user then needs SELECT, INSERT,
--- UPDATE, DELETE on its three tables.
+-- UPDATE, DELETE on its four tables. Every statement creates only what is
+-- missing: running it again on an older deployment adds what it lacks
+-- (distlock_ledger).
 
 -- Fencing tokens: one counter row, updated in every acquiring transaction
 -- (which also serializes them) to max(value + 1, the database's clock in
@@ -51,4 +53,15 @@ CREATE TABLE IF NOT EXISTS distlock_waiter (
     host        VARCHAR(255)    NOT NULL,
     pid         INT             NOT NULL,
     PRIMARY KEY (prefix, lock_key, owner)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- The run ledger (--once-per, --slot, distlock history): each key's
+-- entries, id → bytes (at most 4096), kept apart from the leases, so a
+-- release, an expiry or a break leaves them.
+CREATE TABLE IF NOT EXISTS distlock_ledger (
+    prefix   VARBINARY(255)  NOT NULL,
+    lock_key VARBINARY(512)  NOT NULL,
+    id       VARBINARY(64)   NOT NULL,
+    data     VARBINARY(4096) NOT NULL,
+    PRIMARY KEY (prefix, lock_key, id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

@@ -32,6 +32,12 @@ var (
 	leaveLineSQL string
 	//go:embed headroom.sql
 	headroomSQL string
+	//go:embed ledger_put.sql
+	putEntrySQL string
+	//go:embed ledger_entries.sql
+	entriesSQL string
+	//go:embed ledger_delete.sql
+	deleteEntriesSQL string
 )
 
 // pollCap caps a waiter's backoff; a waiter steps (and so refreshes its
@@ -51,17 +57,20 @@ func (b *Backend) dialect() sqlstore.Dialect {
 		Prefix: b.prefix,
 		Driver: driver{b},
 		SQL: sqlstore.Queries{
-			Acquire:   acquireSQL,
-			Renew:     renewSQL,
-			Hold:      holdSQL,
-			Release:   releaseSQL,
-			Resume:    resumeSQL,
-			Leases:    leasesSQL,
-			List:      listSQL,
-			Break:     breakSQL,
-			Leave:     leaveLineSQL,
-			QueueLen:  "SELECT count(*) FROM distlock_waiter WHERE prefix = $1 AND lock_key = $2",
-			LeaseLeft: "SELECT (extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::bigint FROM distlock_lease WHERE prefix = $1 AND lock_key = $2 AND token = $3",
+			Acquire:       acquireSQL,
+			Renew:         renewSQL,
+			Hold:          holdSQL,
+			Release:       releaseSQL,
+			Resume:        resumeSQL,
+			Leases:        leasesSQL,
+			List:          listSQL,
+			Break:         breakSQL,
+			Leave:         leaveLineSQL,
+			QueueLen:      "SELECT count(*) FROM distlock_waiter WHERE prefix = $1 AND lock_key = $2",
+			LeaseLeft:     "SELECT (extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::bigint FROM distlock_lease WHERE prefix = $1 AND lock_key = $2 AND token = $3",
+			PutEntry:      putEntrySQL,
+			Entries:       entriesSQL,
+			DeleteEntries: deleteEntriesSQL,
 		},
 		PollCap:    pollCap,
 		PlaceLasts: placeLasts,

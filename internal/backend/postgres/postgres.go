@@ -146,7 +146,7 @@ func (b *Backend) unavailable(err error) error {
 	case errors.As(err, &pgErr) && pgErr.Code == "3D000":
 		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s: %s: check the database in --backend", b.addr, pgErr.Message), Err: err}
 	case errors.As(err, &pgErr) && pgErr.Code == "42501":
-		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s: %s: create distlock_lease, distlock_waiter, distlock_key_token and distlock_token once as their owner (README, PostgreSQL), then grant distlock's user SELECT, INSERT, UPDATE, DELETE on the tables and USAGE on the sequence", b.addr, pgErr.Message), Err: err, Refused: true}
+		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s: %s: create distlock_lease, distlock_waiter, distlock_key_token, distlock_ledger and distlock_token once as their owner (README, PostgreSQL), then grant distlock's user SELECT, INSERT, UPDATE, DELETE on the tables and USAGE on the sequence", b.addr, pgErr.Message), Err: err, Refused: true}
 	case errors.As(err, &pgErr) && pgErr.Code == tooManyClients:
 		return b.tooManyClients(pgErr, err)
 	case errors.As(err, &pgErr):

@@ -210,7 +210,10 @@ func TestCallsBoundedByContextOnStoppedServer(t *testing.T) {
 			_, err := lock.TryOnce(c, b, request("k2", "o", time.Second))
 			return err
 		},
-		"inspect": func(c context.Context) error { _, _, err := b.Inspect(c, "k"); return err },
+		"inspect":        func(c context.Context) error { _, _, err := b.Inspect(c, "k"); return err },
+		"entries":        func(c context.Context) error { _, err := b.Entries(c, "k"); return err },
+		"put an entry":   func(c context.Context) error { return b.PutEntry(c, "k", "a", nil) },
+		"delete entries": func(c context.Context) error { return b.DeleteEntries(c, "k", []string{"a"}) },
 	} {
 		c, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		begin := time.Now()

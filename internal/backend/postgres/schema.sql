@@ -1,8 +1,10 @@
 -- distlock's PostgreSQL schema, created on first use when missing (in the
 -- first schema of the connection's search_path). A DBA who would rather
 -- not give distlock's user CREATE can run this once; distlock's user then
--- needs SELECT, INSERT, UPDATE, DELETE on distlock_lease, distlock_waiter
--- and distlock_key_token, and USAGE on the sequence distlock_token.
+-- needs SELECT, INSERT, UPDATE, DELETE on distlock_lease, distlock_waiter,
+-- distlock_key_token and distlock_ledger, and USAGE on the sequence
+-- distlock_token. Every statement creates only what is missing: running
+-- it again on an older deployment adds what it lacks (distlock_ledger).
 
 -- Fencing tokens: the last token of each key. The statement that grants
 -- sets it to max(last + 1, the database's clock in microseconds since
@@ -58,4 +60,15 @@ CREATE TABLE IF NOT EXISTS distlock_waiter (
     host        text        NOT NULL DEFAULT '',
     pid         integer     NOT NULL DEFAULT 0,
     PRIMARY KEY (prefix, lock_key, owner)
+);
+
+-- The run ledger (--once-per, --slot, distlock history): each key's
+-- entries, id → bytes (at most 4096), kept apart from the leases, so a
+-- release, an expiry or a break leaves them.
+CREATE TABLE IF NOT EXISTS distlock_ledger (
+    prefix   text  NOT NULL,
+    lock_key text  NOT NULL,
+    id       text  NOT NULL,
+    data     bytea NOT NULL,
+    PRIMARY KEY (prefix, lock_key, id)
 );

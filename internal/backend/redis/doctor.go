@@ -300,7 +300,7 @@ func replicationVerdict(repl map[string]string, minReplicas string) lock.Check {
 func (b *Backend) aclCommands(key string) [][]string {
 	lk, tk := b.lockKey(key), b.tokenKey(key)
 	q, alive, waiting, slot := b.queueKey(key), b.aliveKey(key), b.waitingKey(key), b.slotKey(key, 0)
-	ch, wake := b.channel(key), b.wakePrefix(key)+"0"
+	ch, wake, lg := b.channel(key), b.wakePrefix(key)+"0", b.ledgerKey(key)
 	cmds := [][]string{
 		{"PING"},
 		{"EVALSHA", strings.Repeat("0", 40), "2", lk, tk},
@@ -331,6 +331,9 @@ func (b *Backend) aclCommands(key string) [][]string {
 		{"ZREM", q, "x"},
 		{"ZSCORE", alive, "x"},
 		{"ZCARD", q},
+		{"HSET", lg, "x", "y"}, // the run ledger (ledger.go)
+		{"HGETALL", lg},
+		{"HDEL", lg, "x"},
 	}
 	if b.redlock {
 		// The delayed restart's keys (redlock_lib.lua).

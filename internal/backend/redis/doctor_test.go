@@ -210,8 +210,9 @@ func TestDoctorEvictingServer(t *testing.T) {
 	})
 }
 
-// TestDoctorACL: a user that may not PUBLISH is a problem naming PUBLISH
-// and the fix; a user that may not run ACL DRYRUN is a warning.
+// TestDoctorACL: a user that may not PUBLISH, or not touch the run
+// ledger's hash, is a problem naming what it may not run and the fix; a
+// user that may not run ACL DRYRUN is a warning.
 func TestDoctorACL(t *testing.T) {
 	eachRedis(t, func(t *testing.T, s testServer) {
 		if s.mini != nil {
@@ -222,6 +223,8 @@ func TestDoctorACL(t *testing.T) {
 		for _, u := range [][]any{
 			{"ACL", "SETUSER", "nopub", "on", ">pw", "~*", "&*", "+@all", "-publish"},
 			{"ACL", "SETUSER", "noacl", "on", ">pw", "~*", "&*", "+@all", "-acl"},
+			{"ACL", "SETUSER", "noledger", "on", ">pw", "~distlock:{*}", "~distlock:{*}:token", "~distlock:{*}:queue",
+				"~distlock:{*}:alive", "~distlock:{*}:waiting", "~distlock:{*}:slot:*", "&*", "+@all"},
 		} {
 			if err := admin.c.Do(ctx, u...).Err(); err != nil {
 				t.Fatal(err)
@@ -234,6 +237,7 @@ func TestDoctorACL(t *testing.T) {
 		}{
 			{"nopub", lock.CheckProblem, "user nopub may not run what distlock runs: PUBLISH"},
 			{"noacl", lock.CheckWarning, "cannot ask who this connection is"},
+			{"noledger", lock.CheckProblem, "user noledger may not run what distlock runs: HSET (This user has no permissions to access the 'distlock:{doctor:t}:ledger' key); HGETALL"},
 		} {
 			cfg, err := ParseURL("redis://" + tc.user + ":pw@" + s.addr)
 			if err != nil {
@@ -250,7 +254,7 @@ func TestDoctorACL(t *testing.T) {
 			if c.Status != tc.want || !strings.Contains(c.Detail, tc.says) {
 				t.Errorf("%s: %+v, want %s saying %q", tc.user, c, tc.want, tc.says)
 			}
-			if c.Status == lock.CheckProblem && !strings.Contains(c.Fix, "ACL SETUSER nopub") {
+			if c.Status == lock.CheckProblem && !strings.Contains(c.Fix, "ACL SETUSER "+tc.user) {
 				t.Errorf("%s: the fix should be an ACL SETUSER: %q", tc.user, c.Fix)
 			}
 		}

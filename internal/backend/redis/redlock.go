@@ -81,6 +81,8 @@ type Redlock struct {
 	nodes  []*Backend
 	quorum int
 	addrs  string
+	// ledgerVer versions the run ledger's writes (redlock_ledger.go).
+	ledgerVer ledgerClock
 }
 
 // RedlockConfig is what OpenRedlock needs.

@@ -17,6 +17,14 @@ import (
 
 func startMasters(t *testing.T) (*server.RedisMasters, *Redlock) {
 	t.Helper()
+	m := startRedisMasters(t)
+	return m, openRedlock(t, m.URL())
+}
+
+// startRedisMasters starts three independent masters (skipped without
+// redis-server, unless DISTLOCK_TEST_REQUIRE_SERVERS=1).
+func startRedisMasters(t *testing.T) *server.RedisMasters {
+	t.Helper()
 	m, err := server.StartRedisMasters(t.TempDir(), 3)
 	if errors.Is(err, server.ErrNoBinary) && os.Getenv("DISTLOCK_TEST_REQUIRE_SERVERS") != "1" {
 		t.Skip(err)
@@ -25,7 +33,13 @@ func startMasters(t *testing.T) (*server.RedisMasters, *Redlock) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	cfg, err := ParseRedlockURL(m.URL())
+	return m
+}
+
+// openRedlock opens a Redlock on url with the prefix "distlock".
+func openRedlock(t *testing.T, url string) *Redlock {
+	t.Helper()
+	cfg, err := ParseRedlockURL(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +49,7 @@ func startMasters(t *testing.T) (*server.RedisMasters, *Redlock) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	return m, r
+	return r
 }
 
 // TestRedlockTokensRiseAcrossQuorums: a holder's token is the maximum its
@@ -98,29 +112,13 @@ func TestRedlockTokensRiseAcrossQuorums(t *testing.T) {
 // is still the one status, list and break --token see; the first renewal
 // writes it into that master's record too.
 func TestRedlockTokenSameEverywhere(t *testing.T) {
-	m, err := server.StartRedisMasters(t.TempDir(), 3)
-	if errors.Is(err, server.ErrNoBinary) && os.Getenv("DISTLOCK_TEST_REQUIRE_SERVERS") != "1" {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
+	m := startRedisMasters(t)
 	p, err := faultproxy.New(m.Nodes[2].Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	cfg, err := ParseRedlockURL("redlock://" + m.Nodes[0].Addr() + "," + m.Nodes[1].Addr() + "," + p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Prefix = "distlock"
-	r, err := OpenRedlock(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
+	r := openRedlock(t, "redlock://"+m.Nodes[0].Addr()+","+m.Nodes[1].Addr()+","+p.Addr())
 	ctx := context.Background()
 	c := goredis.NewClient(&goredis.Options{Addr: m.Nodes[2].Addr()})
 	defer c.Close()

@@ -93,3 +93,20 @@ func TestWaitReplicas(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitReplicasLedger: with wait=N a ledger entry (a slot marked done)
+// that fewer than N replicas acknowledge is a failed write, not a
+// success a failover could take away.
+func TestWaitReplicasLedger(t *testing.T) {
+	s := startSentinel(t)
+	ctx := context.Background()
+	b3 := sentinelBackend(t, s.URL("?wait=3"))
+	err := b3.PutEntry(ctx, "job", "e1", []byte("x"))
+	if !errors.Is(err, lock.ErrUnavailable) || !strings.Contains(err.Error(), "the run ledger's write reached 2 of the 3 replicas asked for (wait=3) within 1s") {
+		t.Fatalf("ledger write with wait=3 and 2 replicas: %v", err)
+	}
+	b1 := sentinelBackend(t, s.URL("?wait=1"))
+	if err := b1.PutEntry(ctx, "job", "e1", []byte("y")); err != nil {
+		t.Fatalf("ledger write with wait=1 and 2 replicas: %v", err)
+	}
+}

@@ -1,8 +1,8 @@
 // Package sqlstore is the lease store of the SQL engines, written once: a
 // lease is a row of distlock_lease whose expiry the database's clock
 // judges; the lease (renew, release, hold, handle, resume), inspect, list,
-// slots and break, the fair polling acquire (a place in distlock_waiter)
-// and the doctor's checks. Each engine (internal/backend/postgres,
+// slots and break, the fair polling acquire (a place in distlock_waiter),
+// the run ledger (distlock_ledger) and the doctor's checks. Each engine (internal/backend/postgres,
 // internal/backend/mysql) supplies a Dialect: its statements (its own
 // .sql files, embedded in its package), how it reaches the database, how
 // it names failures, and what it has that the other has not (PostgreSQL's
@@ -76,6 +76,13 @@ type Queries struct {
 	QueueLen string
 	// LeaseLeft: prefix, key, token. The µs left on that lease (<0 expired).
 	LeaseLeft string
+	// PutEntry: prefix, key, id, data. Creates or replaces that row of
+	// the run ledger (ledger.go).
+	PutEntry string
+	// Entries: prefix, key. Every entry of the key's ledger: id, data.
+	Entries string
+	// DeleteEntries: prefix, key, Dialect.EntryIDs(ids). Deletes those.
+	DeleteEntries string
 }
 
 // Dialect is what an engine tells the store.
@@ -97,7 +104,11 @@ type Dialect struct {
 	BreakExtra int
 	// KeyPattern (optional) is List's argument for a key prefix (MySQL: a
 	// LIKE pattern); the prefix itself when nil.
-	KeyPattern  func(keyPrefix string) string
+	KeyPattern func(keyPrefix string) string
+	// EntryIDs (optional) is DeleteEntries' argument for a list of entry
+	// ids (MySQL: one comma-separated string); the ids themselves (a
+	// text array) when nil.
+	EntryIDs    func(ids []string) any
 	Clock       Clock
 	Connections Connections
 }

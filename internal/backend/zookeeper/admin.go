@@ -76,3 +76,20 @@ func (b *Backend) pinnedAdmin() *session {
 	defer b.adm.mu.Unlock()
 	return b.adm.s
 }
+
+// useBrief is useAdmin for a call that must not keep a second connection
+// open for the rest of a run (the run ledger's, made by a run that holds
+// its lock on a session of its own): while the backend's own session is
+// parked it dials a session for this call alone, closed once done.
+func (b *Backend) useBrief(ctx context.Context) (s *session, done func(), err error) {
+	b.adm.mu.Lock()
+	parked := b.adm.s == nil
+	b.adm.mu.Unlock()
+	if !parked {
+		return b.useAdmin(ctx)
+	}
+	if s, err = b.dial(ctx, adminSession); err != nil {
+		return nil, func() {}, err
+	}
+	return s, func() { s.close(parkWait) }, nil
+}

@@ -1,0 +1,117 @@
+package redis
+
+// Redlock's run ledger (lock.Ledger): every master keeps the single-node
+// hash (ledger.go), and an entry counts once a quorum has it.
+//
+//   - PutEntry and DeleteEntries go to every master and succeed when a
+//     quorum acknowledged.
+//   - Entries reads every master and needs a quorum of answers. It
+//     returns every id that any answering master has: a PutEntry that
+//     succeeded reached a quorum, and any two quorums share a master, so
+//     every read sees it (a rule that wanted an id on a majority of the
+//     answers would lose it: on five masters, written to A, B, C and read
+//     from C, D, E). The price: a put that failed may show on the
+//     masters it reached, and an id deleted while a master was away comes
+//     back from that master, until deleted again (the ledger's trimming
+//     does; either way the entry is one that was written).
+//   - When masters disagree on an id's value, the latest write wins: each
+//     master stores "<version>:<data>", version a µs clock that rises
+//     strictly within this process (ledgerClock). An entry is written
+//     whole and rewritten whole (a run's start, then its end), so a
+//     disagreement is a rewrite that missed some masters; the read that
+//     sees the rewrite on one master of its quorum must pick it, which
+//     neither a majority of the answers nor an order of the masters does
+//     (the end written to A and B of three, read from A and C: one each).
+//     Writers in different processes are ordered by their clocks; equal
+//     versions (never within one process) pick the greater bytes, so
+//     every reader that sees both picks the same.
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// ledgerTimeout bounds one master's part in a ledger call.
+const ledgerTimeout = 5 * time.Second
+
+// ledgerClock hands out the versions of a Redlock's ledger writes:
+// max(last + 1, the wall clock in µs), so they rise strictly.
+type ledgerClock struct {
+	mu   sync.Mutex
+	last int64
+}
+
+func (c *ledgerClock) next() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last = max(c.last+1, time.Now().UnixMicro())
+	return c.last
+}
+
+// PutEntry implements lock.Ledger: on every master, a quorum must store it.
+func (r *Redlock) PutEntry(ctx context.Context, key, id string, data []byte) error {
+	if err := lock.CheckEntry(id, data); err != nil {
+		return err
+	}
+	v := strconv.AppendInt(nil, r.ledgerVer.next(), 10)
+	v = append(append(v, ':'), data...)
+	errs := r.each(ctx, ledgerTimeout, func(ctx context.Context, n *Backend) error {
+		return n.putEntry(ctx, key, id, v)
+	})
+	return r.needQuorum(errs, "stored the ledger entry "+id+" of "+key)
+}
+
+// DeleteEntries implements lock.Ledger: on every master, a quorum must
+// answer.
+func (r *Redlock) DeleteEntries(ctx context.Context, key string, ids []string) error {
+	errs := r.each(ctx, ledgerTimeout, func(ctx context.Context, n *Backend) error {
+		return n.DeleteEntries(ctx, key, ids)
+	})
+	return r.needQuorum(errs, "deleted ledger entries of "+key)
+}
+
+// Entries implements lock.Ledger: the merge of a quorum's ledgers (see
+// the top of this file).
+func (r *Redlock) Entries(ctx context.Context, key string) (map[string][]byte, error) {
+	all := make([]map[string][]byte, len(r.nodes))
+	errs := r.each(ctx, ledgerTimeout, func(ctx context.Context, n *Backend) error {
+		m, err := n.Entries(ctx, key)
+		all[i(r, n)] = m
+		return err
+	})
+	if err := r.needQuorum(errs, "answered"); err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	vers := map[string]int64{}
+	for _, m := range all {
+		for id, raw := range m {
+			ver, data := splitVersion(raw)
+			old, seen := vers[id]
+			if !seen || ver > old || ver == old && bytes.Compare(data, out[id]) > 0 {
+				out[id], vers[id] = data, ver
+			}
+		}
+	}
+	return out, nil
+}
+
+// splitVersion reads a master's "<version>:<data>"; a value without a
+// version (not written by PutEntry) is all data, version 0.
+func splitVersion(raw []byte) (int64, []byte) {
+	head, data, ok := bytes.Cut(raw, []byte{':'})
+	if !ok || len(head) == 0 || strings.Trim(string(head), "0123456789") != "" {
+		return 0, raw
+	}
+	ver, err := strconv.ParseInt(string(head), 10, 64)
+	if err != nil {
+		return 0, raw
+	}
+	return ver, data
+}

@@ -1,0 +1,154 @@
+package zookeeper
+
+// The run ledger on ZooKeeper (lock.Ledger).
+//
+//	<chroot>/<prefix>/<escaped KEY>#ledger          the key's ledger (a container node)
+//	<chroot>/<prefix>/<escaped KEY>#ledger/<id>     one entry (persistent; data: its bytes)
+//
+// Next to the key's node and its counter, never in them: a release, an
+// expiry or a break leaves the entries, and List skips names with a '#'
+// ('#' never appears in an escaped key). The ledger node is a container,
+// which the server removes once its last entry is deleted; a write that
+// finds it gone creates it again.
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+var _ lock.Ledger = (*Backend)(nil)
+
+// putAttempts bounds how often PutEntry creates the ledger node again
+// because the server removed it (emptied) in between.
+const putAttempts = 3
+
+// ledgerDir is the node under which key's entries live.
+func (b *Backend) ledgerDir(key string) string { return b.keyDir(key) + "#ledger" }
+
+// PutEntry implements lock.Ledger: it creates the entry's node, or sets
+// its data when it is there; the ledger node (and the root) when missing.
+func (b *Backend) PutEntry(ctx context.Context, key, id string, data []byte) error {
+	if err := lock.CheckEntry(id, data); err != nil {
+		return err
+	}
+	s, done, err := b.useBrief(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	dir := b.ledgerDir(key)
+	path := dir + "/" + id
+	for attempt := 1; ; attempt++ {
+		err := do(ctx, func() error {
+			_, err := s.conn.Create(path, data, zk.FlagPersistent, acl)
+			if errors.Is(err, zk.ErrNodeExists) {
+				_, err = s.conn.Set(path, data, -1)
+			}
+			return err
+		})
+		if !errors.Is(err, zk.ErrNoNode) || attempt >= putAttempts {
+			return b.ledgerError("write", key, err)
+		}
+		// No ledger node yet (or removed once emptied; or the entry
+		// deleted between our create and our set): make it, try again.
+		if err := b.ensureDir(ctx, s, dir); err != nil {
+			return b.ledgerError("write", key, err)
+		}
+	}
+}
+
+// Entries implements lock.Ledger. The holder of a key reads its ledger
+// right after acquiring and must see every entry the previous holder
+// wrote before it released. That write was applied by the leader before
+// the release, and the release before our grant, but this session's
+// server (another than the grant's, on a session of its own) may not
+// have caught up with the leader yet: ZooKeeper's reads are served by
+// the server we are connected to. Sync makes that server apply
+// everything the leader had committed when the sync reached it before
+// it answers; the reads after it, in order on this session, see that.
+func (b *Backend) Entries(ctx context.Context, key string) (map[string][]byte, error) {
+	s, done, err := b.useBrief(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	dir := b.ledgerDir(key)
+	if _, err := call(ctx, func() (string, error) { return s.conn.Sync(dir) }); err != nil {
+		return nil, b.ledgerError("read", key, err)
+	}
+	ids, err := b.children(ctx, s, dir)
+	if err != nil {
+		return nil, b.ledgerError("read", key, err)
+	}
+	return b.readEntries(ctx, s, key, ids)
+}
+
+// readEntries gets the entries ids of key's ledger all at once
+// (go-zookeeper pipelines requests on one connection); one deleted
+// meanwhile is left out.
+func (b *Backend) readEntries(ctx context.Context, s *session, key string, ids []string) (map[string][]byte, error) {
+	dir := b.ledgerDir(key)
+	datas := make([][]byte, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			datas[i], errs[i] = call(ctx, func() ([]byte, error) {
+				d, _, err := s.conn.Get(dir + "/" + id)
+				return d, err
+			})
+		}()
+	}
+	wg.Wait()
+	out := make(map[string][]byte, len(ids))
+	for i, id := range ids {
+		switch {
+		case errors.Is(errs[i], zk.ErrNoNode):
+		case errs[i] != nil:
+			return nil, b.ledgerError("read", key, errs[i])
+		default:
+			out[id] = datas[i]
+		}
+	}
+	return out, nil
+}
+
+// DeleteEntries implements lock.Ledger: one delete per id, any version;
+// a node (or a ledger) that is not there is no error, nor an id that
+// cannot name one (and might not make a valid path).
+func (b *Backend) DeleteEntries(ctx context.Context, key string, ids []string) error {
+	if len(ids) == 0 {
+		return nil // no session to dial for nothing
+	}
+	s, done, err := b.useBrief(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	dir := b.ledgerDir(key)
+	for _, id := range ids {
+		if !lock.ValidEntryID(id) {
+			continue
+		}
+		err := do(ctx, func() error { return s.conn.Delete(dir+"/"+id, -1) })
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return b.ledgerError("delete from", key, err)
+		}
+	}
+	return nil
+}
+
+// ledgerError is opError for the ledger of key (nil stays nil).
+func (b *Backend) ledgerError(op, key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return b.opError(op+" the ledger of "+key, err)
+}
