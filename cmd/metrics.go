@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock/internal/child"
+	"github.com/distlock/distlock/internal/ledger"
 	"github.com/distlock/distlock/internal/lock"
 	"github.com/distlock/distlock/internal/metrics"
 	"github.com/distlock/distlock/internal/runner"
@@ -66,14 +67,15 @@ func (r *runRecord) write(raw, final error, log *slog.Logger) {
 
 // outcomeOf is how a run that ended with err went and, when the command
 // ended by itself (ok or failed), its own exit status. Each kind of result
-// maps to one outcome here; metrics.Skipped is the outcome of a run whose
-// once-per slot was already done.
+// maps to one outcome here; a run whose --once-per or --slot slot was
+// already done (*ledger.SkippedError) is skipped.
 func outcomeOf(err error) (o metrics.Outcome, status int) {
 	var (
 		ce   *commandExit
 		busy *lock.BusyError
 		lost *runner.LostError
 		maxh *runner.MaxHoldError
+		skip *ledger.SkippedError
 	)
 	switch {
 	case err == nil:
@@ -89,6 +91,8 @@ func outcomeOf(err error) (o metrics.Outcome, status int) {
 		return metrics.Lost, 0
 	case errors.As(err, &maxh):
 		return metrics.MaxHold, 0
+	case errors.As(err, &skip):
+		return metrics.Skipped, 0
 	}
 	return metrics.Error, 0
 }

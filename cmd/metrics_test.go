@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/distlock/distlock/internal/child"
+	"github.com/distlock/distlock/internal/ledger"
 	"github.com/distlock/distlock/internal/lock"
 	"github.com/distlock/distlock/internal/metrics"
 	"github.com/distlock/distlock/internal/runner"
@@ -33,6 +34,7 @@ func TestOutcomeOf(t *testing.T) {
 		{"interrupted", &runner.InterruptedError{Key: "k", Signal: syscall.SIGINT}, metrics.Error, 0},
 		{"not found", &child.StartError{NotFound: true, Msg: "command not found: x"}, metrics.Error, 0},
 		{"internal", errors.New("boom"), metrics.Error, 0},
+		{"slot already done", &ledger.SkippedError{Key: "k", Slot: "s"}, metrics.Skipped, 0},
 	} {
 		got, status := outcomeOf(tc.err)
 		if got != tc.want || status != tc.status {

@@ -46,8 +46,9 @@ command ran past --max-hold.
 the lock is held, the key's run ledger is read: if a run of this slot
 ended with exit 0, the command is not run, one line names that run
 (--quiet silences it) and distlock exits 0. A failed, killed, lost or
-max-hold run leaves the slot open. Every run is recorded for
-distlock history (--history N runs kept per key).`,
+max-hold run leaves the slot open. The command sees its slot in
+DISTLOCK_RUN_SLOT. Every run is recorded for distlock history
+(--history N runs kept per key).`,
 		Example: `  distlock run --key job:daily --ttl 30s -- ./job.sh
   distlock run --key deploy --wait 10m --note "release 1.4" -- make deploy
   distlock --backend redis://redis:6379 run --key job:daily --busy-exit-code 0 --quiet -- ./job.sh
@@ -150,6 +151,7 @@ func (o *runOptions) lockAndRun(ctx context.Context, args []string, wait time.Du
 		OnBusy:     wp.busy,
 		OnAcquired: func() { rec.markAcquired(); wp.stop() },
 		Ledger:     runnerLedger(rl),
+		Env:        slotEnv(slot),
 	})
 	if err != nil {
 		return err

@@ -57,6 +57,15 @@ func (f *ledgerFlags) slot(start time.Time) string {
 	return ""
 }
 
+// slotEnv tells the command its slot (DISTLOCK_RUN_SLOT), when it has
+// one: a job that reports on "yesterday" reads which day it does.
+func slotEnv(slot string) []string {
+	if slot == "" {
+		return nil
+	}
+	return []string{"DISTLOCK_RUN_SLOT=" + slot}
+}
+
 // runLedger is the run's record in KEY's ledger, or nil when none is kept
 // (--history 0 without a slot, or an engine that keeps no ledger).
 func (f *ledgerFlags) runLedger(b lock.Backend, req lock.Request, slot string, log *slog.Logger) (*ledger.Run, error) {

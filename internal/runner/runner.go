@@ -46,6 +46,8 @@ type Config struct {
 	MaxHold time.Duration
 	// Ledger records the run in the key's run ledger; nil = none.
 	Ledger Ledger
+	// Env are more NAME=value variables for the command (DISTLOCK_RUN_SLOT).
+	Env []string
 }
 
 // Ledger is a run's record in its key's run ledger (internal/ledger.Run).
@@ -387,7 +389,7 @@ func childEnv(cfg Config, lease lock.Lease) []string {
 	if s, ok := lease.(lock.Slotted); ok && cfg.Request.Limit > 1 {
 		env = append(env, "DISTLOCK_SLOT="+strconv.Itoa(s.Slot()))
 	}
-	return env
+	return append(env, cfg.Env...)
 }
 
 // retryLogger logs each transient engine error a wait rides out.
