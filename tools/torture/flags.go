@@ -20,6 +20,12 @@ type config struct {
 	out        string
 	verbose    bool
 	keep       bool
+	// --cron: the run ledger's check (cron.go) instead of the rows.
+	cron      bool
+	cronSlots int
+	oncePer   time.Duration
+	replicas  int
+	cronSkew  time.Duration
 }
 
 func parseFlags(args []string) (config, error) {
@@ -35,8 +41,16 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.out, "out", "", "directory for results.json, per-row histories and porcupine visualizations")
 	fs.BoolVar(&c.verbose, "v", false, "log every fault as it is injected")
 	fs.BoolVar(&c.keep, "keep", false, "keep the server directories (data, logs) of rows that fail or show an unexpected violation")
+	fs.BoolVar(&c.cron, "cron", false, "check --once-per instead: replicas firing one cron entry on every engine at once (cron.go)")
+	fs.IntVar(&c.cronSlots, "slots", 100, "--cron: slots to fire in")
+	fs.DurationVar(&c.oncePer, "once-per", 2*time.Second, "--cron: the slot length")
+	fs.IntVar(&c.replicas, "replicas", 3, "--cron: replicas firing in every slot")
+	fs.DurationVar(&c.cronSkew, "skew", 500*time.Millisecond, "--cron: each replica fires at the middle of the slot, plus or minus up to this")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.cron && (c.cronSkew >= c.oncePer/2 || c.oncePer < time.Second || c.cronSlots < 1 || c.replicas < 2) {
+		return c, fmt.Errorf("--cron needs --once-per ≥ 1s, --skew < once-per/2, --slots ≥ 1, --replicas ≥ 2")
 	}
 	var err error
 	if c.engines, err = list(*engines, engineNames); err != nil {

@@ -41,6 +41,14 @@
 // drift allowance may overlap. Every other property of those rows, and
 // every property of every other row, must come out 0.
 //
+// # Cron
+//
+// With --cron the tool checks the run ledger instead (cron.go): on every
+// engine at once, --replicas replicas fire `distlock run --once-per` in
+// each of --slots slots, each at the middle of the slot plus its own skew
+// (±--skew); some slots' first command fails, some SIGKILLs its distlock.
+// Every slot must have exactly one successful command.
+//
 // # Output
 //
 // A table on stdout; with --out DIR, DIR/results.json (one object per row)
@@ -57,6 +65,9 @@ import (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "probe" {
 		os.Exit(probeMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "cronprobe" {
+		os.Exit(cronProbeMain(os.Args[2:]))
 	}
 	cfg, err := parseFlags(os.Args[1:])
 	if err != nil {

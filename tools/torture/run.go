@@ -42,6 +42,9 @@ func run(cfg config) int {
 			return 2
 		}
 	}
+	if cfg.cron {
+		return ev.runCron()
+	}
 	var rows []row
 	status := 0
 	for _, mode := range cfg.modes {
