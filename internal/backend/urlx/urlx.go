@@ -37,8 +37,8 @@ type Spec struct {
 	// BareIPv6: a host may be an IPv6 address without brackets (and then
 	// without a port): etcd://fe80::1.
 	BareIPv6 bool
-	// PlainHosts refuses host names holding spaces, '\' or '%' (an IPv6
-	// zone): the engine's client writes its hosts into URLs of its own.
+	// PlainHosts refuses host names holding spaces, '\' or '%' (so an
+	// IPv6 zone too), as etcd always has; other engines take a zone.
 	PlainHosts bool
 	// NoUser: the URL takes no user name or password.
 	NoUser bool
