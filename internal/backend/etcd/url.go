@@ -1,14 +1,13 @@
 package etcd
 
 import (
-	"net"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"google.golang.org/grpc"
 
+	"github.com/distlock/distlock/internal/backend/urlx"
 	"github.com/distlock/distlock/internal/lock"
 )
 
@@ -76,107 +75,17 @@ func (c Config) String() string {
 // Several hosts are members of one cluster. User and password may be
 // percent-encoded. Errors are lock.ErrInvalid and never hold the password.
 func ParseURL(raw string) (Config, error) {
-	var cfg Config
-	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok {
-		return cfg, lock.Invalidf("etcd URL has no scheme: use %s", urlForm)
-	}
-	switch strings.ToLower(scheme) {
-	case "etcd":
-	case "etcds":
-		cfg.TLS = true
-	default:
-		return cfg, lock.Invalidf("etcd URL scheme %q is not etcd:// or etcds://", scheme)
-	}
-
-	// The authority ends at the first '/', '?' or '#', as in any URL; a
-	// password holding those characters must be percent-encoded.
-	authority, tail := rest, ""
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		authority, tail = rest[:i], rest[i:]
-	}
-	if strings.Contains(tail, "@") && !strings.Contains(authority, "@") {
-		// Most likely a password with an unescaped '/', '?' or '#': say so
-		// without echoing any part of it.
-		return cfg, lock.Invalidf("etcd URL is malformed: percent-encode '/', '?', '#' and '@' in the user name or password (%s)", urlForm)
-	}
-	hosts, err := cfg.parseUserinfo(authority)
+	u, err := urlx.Parse(raw, urlSpec)
 	if err != nil {
 		return Config{}, err
 	}
-	if err := cfg.parseHosts(hosts); err != nil {
-		return Config{}, err
+	if u.User == "" && u.Password != "" {
+		return Config{}, lock.Invalidf("etcd URL has a password but no user name: use etcd://USER:PASSWORD@host:port")
 	}
-	if err := cfg.parseTail(tail); err != nil {
-		return Config{}, err
-	}
-	if err := cfg.checkTLS(); err != nil {
-		return Config{}, err
-	}
-	return cfg, nil
-}
-
-// urlForm is the shape of an etcd URL, for the errors that show it.
-const urlForm = "etcd://[user[:password]@]host:port[,host:port...][?cacert=FILE&cert=FILE&key=FILE]"
-
-// parseUserinfo sets the user and password from the authority's
-// "user[:password]@" (percent-encoded) and returns the hosts after it.
-func (cfg *Config) parseUserinfo(authority string) (string, error) {
-	at := strings.LastIndex(authority, "@")
-	if at < 0 {
-		return authority, nil
-	}
-	user, pass, hasPass := strings.Cut(authority[:at], ":")
-	var err error
-	if cfg.Username, err = url.PathUnescape(user); err != nil {
-		return "", lock.Invalidf("etcd URL: the user name is not valid percent-encoding")
-	}
-	if hasPass {
-		if cfg.Password, err = url.PathUnescape(pass); err != nil {
-			return "", lock.Invalidf("etcd URL: the password is not valid percent-encoding")
-		}
-	}
-	if cfg.Username == "" && cfg.Password != "" {
-		return "", lock.Invalidf("etcd URL has a password but no user name: use etcd://USER:PASSWORD@host:port")
-	}
-	return authority[at+1:], nil
-}
-
-// parseHosts sets the endpoints from "host[:port][,host[:port]...]".
-func (cfg *Config) parseHosts(hosts string) error {
-	if hosts == "" {
-		return lock.Invalidf("etcd URL names no host: use %s", urlForm)
-	}
-	for _, ep := range strings.Split(hosts, ",") {
-		norm, err := normalizeEndpoint(ep)
-		if err != nil {
-			return err
-		}
-		cfg.Endpoints = append(cfg.Endpoints, norm)
-	}
-	return nil
-}
-
-// parseTail checks what follows the authority: no path but "/", and the
-// TLS files as query parameters (a fragment is ignored).
-func (cfg *Config) parseTail(tail string) error {
-	path, query, _ := strings.Cut(tail, "?")
-	if i := strings.IndexByte(query, '#'); i >= 0 {
-		query = query[:i]
-	}
-	if i := strings.IndexByte(path, '#'); i >= 0 {
-		path = path[:i]
-	}
-	if path != "" && path != "/" {
-		return lock.Invalidf("etcd URL has a path (%q); etcd URLs take none: set the key namespace with --prefix", path)
-	}
-	q, err := url.ParseQuery(query)
-	if err != nil {
-		return lock.Invalidf("etcd URL query is malformed: use ?cacert=FILE&cert=FILE&key=FILE")
-	}
-	for name, vals := range q {
+	cfg := Config{Endpoints: u.Hosts, Username: u.User, Password: u.Password, TLS: u.TLS}
+	for name, vals := range u.Query {
 		if len(vals) != 1 || vals[0] == "" {
-			return lock.Invalidf("etcd URL parameter %q needs exactly one non-empty value", name)
+			return Config{}, lock.Invalidf("etcd URL parameter %q needs exactly one non-empty value", name)
 		}
 		switch name {
 		case "cacert":
@@ -185,12 +94,26 @@ func (cfg *Config) parseTail(tail string) error {
 			cfg.Cert = vals[0]
 		case "key":
 			cfg.Key = vals[0]
-		default:
-			return lock.Invalidf("etcd URL parameter %q is unknown: the parameters are cacert, cert and key", name)
 		}
 	}
-	return nil
+	if err := cfg.checkTLS(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
 }
+
+// urlSpec is how etcd reads its URLs: members of one cluster, a bare
+// IPv6 address allowed, plain host names (no spaces, '\' or '%': no IPv6
+// zone), no path (the key namespace is --prefix), TLS files as parameters.
+var urlSpec = urlx.Spec{
+	Name: "etcd", Scheme: "etcd", TLSScheme: "etcds", Form: urlForm,
+	Port: DefaultPort, BareIPv6: true, PlainHosts: true,
+	Path: urlx.NoPath, PathNote: "set the key namespace with --prefix",
+	Params: []string{"cacert", "cert", "key"},
+}
+
+// urlForm is the shape of an etcd URL, for the errors that show it.
+const urlForm = "etcd://[user[:password]@]host:port[,host:port...][?cacert=FILE&cert=FILE&key=FILE]"
 
 // checkTLS validates the TLS file settings (shared by ParseURL and New).
 func (c Config) checkTLS() error {
@@ -201,35 +124,4 @@ func (c Config) checkTLS() error {
 		return lock.Invalidf("etcd client certificate needs both cert and key files")
 	}
 	return nil
-}
-
-// normalizeEndpoint checks one "host[:port]" and adds the default port.
-// Its errors echo at most the host part: when a user forgets "@host", what
-// looks like a port is really a password.
-func normalizeEndpoint(ep string) (string, error) {
-	if ep == "" {
-		return "", lock.Invalidf("etcd URL has an empty host in its host list (stray comma?)")
-	}
-	host, port, err := net.SplitHostPort(ep)
-	if err != nil {
-		// No port: "host" or "[v6]".
-		h := ep
-		if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
-			h = h[1 : len(h)-1]
-		}
-		if strings.ContainsAny(h, "[]") || (strings.Contains(h, ":") && net.ParseIP(h) == nil) {
-			return "", lock.Invalidf("etcd URL has an endpoint that is not host:port (write IPv6 addresses as [addr]:port)")
-		}
-		host, port = h, DefaultPort
-	}
-	if host == "" {
-		return "", lock.Invalidf("etcd URL has an endpoint with no host: use host:port")
-	}
-	if strings.ContainsAny(host, " \t/\\%") {
-		return "", lock.Invalidf("etcd URL has an invalid host name %q", host)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return "", lock.Invalidf("etcd endpoint %s has an invalid port: want a number from 1 to 65535", host)
-	}
-	return net.JoinHostPort(host, port), nil
 }

@@ -38,6 +38,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/distlock/distlock/internal/backend/urlx"
 	"github.com/distlock/distlock/internal/lock"
 )
 
@@ -93,27 +94,32 @@ type RedlockConfig struct {
 	ConnectTimeout time.Duration
 }
 
+// redlockSpec: at least three masters, each naming its port, each used
+// with its database 0; TLS as on the other multi-host URLs (tls.go).
+var redlockSpec = urlx.Spec{
+	Name: "redlock", Scheme: "redlock", TLSScheme: "redlocks", Form: redlockForm,
+	Path: urlx.NoPath, PathNote: "each master's database 0 holds the locks (" + redlockForm + ")",
+	Params: tlsParams,
+}
+
 // ParseRedlockURL parses redlock:// URLs: at least three masters.
 func ParseRedlockURL(raw string) (RedlockConfig, error) {
-	u, err := parseMultiHost(raw, "redlock", redlockForm)
+	u, err := urlx.Parse(raw, redlockSpec)
 	if err != nil {
 		return RedlockConfig{}, err
 	}
-	if len(u.hosts) < 3 {
-		return RedlockConfig{}, lock.Invalidf("redlock URL names %d Redis masters: Redlock needs at least 3 independent ones (%s)", len(u.hosts), redlockForm)
+	if len(u.Hosts) < 3 {
+		return RedlockConfig{}, lock.Invalidf("redlock URL names %d Redis masters: Redlock needs at least 3 independent ones (%s)", len(u.Hosts), redlockForm)
 	}
 	tlsCfg, err := takeTLS(&u, "redlock")
 	if err != nil {
 		return RedlockConfig{}, err
 	}
-	if strings.Trim(u.path, "/") != "" || len(u.query) > 0 {
-		return RedlockConfig{}, lock.Invalidf("redlock URL takes no path, and no parameters but "+tlsParams+" (%s)", redlockForm)
-	}
 	var cfg RedlockConfig
-	for _, h := range u.hosts {
-		cfg.Nodes = append(cfg.Nodes, &goredis.Options{Addr: h, Username: u.user, Password: u.pass, TLSConfig: tlsCfg})
+	for _, h := range u.Hosts {
+		cfg.Nodes = append(cfg.Nodes, &goredis.Options{Addr: h, Username: u.User, Password: u.Password, TLSConfig: tlsCfg})
 	}
-	cfg.Password = u.pass
+	cfg.Password = u.Password
 	return cfg, nil
 }
 

@@ -5,8 +5,8 @@ import (
 	"crypto/x509"
 	"os"
 	"strconv"
-	"strings"
 
+	"github.com/distlock/distlock/internal/backend/urlx"
 	"github.com/distlock/distlock/internal/lock"
 )
 
@@ -23,32 +23,16 @@ import (
 // Each node's certificate is verified against its own host unless
 // tls_server_name is set (crypto/tls infers it from the address dialed).
 
-// tlsSchemes maps each TLS scheme to its plain twin.
-var tlsSchemes = map[string]string{
-	"rediss+sentinel": "redis+sentinel",
-	"rediss+cluster":  "redis+cluster",
-	"redlocks":        "redlock",
-}
+// tlsParams are the query parameters takeTLS knows.
+var tlsParams = []string{"tls", "tls_ca", "tls_server_name", "tls_insecure_skip_verify"}
 
-// tlsParams lists the query parameters takeTLS knows, for messages.
-const tlsParams = "tls, tls_ca, tls_server_name, tls_insecure_skip_verify"
-
-// plainScheme is scheme without TLS, and whether it was a TLS scheme.
-func plainScheme(scheme string) (string, bool) {
-	s := strings.ToLower(scheme)
-	if plain, ok := tlsSchemes[s]; ok {
-		return plain, true
-	}
-	return s, false
-}
-
-// takeTLS removes the TLS parameters from u.query and returns the TLS
+// takeTLS removes the TLS parameters from u.Query and returns the TLS
 // configuration they and u's scheme ask for; nil means plain TCP.
-func takeTLS(u *multiHost, scheme string) (*tls.Config, error) {
-	on := u.tls
+func takeTLS(u *urlx.URL, scheme string) (*tls.Config, error) {
+	on := u.TLS
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	tuned := false
-	for k, vs := range u.query {
+	for k, vs := range u.Query {
 		v := vs[len(vs)-1]
 		switch k {
 		case "tls":
@@ -56,8 +40,8 @@ func takeTLS(u *multiHost, scheme string) (*tls.Config, error) {
 			if err != nil {
 				return nil, lock.Invalidf("%s URL: tls=%q is not true or false", scheme, v)
 			}
-			if !b && u.tls {
-				return nil, lock.Invalidf("%s URL: tls=false contradicts the TLS scheme %s://", scheme, u.scheme)
+			if !b && u.TLS {
+				return nil, lock.Invalidf("%s URL: tls=false contradicts the TLS scheme %s://", scheme, u.Scheme)
 			}
 			on = b
 		case "tls_ca":
@@ -81,7 +65,7 @@ func takeTLS(u *multiHost, scheme string) (*tls.Config, error) {
 		default:
 			continue
 		}
-		delete(u.query, k)
+		delete(u.Query, k)
 	}
 	if tuned && !on {
 		return nil, lock.Invalidf("%s URL: TLS parameters without TLS: add tls=true or use the TLS scheme (rediss+sentinel://, rediss+cluster://, redlocks://)", scheme)

@@ -1,11 +1,10 @@
 package zookeeper
 
 import (
-	"net"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/distlock/distlock/internal/backend/urlx"
 	"github.com/distlock/distlock/internal/lock"
 )
 
@@ -33,55 +32,28 @@ func (c Config) String() string { return "zk://" + strings.Join(c.Servers, ",") 
 
 const urlForm = "zk://host:port[,host:port...][/chroot]"
 
+// urlSpec is how ZooKeeper reads its URLs: the servers of one ensemble
+// and a chroot, nothing else; an IPv6 address goes in brackets.
+var urlSpec = urlx.Spec{
+	Name: "zookeeper", Scheme: "zk", Form: urlForm, Port: DefaultPort,
+	NoUser: true, NoFragment: true, Path: urlx.Nodes,
+}
+
 // ParseURL parses zk://host[:port][,host[:port]...][/chroot]. Errors are
 // lock.ErrInvalid, one line saying what to fix.
 func ParseURL(raw string) (Config, error) {
-	shown := raw
-	if i := strings.LastIndex(raw, "@"); i >= 0 {
-		if j := strings.Index(raw, "://"); j >= 0 && j < i {
-			shown = raw[:j+3] + "xxxxx" + raw[i:] // never print a password
-		}
+	u, err := urlx.Parse(raw, urlSpec)
+	if err != nil {
+		return Config{}, err
 	}
-	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok || !strings.EqualFold(scheme, "zk") {
-		return Config{}, lock.Invalidf("zookeeper URL %q must start with zk:// (expected %s)", shown, urlForm)
-	}
-	if strings.ContainsAny(rest, "?#@") {
-		return Config{}, lock.Invalidf("zookeeper URL %q takes no user, query or fragment (expected %s)", shown, urlForm)
-	}
-	hosts, chroot, _ := strings.Cut(rest, "/")
-	if hosts == "" {
-		return Config{}, lock.Invalidf("zookeeper URL %q names no server (expected %s)", shown, urlForm)
-	}
-	var cfg Config
-	for _, h := range strings.Split(hosts, ",") {
-		if h == "" {
-			return Config{}, lock.Invalidf("zookeeper URL %q has an empty server in its list (expected %s)", shown, urlForm)
-		}
-		host, port, err := net.SplitHostPort(h)
-		if err != nil {
-			// No port (or a bare IPv6 address in brackets).
-			host, port = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]"), DefaultPort
-			if strings.ContainsAny(host, "[]") || (strings.Contains(host, ":") && !strings.HasPrefix(h, "[")) {
-				return Config{}, lock.Invalidf("zookeeper URL %q: server %q is not host or host:port (IPv6 goes in brackets)", shown, h)
-			}
-		}
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return Config{}, lock.Invalidf("zookeeper URL %q: server %q has no valid port (1-65535)", shown, h)
-		}
-		if host == "" {
-			return Config{}, lock.Invalidf("zookeeper URL %q: server %q has no host", shown, h)
-		}
-		cfg.Servers = append(cfg.Servers, net.JoinHostPort(host, port))
-	}
-	chroot = strings.TrimRight(chroot, "/")
-	if chroot != "" {
-		for _, part := range strings.Split(chroot, "/") {
+	cfg := Config{Servers: u.Hosts}
+	if u.Path != "" {
+		for _, part := range strings.Split(u.Path, "/") {
 			if err := checkNodeName(part); err != nil {
-				return Config{}, lock.Invalidf("zookeeper URL %q: chroot /%s: %v", shown, chroot, err)
+				return Config{}, lock.Invalidf("zookeeper URL: chroot /%s: %v", u.Path, err)
 			}
 		}
-		cfg.Chroot = "/" + chroot
+		cfg.Chroot = "/" + u.Path
 	}
 	return cfg, nil
 }
