@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -49,7 +48,7 @@ func zookeeperPeerSpec(java, classpath, dir string, id, clientPort int, peers []
 	if err != nil {
 		return spec{}, err
 	}
-	if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(id)+"\n"), 0o644); err != nil {
+	if err := writeLines(filepath.Join(data, "myid"), []string{strconv.Itoa(id)}); err != nil {
 		return spec{}, err
 	}
 	port := strconv.Itoa(clientPort)
