@@ -1,13 +1,9 @@
 package server
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"net"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -28,52 +24,6 @@ func dialProbe(ctx context.Context, addr string) (net.Conn, error) {
 		return nil, err
 	}
 	return c, nil
-}
-
-// redisAnswers sends an inline PING and expects +PONG (not, e.g.,
-// -LOADING); unless pid is 0 it then checks with INFO that the server that
-// answered is process pid.
-func redisAnswers(ctx context.Context, addr string, pid int) error {
-	c, err := dialProbe(ctx, addr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	r := bufio.NewReader(c)
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if !strings.HasPrefix(line, "+PONG") {
-		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
-	}
-	if pid == 0 {
-		return nil
-	}
-
-	if _, err := c.Write([]byte("INFO server\r\n")); err != nil {
-		return err
-	}
-	line, err = r.ReadString('\n')
-	if err != nil {
-		return err
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "$")))
-	if !strings.HasPrefix(line, "$") || err != nil || n < 0 {
-		return fmt.Errorf("INFO answered %q", strings.TrimSpace(line))
-	}
-	info := make([]byte, n)
-	if _, err := io.ReadFull(r, info); err != nil {
-		return err
-	}
-	want := "process_id:" + strconv.Itoa(pid) + "\r\n"
-	if !strings.Contains(string(info), want) {
-		return fmt.Errorf("the server on %s is not process %d", addr, pid)
-	}
-	return nil
 }
 
 // FourLetterWord sends a ZooKeeper four-letter command ("srvr", "mntr",
