@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -42,12 +41,7 @@ Exit status: 0 acquired, 75 busy (--busy-exit-code).`,
   lock=$(distlock acquire --key deploy:prod --ttl 30m --wait 10m)
   eval "$lock"
   distlock acquire --key deploy:prod --ttl 30m -o env >> "$GITHUB_ENV"`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 0 {
-				return errors.New("acquire takes no arguments")
-			}
-			return nil
-		},
+		Args: noArgs("acquire"),
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context()) },
 	}
 	o.lockFlags.add(c, 30*time.Minute, "how long the lock stays held unless extended or released (at least 1s)")

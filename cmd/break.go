@@ -60,7 +60,7 @@ Exit status: 0 broken, 1 not confirmed, 3 not held, 64 usage,
 	}
 	c.Flags().Uint64Var(&o.Token, "token", 0, "break only the holder with fencing token N (on a semaphore: that slot)")
 	c.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation (required when stdin is not a terminal)")
-	c.Flags().StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
+	textOrJSON(c, &o.Output)
 	return c
 }
 

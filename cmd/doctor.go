@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -45,18 +44,13 @@ Exit status: 0 nothing is a problem (warnings allowed), 1 a problem was
 found, 64 usage, 69 engine unreachable, 77 credentials refused.`,
 		Example: `  distlock --backend redis://redis:6379 doctor --ttl 30s
   distlock doctor -o json | jq '.[] | select(.status != "ok")'`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 0 {
-				return errors.New("doctor takes no arguments")
-			}
-			return nil
-		},
+		Args: noArgs("doctor"),
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context()) },
 	}
 	f := c.Flags()
 	f.StringVar(&o.Key, "key", "", "scratch key to take and release (default doctor:<host>)")
 	f.DurationVar(&o.TTL, "ttl", 30*time.Second, "the --ttl you mean to run with (at least 1s); checks are judged against it")
-	f.StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
+	textOrJSON(c, &o.Output)
 	return c
 }
 

@@ -29,15 +29,10 @@ from now. The handle stays the same, so nothing is printed on stdout (a
 line on stderr says how long the lock is held now); -o shell, env or json
 print the handle as acquire does. Exit status: 0 extended, 76 the handle no
 longer holds its lock.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 0 {
-				return errors.New("extend takes no arguments")
-			}
-			return nil
-		},
+		Args: noArgs("extend"),
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context()) },
 	}
-	c.Flags().StringVar(&o.Handle, "handle", "", "the DISTLOCK_HANDLE printed by acquire (default $DISTLOCK_HANDLE)")
+	o.handleOptions.add(c)
 	c.Flags().DurationVar(&o.TTL, "ttl", 0, "new remaining time (default: the handle's TTL)")
 	c.Flags().StringVarP(&o.Output, "output", "o", outNone, "output format: none, shell, env or json (as acquire)")
 	return c

@@ -11,6 +11,16 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
+// noArgs refuses arguments to the command name, which takes only flags.
+func noArgs(name string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != 0 {
+			return errors.New(name + " takes no arguments")
+		}
+		return nil
+	}
+}
+
 // flagError turns pflag's parse errors into usage errors that say what to
 // write: every duration flag gets the same clear line (not Go's "time:
 // missing unit"), and an unknown flag a suggestion when one is close.

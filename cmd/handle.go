@@ -6,12 +6,19 @@ import (
 	"os"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/distlock/distlock/internal/lock"
 )
 
 // handleOptions are shared by extend and release: which held lock.
 type handleOptions struct {
 	Handle string
+}
+
+// add adds --handle to c.
+func (o *handleOptions) add(c *cobra.Command) {
+	c.Flags().StringVar(&o.Handle, "handle", "", "the DISTLOCK_HANDLE printed by acquire (default $DISTLOCK_HANDLE)")
 }
 
 // handle reads --handle, else DISTLOCK_HANDLE.

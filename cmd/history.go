@@ -61,7 +61,7 @@ unreachable, 77 credentials refused.`,
 		RunE:              func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), args[0]) },
 	}
 	c.Flags().IntVarP(&o.Last, "last", "n", 20, "show at most the last N runs (0: all kept)")
-	c.Flags().StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
+	textOrJSON(c, &o.Output)
 	return c
 }
 

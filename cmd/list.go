@@ -55,7 +55,7 @@ unreachable, 77 credentials refused.`,
 			return o.run(cmd.Context(), prefix)
 		},
 	}
-	c.Flags().StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
+	textOrJSON(c, &o.Output)
 	return c
 }
 

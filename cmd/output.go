@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"io"
 
+	"github.com/spf13/cobra"
+
 	"github.com/distlock/distlock/internal/lock"
 )
 
@@ -15,6 +17,12 @@ func checkFormat(o string, allowed ...string) error {
 		}
 	}
 	return lock.Invalidf("--output must be one of %v, got %q", allowed, o)
+}
+
+// textOrJSON adds -o text|json to c, the output flag of the commands that
+// print a report (their run checks the value).
+func textOrJSON(c *cobra.Command, out *string) {
+	c.Flags().StringVarP(out, "output", "o", "text", "output format: text or json")
 }
 
 // outJSON is -o json.

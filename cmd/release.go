@@ -30,17 +30,12 @@ stays green; --strict makes that exit 76.
 -o json prints {"key","token","released"}: released is false when the
 lock was already gone.
 Exit status: 0 released or already gone, 76 already gone with --strict.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 0 {
-				return errors.New("release takes no arguments")
-			}
-			return nil
-		},
+		Args: noArgs("release"),
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context()) },
 	}
-	c.Flags().StringVar(&o.Handle, "handle", "", "the DISTLOCK_HANDLE printed by acquire (default $DISTLOCK_HANDLE)")
+	o.handleOptions.add(c)
 	c.Flags().BoolVar(&o.Strict, "strict", false, "exit 76 when the handle's lock is already gone")
-	c.Flags().StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
+	textOrJSON(c, &o.Output)
 	return c
 }
 

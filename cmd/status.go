@@ -62,7 +62,7 @@ is free, 64 usage, 69 engine unreachable, 77 credentials refused.`,
 		ValidArgsFunction: completeKeys(g, -1),
 		RunE:              func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), args) },
 	}
-	c.Flags().StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
+	textOrJSON(c, &o.Output)
 	return c
 }
 

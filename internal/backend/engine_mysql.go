@@ -1,31 +1,13 @@
 package backend
 
-import (
-	"context"
+import "github.com/distlock/distlock/internal/backend/mysql"
 
-	"github.com/distlock/distlock/internal/backend/mysql"
-	"github.com/distlock/distlock/internal/lock"
-)
-
-var mysqlEngine = Engine{
+// mysqlEngine: the options' password is used when the URL has none.
+var mysqlEngine = opens(Engine{
 	Scheme: "mysql", Form: "mysql://USER@HOST:PORT/DB", Name: "MySQL/MariaDB",
-	Guarantee: mysql.Guarantee,
-	Caps:      Caps{Semaphore: true, Fair: true, Holds: true, Doctor: true},
-	Lists:     "one query",
-	Checks:    "clock offset (the database's clock times the leases)",
-	open:      openMySQL,
-	kind:      (*mysql.Backend)(nil),
-}
-
-// openMySQL opens mysql://; the options' password is used when the URL
-// has none.
-func openMySQL(ctx context.Context, rawURL string, opts Options) (lock.Backend, error) {
-	cfg, err := mysql.ParseURL(rawURL)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Password = opts.Password
-	cfg.Prefix = opts.Prefix
-	cfg.ConnectTimeout = opts.ConnectTimeout
-	return mysql.New(ctx, cfg)
-}
+	Guarantee: mysql.Guarantee, Caps: every,
+	Lists:  "one query",
+	Checks: "clock offset (the database's clock times the leases)",
+}, mysql.ParseURL, mysql.New, func(cfg *mysql.Config, opts Options) {
+	cfg.Password, cfg.Prefix, cfg.ConnectTimeout = opts.Password, opts.Prefix, opts.ConnectTimeout
+})

@@ -2,74 +2,50 @@ package backend
 
 import (
 	"cmp"
-	"context"
+	"strings"
 
 	"github.com/distlock/distlock/internal/backend/redis"
-	"github.com/distlock/distlock/internal/lock"
 )
 
 // The Redis topologies: one engine package, four kinds of URL. The first
 // speaks for all four in list's and doctor's help.
 var (
-	redisEngine = Engine{
+	redisEngine = opens(Engine{
 		Scheme: "redis", TLS: "rediss", Form: "redis://HOST:PORT", Name: "a single Redis",
-		Guarantee: redis.Guarantee(redis.Single, 0),
-		Caps:      Caps{Semaphore: true, Fair: true, Holds: true, Doctor: true},
-		Lists:     "SCAN, never KEYS, which would block the server (on a cluster, every master)",
-		Checks:    "maxmemory-policy, persistence, replicas, Sentinel/Cluster behind a plain URL, ACL permissions, clock offset (TIME)",
-		open:      openRedis(redis.ParseURL),
-		kind:      (*redis.Backend)(nil),
-	}
-	sentinelEngine = Engine{
-		Scheme: "redis+sentinel", TLS: "rediss+sentinel", TLSParam: true,
-		Form: "redis+sentinel://HOST:PORT,…/MASTER", Name: "Redis behind Sentinels",
-		Guarantee: redis.Guarantee(redis.Sentinel, 0),
-		Caps:      Caps{Semaphore: true, Fair: true, Holds: true, Doctor: true},
-		open:      openRedis(redis.ParseSentinelURL),
-		kind:      (*redis.Backend)(nil),
-	}
-	clusterEngine = Engine{
-		Scheme: "redis+cluster", TLS: "rediss+cluster", TLSParam: true,
-		Form: "redis+cluster://HOST:PORT,…", Name: "a Redis Cluster",
-		Guarantee: redis.Guarantee(redis.Cluster, 0),
-		Caps:      Caps{Semaphore: true, Fair: true, Holds: true, Doctor: true},
-		open:      openRedis(redis.ParseClusterURL),
-		kind:      (*redis.Backend)(nil),
-	}
+		Guarantee: redis.Guarantee(redis.Single, 0), Caps: every,
+		Lists:  "SCAN, never KEYS, which would block the server (on a cluster, every master)",
+		Checks: "maxmemory-policy, persistence, replicas, Sentinel/Cluster behind a plain URL, ACL permissions, clock offset (TIME)",
+	}, redis.ParseURL, redis.New, fillRedis)
+	sentinelEngine = redisTopology("redis+sentinel", "redis+sentinel://HOST:PORT,…/MASTER", "Redis behind Sentinels",
+		redis.Sentinel, redis.ParseSentinelURL)
+	clusterEngine = redisTopology("redis+cluster", "redis+cluster://HOST:PORT,…", "a Redis Cluster",
+		redis.Cluster, redis.ParseClusterURL)
 	// Redlock refuses --limit (a semaphore's slots cannot be kept
 	// consistent across independent masters), and its waiters poll.
-	redlockEngine = Engine{
+	redlockEngine = opens(Engine{
 		Scheme: "redlock", TLS: "redlocks", TLSParam: true,
 		Form: "redlock://HOST:PORT,HOST:PORT,HOST:PORT", Name: "Redlock over independent Redis masters",
 		Guarantee: redis.RedlockGuarantee(3),
 		Caps:      Caps{Holds: true, Doctor: true},
-		open:      openRedlock,
-		kind:      (*redis.Redlock)(nil),
-	}
+	}, redis.ParseRedlockURL, redis.OpenRedlock, func(cfg *redis.RedlockConfig, opts Options) {
+		cfg.Password = cmp.Or(cfg.Password, opts.Password)
+		cfg.Prefix, cfg.ConnectTimeout = opts.Prefix, opts.ConnectTimeout
+	})
 )
 
-// openRedis opens one of the topologies redis.New serves, its URL read
-// by parse.
-func openRedis(parse func(string) (redis.Config, error)) func(context.Context, string, Options) (lock.Backend, error) {
-	return func(ctx context.Context, rawURL string, opts Options) (lock.Backend, error) {
-		cfg, err := parse(rawURL)
-		if err != nil {
-			return nil, err
-		}
-		cfg.Password = cmp.Or(cfg.Password, opts.Password)
-		cfg.Prefix = opts.Prefix
-		cfg.ConnectTimeout = opts.ConnectTimeout
-		return redis.New(ctx, cfg)
-	}
+// redisTopology is the entry of a topology redis.New serves that redis://
+// speaks for in list's and doctor's help: its TLS scheme is rediss+..., and
+// ?tls=true turns TLS on too.
+func redisTopology(scheme, form, name string, topo redis.Topology, parse func(string) (redis.Config, error)) Engine {
+	return opens(Engine{
+		Scheme: scheme, TLS: "rediss" + strings.TrimPrefix(scheme, "redis"), TLSParam: true,
+		Form: form, Name: name,
+		Guarantee: redis.Guarantee(topo, 0), Caps: every,
+	}, parse, redis.New, fillRedis)
 }
 
-func openRedlock(ctx context.Context, rawURL string, opts Options) (lock.Backend, error) {
-	cfg, err := redis.ParseRedlockURL(rawURL)
-	if err != nil {
-		return nil, err
-	}
+// fillRedis: the URL's password wins over the options'.
+func fillRedis(cfg *redis.Config, opts Options) {
 	cfg.Password = cmp.Or(cfg.Password, opts.Password)
-	cfg.Prefix = opts.Prefix
-	cfg.ConnectTimeout = opts.ConnectTimeout
-	return redis.OpenRedlock(ctx, cfg)
+	cfg.Prefix, cfg.ConnectTimeout = opts.Prefix, opts.ConnectTimeout
 }

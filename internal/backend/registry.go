@@ -57,6 +57,30 @@ type Caps struct {
 	Doctor bool
 }
 
+// every is all four capabilities.
+var every = Caps{Semaphore: true, Fair: true, Holds: true, Doctor: true}
+
+// opens is e with its open and kind: open parses a URL with parse, lets
+// fill set in the parsed config what the options decide, and connects with
+// connect; kind is connect's backend type.
+func opens[C any, B lock.Backend](e Engine, parse func(string) (C, error), connect func(context.Context, C) (B, error), fill func(*C, Options)) Engine {
+	e.open = func(ctx context.Context, rawURL string, opts Options) (lock.Backend, error) {
+		cfg, err := parse(rawURL)
+		if err != nil {
+			return nil, err
+		}
+		fill(&cfg, opts)
+		b, err := connect(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	var none B // a nil pointer
+	e.kind = none
+	return e
+}
+
 // registry is every engine, in the order help lists them: the default
 // first. A new engine is one entry here and its engine_<name>.go.
 var registry = []*Engine{

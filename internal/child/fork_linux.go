@@ -329,6 +329,21 @@ func forkedExit(code uintptr) {
 	}
 }
 
+// forkedBecome starts each forked process (the watcher, the pin) the
+// same way: it leads a process group of its own, takes its name (comm) and
+// command line, sets its signals (keepChld: see forkedSignals) and
+// unblocks them.
+//
+//go:nosplit
+//go:norace
+func forkedBecome(p *forkPlan, name *[16]byte, cmd *[40]byte, keepChld bool) {
+	syscall.RawSyscall6(unix.SYS_SETPGID, 0, 0, 0, 0, 0, 0)
+	syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_NAME, uintptr(unsafe.Pointer(&name[0])), 0, 0, 0, 0)
+	forkedCmdline(p, cmd)
+	forkedSignals(p, keepChld)
+	forkedUnblock(p)
+}
+
 // watcherBody is the forked watcher (see the top of this file). It and
 // the forked helpers it calls are nosplit: the linker checks that the
 // whole chain of their frames, from forkWatcherProcess down, fits in the
@@ -338,11 +353,7 @@ func forkedExit(code uintptr) {
 //go:nosplit
 //go:norace
 func watcherBody(p *forkPlan) {
-	syscall.RawSyscall6(unix.SYS_SETPGID, 0, 0, 0, 0, 0, 0)
-	syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_NAME, uintptr(unsafe.Pointer(&p.wname[0])), 0, 0, 0, 0)
-	forkedCmdline(p, &p.wcmd)
-	forkedSignals(p, true)
-	forkedUnblock(p)
+	forkedBecome(p, &p.wname, &p.wcmd, true)
 	forkedWatcherFds(p)
 	forkedNullStdio(p)
 	pin := forkedPin(p)
@@ -620,11 +631,7 @@ func forkedRunsIn(p *forkPlan, name uintptr, pgid int) bool {
 //go:nosplit
 //go:norace
 func pinBody(p *forkPlan) {
-	syscall.RawSyscall6(unix.SYS_SETPGID, 0, 0, 0, 0, 0, 0)
-	syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_NAME, uintptr(unsafe.Pointer(&p.pname[0])), 0, 0, 0, 0)
-	forkedCmdline(p, &p.pcmd)
-	forkedSignals(p, false)
-	forkedUnblock(p)
+	forkedBecome(p, &p.pname, &p.pcmd, false)
 	if p.pinP[0] != 0 {
 		if _, _, e := syscall.RawSyscall6(unix.SYS_DUP3, uintptr(p.pinP[0]), 0, 0, 0, 0, 0); e != 0 {
 			forkedExit(71)

@@ -33,6 +33,25 @@ type DoctorRequest struct {
 	Timeout time.Duration
 }
 
+// TimeoutOr is r.Timeout, or fallback when r has none.
+func (r DoctorRequest) TimeoutOr(fallback time.Duration) time.Duration {
+	if r.Timeout <= 0 {
+		return fallback
+	}
+	return r.Timeout
+}
+
+// RequestContext makes a context for one request of a check, under the
+// check's context and bounded by the request timeout.
+type RequestContext func() (context.Context, context.CancelFunc)
+
+// RequestContexts is a RequestContext under ctx, bounded by
+// r.TimeoutOr(fallback).
+func (r DoctorRequest) RequestContexts(ctx context.Context, fallback time.Duration) RequestContext {
+	timeout := r.TimeoutOr(fallback)
+	return func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, timeout) }
+}
+
 // CheckStatus is a check's verdict.
 type CheckStatus string
 

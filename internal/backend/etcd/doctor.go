@@ -17,21 +17,17 @@ import (
 // shortest lease the server grants against --ttl, authentication, TLS, and
 // how fast the leader's lease clock runs against ours.
 func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Check {
-	timeout := req.Timeout
-	if timeout <= 0 {
-		timeout = b.dialTO
-	}
-	rctx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, timeout) }
+	rctx := req.RequestContexts(ctx, b.dialTO)
 	return []lock.Check{
 		b.clusterCheck(rctx),
 		b.leaseTTLCheck(rctx, req.TTL),
 		b.authCheck(rctx),
 		tlsVerdict(b.cli.Endpoints()),
-		b.clockCheck(ctx, timeout),
+		b.clockCheck(ctx, req.TimeoutOr(b.dialTO)),
 	}
 }
 
-type reqCtx func() (context.Context, context.CancelFunc)
+type reqCtx = lock.RequestContext
 
 // clusterView is what clusterCheck learned from the cluster.
 type clusterView struct {

@@ -97,13 +97,8 @@ type Backend struct {
 // first use.
 func New(ctx context.Context, cfg Config) (*Backend, error) {
 	c := cfg.Driver.Clone()
-	if c.Passwd == "" {
-		c.Passwd = cfg.Password
-	}
-	timeout := cfg.ConnectTimeout
-	if timeout <= 0 {
-		timeout = 5 * time.Second
-	}
+	c.Passwd = cmp.Or(c.Passwd, cfg.Password)
+	timeout := sqlstore.ConnectTimeout(cfg.ConnectTimeout)
 	c.Timeout = timeout
 	// Statements are filled in by the driver (escaped), so that a whole
 	// transaction travels as one multi-statement query.

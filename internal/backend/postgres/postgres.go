@@ -85,13 +85,8 @@ type Backend struct {
 // until first use.
 func New(ctx context.Context, cfg Config) (*Backend, error) {
 	cc := cfg.Conn.Copy()
-	if cc.Password == "" {
-		cc.Password = cfg.Password
-	}
-	timeout := cfg.ConnectTimeout
-	if timeout <= 0 {
-		timeout = 5 * time.Second
-	}
+	cc.Password = cmp.Or(cc.Password, cfg.Password)
+	timeout := sqlstore.ConnectTimeout(cfg.ConnectTimeout)
 	cc.ConnectTimeout = timeout
 	// One round trip per statement, no prepare: every distlock process
 	// makes only a handful of calls, each on a new connection. Parameter

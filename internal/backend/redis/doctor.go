@@ -17,11 +17,7 @@ import (
 // may evict lock keys, what a restart or a failover does to the locks,
 // whether our user may run what distlock runs, and its clock.
 func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Check {
-	timeout := req.Timeout
-	if timeout <= 0 {
-		timeout = 5 * time.Second
-	}
-	rctx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, timeout) }
+	rctx := req.RequestContexts(ctx, 5*time.Second)
 	checks := []lock.Check{
 		b.deploymentCheck(rctx),
 		b.evictionCheck(rctx),
@@ -36,7 +32,7 @@ func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Che
 	return checks
 }
 
-type reqCtx func() (context.Context, context.CancelFunc)
+type reqCtx = lock.RequestContext
 
 // info reads one INFO section as field → value.
 func (b *Backend) info(rctx reqCtx, section string) (map[string]string, error) {

@@ -51,14 +51,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	switch {
 	case cfg.Failover != nil:
 		o := cfg.Failover
-		if o.Password == "" {
-			o.Password = cfg.Password
-		}
-		if cfg.ConnectTimeout > 0 {
-			o.DialTimeout = cfg.ConnectTimeout
-		}
-		o.ContextTimeoutEnabled, o.MaxRetries, o.PoolSize, o.DisableIdentity = true, -1, 4, true
-		dial = cmp.Or(o.DialTimeout, 5*time.Second)
+		dial = cfg.policy(&o.Password, &o.DialTimeout, &o.ContextTimeoutEnabled, &o.MaxRetries, &o.PoolSize, &o.DisableIdentity)
 		b.c = goredis.NewFailoverClient(o)
 		b.nodeOptions = func(addr string) *goredis.Options {
 			return &goredis.Options{Addr: addr, Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig,
@@ -66,25 +59,11 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		}
 	case cfg.Cluster != nil:
 		o := cfg.Cluster
-		if o.Password == "" {
-			o.Password = cfg.Password
-		}
-		if cfg.ConnectTimeout > 0 {
-			o.DialTimeout = cfg.ConnectTimeout
-		}
-		o.ContextTimeoutEnabled, o.MaxRetries, o.PoolSize, o.DisableIdentity = true, -1, 4, true
-		dial = cmp.Or(o.DialTimeout, 5*time.Second)
+		dial = cfg.policy(&o.Password, &o.DialTimeout, &o.ContextTimeoutEnabled, &o.MaxRetries, &o.PoolSize, &o.DisableIdentity)
 		b.c = goredis.NewClusterClient(o)
 	default:
 		o := cfg.Options
-		if o.Password == "" {
-			o.Password = cfg.Password
-		}
-		if cfg.ConnectTimeout > 0 {
-			o.DialTimeout = cfg.ConnectTimeout
-		}
-		o.ContextTimeoutEnabled, o.MaxRetries, o.PoolSize, o.DisableIdentity = true, -1, 4, true
-		dial = cmp.Or(o.DialTimeout, 5*time.Second)
+		dial = cfg.policy(&o.Password, &o.DialTimeout, &o.ContextTimeoutEnabled, &o.MaxRetries, &o.PoolSize, &o.DisableIdentity)
 		if b.addr == "" {
 			b.addr = "redis at " + o.Addr
 		}
@@ -97,6 +76,22 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		return nil, b.unavailable(err)
 	}
 	return b, nil
+}
+
+// policy sets the fields of a topology's client options (go-redis has one
+// options type each) that New decides: cfg's password where the URL gave
+// none, cfg's connect timeout, context deadlines honoured, no retries, a
+// pool of 4, no CLIENT SETINFO. It returns the dial timeout, which bounds
+// the first PING.
+func (cfg Config) policy(password *string, dialTimeout *time.Duration, ctxTimeout *bool, maxRetries, poolSize *int, noIdentity *bool) time.Duration {
+	if *password == "" {
+		*password = cfg.Password
+	}
+	if cfg.ConnectTimeout > 0 {
+		*dialTimeout = cfg.ConnectTimeout
+	}
+	*ctxTimeout, *maxRetries, *poolSize, *noIdentity = true, -1, 4, true
+	return cmp.Or(*dialTimeout, 5*time.Second)
 }
 
 // unavailable turns a connection or auth failure into a one-line error

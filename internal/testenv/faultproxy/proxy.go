@@ -76,24 +76,21 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 // is not even dialled), bytes, half-closes and resets are held until Resume.
 // Connections stay open. A write already under way when Pause is called may
 // complete; nothing starts after Pause returns.
-func (p *Proxy) Pause() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.paused = true
-	if p.resume == nil {
-		p.resume = make(chan struct{})
-	}
-}
+func (p *Proxy) Pause() { p.hold(&p.paused) }
 
 // PauseReplies holds what servers send (bytes, half-closes, resets) on
 // existing and new connections until Resume, while what clients send is
 // forwarded: a request reaches the server and takes effect, but its reply
 // is lost to the client for as long as the pause lasts. New connections are
 // dialled. Pause holds both directions whatever PauseReplies says.
-func (p *Proxy) PauseReplies() {
+func (p *Proxy) PauseReplies() { p.hold(&p.replies) }
+
+// hold sets a pause flag (p.paused, p.replies) under p.mu, and makes the
+// channel Resume closes if no pause has made it yet.
+func (p *Proxy) hold(flag *bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.replies = true
+	*flag = true
 	if p.resume == nil {
 		p.resume = make(chan struct{})
 	}

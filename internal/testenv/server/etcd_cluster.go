@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -21,56 +20,42 @@ type EtcdCluster struct {
 // dir/member<i>, and returns once every member reports healthy and knows
 // all n. Unlike StartEtcd it does not retry on other ports: a member that
 // loses its port race fails the start.
-func StartEtcdCluster(dir string, n int) (c *EtcdCluster, err error) {
-	bin, err := lookBinary("etcd")
+func StartEtcdCluster(dir string, n int) (*EtcdCluster, error) {
+	bin, dir, err := binAndDir("etcd", dir)
 	if err != nil {
 		return nil, err
 	}
-	if dir, err = prepareDir(dir); err != nil {
-		return nil, err
-	}
-	ports, err := freePorts(2 * n)
-	if err != nil {
-		return nil, err
-	}
-	var initial []string
-	for i := range n {
-		initial = append(initial, etcdMemberName(ports[2*i+1])+"=http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*i+1])))
-	}
-	c = &EtcdCluster{}
-	defer func() {
-		if err != nil {
-			c.Close()
+	members, err := startGroup(n, 2, startTimeout, func(i int, ports []int) (spec, error) {
+		var initial []string
+		for j := range n {
+			initial = append(initial, etcdMemberName(ports[2*j+1])+"=http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*j+1])))
 		}
-	}()
-	for i := range n {
 		mdir, err := prepareDir(filepath.Join(dir, "member"+strconv.Itoa(i)))
 		if err != nil {
-			return nil, err
+			return spec{}, err
 		}
-		p := &Process{spec: etcdMemberSpec(bin, mdir, ports[2*i], ports[2*i+1], strings.Join(initial, ","), n)}
-		p.mu.Lock()
-		err = p.launchLocked()
-		p.mu.Unlock()
-		if err != nil {
-			return nil, err
-		}
-		c.Members = append(c.Members, p)
+		return etcdMemberSpec(bin, mdir, ports[2*i], ports[2*i+1], strings.Join(initial, ","), n, etcdClustered), nil
+	}) // they elect a leader only once a quorum runs
+	if err != nil {
+		return nil, err
 	}
-	for _, p := range c.Members { // they elect a leader only once a quorum runs
-		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-		err := waitReady(ctx, p.spec, p.pid, p.done)
-		cancel()
-		if err != nil {
-			return nil, err
-		}
-	}
-	return c, nil
+	return &EtcdCluster{Members: members}, nil
 }
 
 func etcdMemberName(peerPort int) string { return "distlock-test-" + strconv.Itoa(peerPort) }
 
-func etcdMemberSpec(bin, dir string, clientPort, peerPort int, initial string, n int) spec {
+// etcdTuning is what differs between a single member and a cluster's.
+type etcdTuning struct {
+	token, heartbeat, election string // --initial-cluster-token, ms, ms
+}
+
+// etcdClustered is loose enough for a loaded 2-core machine, quick enough
+// for tests.
+var etcdClustered = etcdTuning{token: "distlock-test-cluster", heartbeat: "50", election: "500"}
+
+// etcdMemberSpec runs member etcdMemberName(peerPort) of a cluster of n
+// (initial: its --initial-cluster), with its data in dir/etcd.data.
+func etcdMemberSpec(bin, dir string, clientPort, peerPort int, initial string, n int, t etcdTuning) spec {
 	client := net.JoinHostPort("127.0.0.1", strconv.Itoa(clientPort))
 	peerURL := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(peerPort))
 	name := etcdMemberName(peerPort)
@@ -87,10 +72,9 @@ func etcdMemberSpec(bin, dir string, clientPort, peerPort int, initial string, n
 			"--initial-advertise-peer-urls", peerURL,
 			"--initial-cluster", initial,
 			"--initial-cluster-state", "new",
-			"--initial-cluster-token", "distlock-test-cluster",
-			// loose enough for a loaded 2-core machine, quick enough for tests
-			"--heartbeat-interval", "50",
-			"--election-timeout", "500",
+			"--initial-cluster-token", t.token,
+			"--heartbeat-interval", t.heartbeat,
+			"--election-timeout", t.election,
 			"--logger", "zap",
 			"--log-outputs", "stderr",
 		},
@@ -103,8 +87,10 @@ func etcdMemberSpec(bin, dir string, clientPort, peerPort int, initial string, n
 	}
 }
 
-// etcdMemberAnswers: healthy (a leader is known), and the member list
-// has n members, one of them name.
+// etcdMemberAnswers reports nil when GET /health says {"health":"true"},
+// which etcd only does once it has a leader and can serve requests, and the
+// member list has n members, one of them name (the member answering: only
+// it can have that name).
 func etcdMemberAnswers(ctx context.Context, addr, name string, n int) error {
 	var health struct {
 		Health string `json:"health"`
@@ -134,13 +120,7 @@ func etcdMemberAnswers(ctx context.Context, addr, name string, n int) error {
 }
 
 // Endpoints is the members' client addresses, comma-separated.
-func (c *EtcdCluster) Endpoints() string {
-	var addrs []string
-	for _, p := range c.Members {
-		addrs = append(addrs, p.Addr())
-	}
-	return strings.Join(addrs, ",")
-}
+func (c *EtcdCluster) Endpoints() string { return addrList(c.Members) }
 
 // Leader is the member the first member that answers names as leader.
 func (c *EtcdCluster) Leader(ctx context.Context) (*Process, error) {
@@ -169,10 +149,4 @@ func (c *EtcdCluster) Leader(ctx context.Context) (*Process, error) {
 }
 
 // Close stops every member.
-func (c *EtcdCluster) Close() error {
-	var errs []error
-	for _, p := range c.Members {
-		errs = append(errs, p.Close())
-	}
-	return errors.Join(errs...)
-}
+func (c *EtcdCluster) Close() error { return closeAll(c.Members) }

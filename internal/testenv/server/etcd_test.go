@@ -59,7 +59,7 @@ func TestEtcd(t *testing.T) {
 	etcdKV(t, addr, "put", map[string]string{"key": "k", "value": "kept"})
 
 	// The readiness probe tells our member from another one on the port.
-	if err := etcdAnswers(t.Context(), addr, "someone-else"); err == nil {
+	if err := etcdMemberAnswers(t.Context(), addr, "someone-else", 1); err == nil {
 		t.Fatal("probe accepted a member with another name")
 	}
 

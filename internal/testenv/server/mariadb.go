@@ -50,56 +50,28 @@ func startMariaDB(dir string, limit []string) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	if dir, err = prepareDir(dir); err != nil {
-		return nil, err
-	}
-	acct, err := serverAccount("mysql")
+	d, err := dataFromTemplate(dir, "mariadb", "my", "mysql", []string{server, install}, server,
+		func(data string, acct account) error { return installMariaDB(server, install, data, acct) })
 	if err != nil {
 		return nil, err
 	}
-	version, err := exec.Command(server, "--version").Output()
+	pidFile := filepath.Join(d.priv, "mariadbd.pid")
+	tmp, err := privateTmp(d.priv, d.acct)
 	if err != nil {
-		return nil, fmt.Errorf("%s --version: %w", server, err)
-	}
-	tmpl, err := cachedTemplate(templateName("mariadb", server, install, string(version), acct.name, "v1"), acct,
-		func(data string) error { return installMariaDB(server, install, data, acct) })
-	if err != nil {
-		return nil, err
-	}
-	priv, err := privateDir("my", acct)
-	if err != nil {
-		return nil, err
-	}
-	cleanup := func() error { return os.RemoveAll(priv) }
-	data := filepath.Join(priv, "data")
-	if err := copyTree(tmpl, data, acct); err != nil {
-		_ = cleanup()
-		return nil, fmt.Errorf("copy the mariadb template: %w", err)
-	}
-	link := filepath.Join(dir, "mariadb.data")
-	_ = os.Remove(link)
-	_ = os.Symlink(data, link) // for whoever reads the test's dir; not needed
-	pidFile := filepath.Join(priv, "mariadbd.pid")
-	tmp, err := privateTmp(priv, acct)
-	if err != nil {
-		_ = cleanup()
+		_ = d.cleanup()
 		return nil, err
 	}
 
-	return startFreshCleanup(func() (spec, error) {
-		ports, err := freePorts(1)
-		if err != nil {
-			return spec{}, err
-		}
+	return startFresh(1, d.cleanup, func(ports []int) (spec, error) {
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
 		return spec{
 			name: "mariadb",
 			bin:  server,
-			dir:  priv,
+			dir:  d.priv,
 			args: append([]string{
 				"--no-defaults",
-				"--datadir=" + data,
-				"--socket=" + filepath.Join(priv, "mariadbd.sock"),
+				"--datadir=" + d.data,
+				"--socket=" + filepath.Join(d.priv, "mariadbd.sock"),
 				"--pid-file=" + pidFile,
 				"--tmpdir=" + tmp,
 				"--port=" + strconv.Itoa(ports[0]),
@@ -110,14 +82,14 @@ func startMariaDB(dir string, limit []string) (*Process, error) {
 				"--innodb-doublewrite=0",
 			}, append(limit, mariadbSmall...)...),
 			env:     mariadbEnv(),
-			logPath: filepath.Join(dir, "mariadb.log"),
+			logPath: filepath.Join(d.dir, "mariadb.log"),
 			addr:    addr,
-			cred:    acct.cred,
+			cred:    d.acct.cred,
 			probe: func(ctx context.Context, _ int) error {
 				return mariadbAnswers(ctx, addr, pidFile)
 			},
 		}, nil
-	}, cleanup)
+	})
 }
 
 // privateTmp makes dir/tmp for one server's temporary files. mariadbd

@@ -41,51 +41,22 @@ func startPostgres(dir string, limit []string) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	if dir, err = prepareDir(dir); err != nil {
-		return nil, err
-	}
-	acct, err := serverAccount("postgres")
+	d, err := dataFromTemplate(dir, "postgres", "pg", "postgres", []string{initdb, postgres}, postgres,
+		func(data string, acct account) error { return runInitdb(initdb, data, acct) })
 	if err != nil {
 		return nil, err
 	}
-	version, err := exec.Command(postgres, "--version").Output()
-	if err != nil {
-		return nil, fmt.Errorf("postgres --version: %w", err)
-	}
-	tmpl, err := cachedTemplate(templateName("postgres", initdb, postgres, string(version), acct.name, "v2"), acct,
-		func(data string) error { return runInitdb(initdb, data, acct) })
-	if err != nil {
-		return nil, err
-	}
-	priv, err := privateDir("pg", acct)
-	if err != nil {
-		return nil, err
-	}
-	cleanup := func() error { return os.RemoveAll(priv) }
-	data := filepath.Join(priv, "data")
-	if err := copyTree(tmpl, data, acct); err != nil {
-		_ = cleanup()
-		return nil, fmt.Errorf("copy the postgres template: %w", err)
-	}
-	link := filepath.Join(dir, "postgres.data")
-	_ = os.Remove(link)
-	_ = os.Symlink(data, link) // for whoever reads the test's dir; not needed
-
-	return startFreshCleanup(func() (spec, error) {
-		ports, err := freePorts(1)
-		if err != nil {
-			return spec{}, err
-		}
+	return startFresh(1, d.cleanup, func(ports []int) (spec, error) {
 		port := ports[0]
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		return spec{
 			name: "postgres",
 			bin:  postgres,
-			dir:  priv,
+			dir:  d.priv,
 			args: append([]string{
-				"-D", data,
+				"-D", d.data,
 				"-p", strconv.Itoa(port),
-				"-k", priv, // the Unix socket: short path, ours only
+				"-k", d.priv, // the Unix socket: short path, ours only
 				"-c", "listen_addresses=127.0.0.1",
 				"-c", "fsync=off",
 				"-c", "full_page_writes=off",
@@ -96,14 +67,14 @@ func startPostgres(dir string, limit []string) (*Process, error) {
 				"-c", "log_min_messages=warning",
 			}, limit...),
 			env:     postgresEnv(),
-			logPath: filepath.Join(dir, "postgres.log"),
+			logPath: filepath.Join(d.dir, "postgres.log"),
 			addr:    addr,
-			cred:    acct.cred,
+			cred:    d.acct.cred,
 			probe: func(_ context.Context, pid int) error {
-				return postgresReady(data, pid, port)
+				return postgresReady(d.data, pid, port)
 			},
 		}, nil
-	}, cleanup)
+	})
 }
 
 // postgresLibDir is where Debian installs each PostgreSQL version's

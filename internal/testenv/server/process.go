@@ -168,23 +168,22 @@ func (p *Process) Close() error {
 	return err
 }
 
-// startFresh builds a spec on newly chosen free ports, launches it and waits
-// until it answers. A child that exits before answering most likely lost a
-// race for its port, so it is retried on other ports a few times. On failure
-// nothing is left running.
-func startFresh(build func() (spec, error)) (*Process, error) {
-	return startFreshCleanup(build, nil)
-}
-
-// startFreshCleanup is startFresh for a server with a private data
-// directory: cleanup (may be nil) removes it, on failure at once, else at
+// startFresh chooses nports free ports, builds a spec on them, launches it
+// and waits until it answers. A child that exits before answering most
+// likely lost a race for its port, so it is retried on other ports a few
+// times. On failure nothing is left running, and cleanup (may be nil: it
+// removes a server's private data directory) runs at once; else it runs at
 // Close.
-func startFreshCleanup(build func() (spec, error), cleanup func() error) (*Process, error) {
+func startFresh(nports int, cleanup func() error, build func(ports []int) (spec, error)) (*Process, error) {
 	const attempts = 3
 	var err error
 	for i := 0; i < attempts; i++ {
+		var ports []int
+		if ports, err = freePorts(nports); err != nil {
+			break
+		}
 		var s spec
-		if s, err = build(); err != nil {
+		if s, err = build(ports); err != nil {
 			break
 		}
 		p := &Process{spec: s, cleanup: cleanup}
@@ -353,6 +352,18 @@ func lookBinary(name string) (string, error) {
 		return "", fmt.Errorf("%w: %s", ErrNoBinary, name)
 	}
 	return path, nil
+}
+
+// binAndDir resolves the binary name (lookBinary) and prepares dir
+// (prepareDir).
+func binAndDir(name, dir string) (bin, abs string, err error) {
+	if bin, err = lookBinary(name); err != nil {
+		return "", "", err
+	}
+	if abs, err = prepareDir(dir); err != nil {
+		return "", "", err
+	}
+	return bin, abs, nil
 }
 
 // prepareDir makes dir absolute and makes sure it exists.

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // StartRedis starts redis-server on a free loopback port with no
@@ -25,20 +24,7 @@ func StartRedis(dir string) (*Process, error) {
 // startRedis starts redis-server in dir as StartRedis does, with extra(port)
 // appended to its arguments (a replica's --replicaof, cluster settings).
 func startRedis(dir, name string, extra func(port string) []string) (*Process, error) {
-	bin, err := lookBinary("redis-server")
-	if err != nil {
-		return nil, err
-	}
-	if dir, err = prepareDir(dir); err != nil {
-		return nil, err
-	}
-	return startFresh(func() (spec, error) {
-		ports, err := freePorts(1)
-		if err != nil {
-			return spec{}, err
-		}
-		port := strconv.Itoa(ports[0])
-		addr := net.JoinHostPort("127.0.0.1", port)
+	return startRedisServer(dir, name, "redis.log", func(dir, port string) ([]string, error) {
 		args := []string{
 			"--port", port,
 			"--bind", "127.0.0.1",
@@ -51,13 +37,33 @@ func startRedis(dir, name string, extra func(port string) []string) (*Process, e
 		if extra != nil {
 			args = append(args, extra(port)...)
 		}
+		return args, nil
+	})
+}
+
+// startRedisServer starts redis-server (name, for messages) on a free
+// loopback port with args(dir, port) as its arguments, dir (created if
+// needed) as its working directory and its log in dir/logName, and waits
+// until it answers PING as the process it started.
+func startRedisServer(dir, name, logName string, args func(dir, port string) ([]string, error)) (*Process, error) {
+	bin, dir, err := binAndDir("redis-server", dir)
+	if err != nil {
+		return nil, err
+	}
+	return startFresh(1, nil, func(ports []int) (spec, error) {
+		port := strconv.Itoa(ports[0])
+		addr := net.JoinHostPort("127.0.0.1", port)
+		a, err := args(dir, port)
+		if err != nil {
+			return spec{}, err
+		}
 		return spec{
 			name:    name,
 			bin:     bin,
 			dir:     dir,
-			args:    args,
+			args:    a,
 			env:     os.Environ(),
-			logPath: filepath.Join(dir, "redis.log"),
+			logPath: filepath.Join(dir, logName),
 			addr:    addr,
 			probe: func(ctx context.Context, pid int) error {
 				return redisAnswers(ctx, addr, pid)
@@ -70,19 +76,11 @@ func startRedis(dir, name string, extra func(port string) []string) (*Process, e
 // -LOADING); unless pid is 0 it then checks with INFO that the server that
 // answered is process pid.
 func redisAnswers(ctx context.Context, addr string, pid int) error {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+	c, err := dialProbe(ctx, addr)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(time.Second)
-	}
-	if err := c.SetDeadline(deadline); err != nil {
-		return err
-	}
 	r := bufio.NewReader(c)
 	if _, err := c.Write([]byte("PING\r\n")); err != nil {
 		return err

@@ -2,14 +2,11 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
-
-	goredis "github.com/redis/go-redis/v9"
 )
 
 // RedisCluster is a Redis Cluster of masters (no replicas) on loopback.
@@ -25,14 +22,13 @@ const clusterSlots = 16384
 // slots (CLUSTER ADDSLOTSRANGE), introduces them (CLUSTER MEET), and
 // returns once every node says the cluster is ok and knows every node and
 // slot. (redis-cli --cluster create does the same, and needs redis-tools.)
-func StartRedisCluster(dir string, n int) (c *RedisCluster, err error) {
-	c = &RedisCluster{}
-	started := c // c is nil by the time a failed start's defer runs
-	defer func() {
-		if err != nil {
-			started.Close()
-		}
-	}()
+func StartRedisCluster(dir string, n int) (*RedisCluster, error) {
+	c := &RedisCluster{}
+	return startedOrClosed(c, c.start(dir, n))
+}
+
+// start starts the nodes into c.Nodes and makes them one cluster.
+func (c *RedisCluster) start(dir string, n int) error {
 	for i := range n {
 		p, err := startRedis(filepath.Join(dir, "node"+strconv.Itoa(i)), "redis-server (cluster)", func(string) []string {
 			return []string{
@@ -42,7 +38,7 @@ func StartRedisCluster(dir string, n int) (c *RedisCluster, err error) {
 			}
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		c.Nodes = append(c.Nodes, p)
 	}
@@ -51,7 +47,7 @@ func StartRedisCluster(dir string, n int) (c *RedisCluster, err error) {
 	for i, p := range c.Nodes {
 		first, last := i*clusterSlots/n, (i+1)*clusterSlots/n-1
 		if err := nodeDo(ctx, p.Addr(), "CLUSTER", "ADDSLOTSRANGE", first, last); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	// Every node meets every other: quicker than waiting for gossip.
@@ -59,41 +55,29 @@ func StartRedisCluster(dir string, n int) (c *RedisCluster, err error) {
 		for _, q := range c.Nodes[i+1:] {
 			host, port, _ := strings.Cut(q.Addr(), ":")
 			if err := nodeDo(ctx, p.Addr(), "CLUSTER", "MEET", host, port); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
 	for _, p := range c.Nodes {
 		if err := waitClusterOK(ctx, p.Addr(), n); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // Addrs are the nodes' addresses, "host:port,host:port,...".
-func (c *RedisCluster) Addrs() string {
-	var addrs []string
-	for _, p := range c.Nodes {
-		addrs = append(addrs, p.Addr())
-	}
-	return strings.Join(addrs, ",")
-}
+func (c *RedisCluster) Addrs() string { return addrList(c.Nodes) }
 
 // URL is the redis+cluster:// URL of the cluster.
 func (c *RedisCluster) URL() string { return "redis+cluster://" + c.Addrs() }
 
 // Close stops every node.
-func (c *RedisCluster) Close() error {
-	var errs []error
-	for _, p := range c.Nodes {
-		errs = append(errs, p.Close())
-	}
-	return errors.Join(errs...)
-}
+func (c *RedisCluster) Close() error { return closeAll(c.Nodes) }
 
 func nodeDo(ctx context.Context, addr string, args ...any) error {
-	c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1})
+	c := redisClient(addr)
 	defer c.Close()
 	if err := c.Do(ctx, args...).Err(); err != nil {
 		return fmt.Errorf("redis %s: %v: %w", addr, args, err)
@@ -104,26 +88,19 @@ func nodeDo(ctx context.Context, addr string, args ...any) error {
 // waitClusterOK waits until the node at addr says the cluster is ok, with
 // n nodes known and every slot assigned.
 func waitClusterOK(ctx context.Context, addr string, n int) error {
-	c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1})
+	c := redisClient(addr)
 	defer c.Close()
-	var last error
-	for {
+	return pollUntil(ctx, 20*time.Millisecond, "redis cluster node "+addr, func() error {
 		info, err := c.ClusterInfo(ctx).Result()
-		if err == nil {
-			m := parseColonLines(info)
-			if m["cluster_state"] == "ok" && m["cluster_known_nodes"] == strconv.Itoa(n) && m["cluster_slots_assigned"] == strconv.Itoa(clusterSlots) {
-				return nil
-			}
-			last = fmt.Errorf("cluster_state %s, %s nodes known, %s slots assigned", m["cluster_state"], m["cluster_known_nodes"], m["cluster_slots_assigned"])
-		} else {
-			last = err
+		if err != nil {
+			return err
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("redis cluster node %s: %v (%w)", addr, last, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
+		m := parseColonLines(info)
+		if m["cluster_state"] == "ok" && m["cluster_known_nodes"] == strconv.Itoa(n) && m["cluster_slots_assigned"] == strconv.Itoa(clusterSlots) {
+			return nil
 		}
-	}
+		return fmt.Errorf("cluster_state %s, %s nodes known, %s slots assigned", m["cluster_state"], m["cluster_known_nodes"], m["cluster_slots_assigned"])
+	})
 }
 
 // parseColonLines reads "field:value" lines (INFO, CLUSTER INFO).

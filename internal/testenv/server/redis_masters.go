@@ -1,10 +1,8 @@
 package server
 
 import (
-	"errors"
 	"path/filepath"
 	"strconv"
-	"strings"
 )
 
 // RedisMasters are independent redis-servers (no replication between
@@ -29,19 +27,7 @@ func StartRedisMasters(dir string, n int) (m *RedisMasters, err error) {
 }
 
 // URL is the redlock:// URL of the masters.
-func (m *RedisMasters) URL() string {
-	var addrs []string
-	for _, p := range m.Nodes {
-		addrs = append(addrs, p.Addr())
-	}
-	return "redlock://" + strings.Join(addrs, ",")
-}
+func (m *RedisMasters) URL() string { return "redlock://" + addrList(m.Nodes) }
 
 // Close stops every node.
-func (m *RedisMasters) Close() error {
-	var errs []error
-	for _, p := range m.Nodes {
-		errs = append(errs, p.Close())
-	}
-	return errors.Join(errs...)
-}
+func (m *RedisMasters) Close() error { return closeAll(m.Nodes) }

@@ -2,10 +2,8 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -34,16 +32,15 @@ type RedisSentinel struct {
 // It returns once every sentinel names the master; StartRedisSentinel
 // does not wait for the sentinels to find each other (WaitAcquainted),
 // which only a failover needs.
-func StartRedisSentinel(dir string, replicas int) (s *RedisSentinel, err error) {
-	s = &RedisSentinel{}
-	started := s // s is nil by the time a failed start's defer runs
-	defer func() {
-		if err != nil {
-			started.Close()
-		}
-	}()
+func StartRedisSentinel(dir string, replicas int) (*RedisSentinel, error) {
+	s := &RedisSentinel{}
+	return startedOrClosed(s, s.start(dir, replicas))
+}
+
+// start starts the deployment into s.
+func (s *RedisSentinel) start(dir string, replicas int) (err error) {
 	if s.Master, err = startRedis(filepath.Join(dir, "master"), "redis-server (master)", replicaSettings); err != nil {
-		return nil, err
+		return err
 	}
 	_, mport, _ := net.SplitHostPort(s.Master.Addr())
 	for i := range replicas {
@@ -51,22 +48,22 @@ func StartRedisSentinel(dir string, replicas int) (s *RedisSentinel, err error) 
 			return append(replicaSettings(port), "--replicaof", "127.0.0.1", mport)
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.Replicas = append(s.Replicas, r)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	if err := waitReplicasOnline(ctx, s.Master.Addr(), replicas); err != nil {
-		return nil, err
+		return err
 	}
 	if err := waitReplicasAck(ctx, s.Master.Addr(), replicas); err != nil {
-		return nil, err
+		return err
 	}
 	for i := range 3 {
 		p, err := startSentinel(filepath.Join(dir, "sentinel"+strconv.Itoa(i)), mport, sentinelDownAfter[i])
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.Sentinels = append(s.Sentinels, p)
 	}
@@ -77,10 +74,10 @@ func StartRedisSentinel(dir string, replicas int) (s *RedisSentinel, err error) 
 			}
 			return nil
 		}); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return s, nil
+	return nil
 }
 
 // sentinelDownAfter is each sentinel's down-after-milliseconds, so that a
@@ -108,13 +105,7 @@ func replicaSettings(string) []string {
 }
 
 // SentinelAddrs are the sentinels' addresses, "host:port,host:port,...".
-func (s *RedisSentinel) SentinelAddrs() string {
-	var addrs []string
-	for _, p := range s.Sentinels {
-		addrs = append(addrs, p.Addr())
-	}
-	return strings.Join(addrs, ",")
-}
+func (s *RedisSentinel) SentinelAddrs() string { return addrList(s.Sentinels) }
 
 // URL is the redis+sentinel:// URL of the deployment, with query (e.g.
 // "?wait=1") appended.
@@ -161,7 +152,7 @@ func (s *RedisSentinel) MasterAddr(ctx context.Context) (string, error) {
 
 // sentinelNames is the master's address as the sentinel at addr names it.
 func sentinelNames(ctx context.Context, addr string) (string, error) {
-	c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1})
+	c := redisClient(addr)
 	defer c.Close()
 	hp, err := c.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SentinelMaster).StringSlice()
 	if err != nil {
@@ -206,30 +197,26 @@ func (s *RedisSentinel) Node(addr string) *Process {
 // learn the new master from the leader within a moment, and a client that
 // asks one of them in that moment still finds the old master.)
 func (s *RedisSentinel) WaitFailover(ctx context.Context, old string, replicas int) (string, error) {
-	for {
-		addr, err := s.agreedMaster(ctx)
-		if err == nil && addr != old {
-			if err = waitReplicasOnline(ctx, addr, replicas); err == nil {
-				return addr, nil
-			}
+	var addr string
+	err := pollUntil(ctx, 20*time.Millisecond, "no failover away from "+old, func() error {
+		var err error
+		if addr, err = s.agreedMaster(ctx); err != nil {
+			return err
 		}
-		select {
-		case <-ctx.Done():
-			return "", fmt.Errorf("no failover away from %s: %v (%w)", old, err, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
+		if addr == old {
+			return fmt.Errorf("the sentinels still name %s", old)
 		}
+		return waitReplicasOnline(ctx, addr, replicas)
+	})
+	if err != nil {
+		return "", err
 	}
+	return addr, nil
 }
 
 // Close stops every process of the deployment.
 func (s *RedisSentinel) Close() error {
-	var errs []error
-	for _, p := range append(s.Sentinels, s.Nodes()...) {
-		if p != nil {
-			errs = append(errs, p.Close())
-		}
-	}
-	return errors.Join(errs...)
+	return closeAll(append(append([]*Process(nil), s.Sentinels...), s.Nodes()...))
 }
 
 // startSentinel starts redis-server --sentinel in dir, monitoring the
@@ -237,22 +224,9 @@ func (s *RedisSentinel) Close() error {
 // silence. The config file is the sentinel's own: it rewrites it as it
 // learns the deployment.
 func startSentinel(dir, mport, downAfter string) (*Process, error) {
-	bin, err := lookBinary("redis-server")
-	if err != nil {
-		return nil, err
-	}
-	if dir, err = prepareDir(dir); err != nil {
-		return nil, err
-	}
-	return startFresh(func() (spec, error) {
-		ports, err := freePorts(1)
-		if err != nil {
-			return spec{}, err
-		}
-		port := strconv.Itoa(ports[0])
-		addr := net.JoinHostPort("127.0.0.1", port)
+	return startRedisServer(dir, "redis-server --sentinel", "sentinel.log", func(dir, port string) ([]string, error) {
 		conf := filepath.Join(dir, "sentinel.conf")
-		text := strings.Join([]string{
+		err := writeLines(conf, []string{
 			"port " + port,
 			"bind 127.0.0.1",
 			"daemonize no",
@@ -262,48 +236,23 @@ func startSentinel(dir, mport, downAfter string) (*Process, error) {
 			"sentinel down-after-milliseconds " + SentinelMaster + " " + downAfter,
 			"sentinel failover-timeout " + SentinelMaster + " 3000",
 			"sentinel parallel-syncs " + SentinelMaster + " 4",
-			"",
-		}, "\n")
-		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
-			return spec{}, err
-		}
-		return spec{
-			name:    "redis-server --sentinel",
-			bin:     bin,
-			dir:     dir,
-			args:    []string{conf, "--sentinel"},
-			env:     os.Environ(),
-			logPath: filepath.Join(dir, "sentinel.log"),
-			addr:    addr,
-			probe: func(ctx context.Context, pid int) error {
-				return redisAnswers(ctx, addr, pid)
-			},
-		}, nil
+		})
+		return []string{conf, "--sentinel"}, err
 	})
 }
 
 // waitSentinel polls SENTINEL MASTER on the sentinel at addr until ok
 // accepts what it says of the master.
 func waitSentinel(ctx context.Context, addr string, ok func(map[string]string) error) error {
-	c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1})
+	c := redisClient(addr)
 	defer c.Close()
-	var last error
-	for {
+	return pollUntil(ctx, 20*time.Millisecond, "sentinel "+addr, func() error {
 		m, err := c.Do(ctx, "SENTINEL", "MASTER", SentinelMaster).Result()
-		if err == nil {
-			last = ok(fieldMap(m))
-			if last == nil {
-				return nil
-			}
-		} else {
-			last = err
+		if err != nil {
+			return err
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("sentinel %s: %v (%w)", addr, last, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+		return ok(fieldMap(m))
+	})
 }
 
 // fieldMap reads a flat name/value reply (a list, or a RESP3 map).
@@ -325,57 +274,47 @@ func fieldMap(v any) map[string]string {
 // waitReplicasOnline waits until the master at addr says it is a master
 // with at least n replicas online.
 func waitReplicasOnline(ctx context.Context, addr string, n int) error {
-	c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1})
+	c := redisClient(addr)
 	defer c.Close()
-	var last error
-	for {
+	return pollUntil(ctx, 10*time.Millisecond, "redis "+addr, func() error {
 		info, err := c.Info(ctx, "replication").Result()
-		if err == nil {
-			online := strings.Count(info, "state=online")
-			if strings.Contains(info, "role:master") && online >= n {
-				return nil
-			}
-			last = fmt.Errorf("%d of %d replicas online", online, n)
-		} else {
-			last = err
+		if err != nil {
+			return err
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("redis %s: %v (%w)", addr, last, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
+		online := strings.Count(info, "state=online")
+		if strings.Contains(info, "role:master") && online >= n {
+			return nil
 		}
-	}
+		return fmt.Errorf("%d of %d replicas online", online, n)
+	})
 }
 
 // waitReplicasAck waits until n replicas acknowledge a write to the master
 // at addr (WAIT): for up to about a second after their first sync, replicas
 // reported online do not acknowledge yet.
 func waitReplicasAck(ctx context.Context, addr string, n int) error {
-	c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1})
+	c := redisClient(addr)
 	defer c.Close()
 	const probe = "distlock-harness:replicas-ack"
 	defer c.Del(context.WithoutCancel(ctx), probe)
-	var last error
-	for {
+	return pollUntil(ctx, 10*time.Millisecond, "redis "+addr, func() error {
 		var wait *goredis.Cmd
 		_, err := c.Pipelined(ctx, func(p goredis.Pipeliner) error {
 			p.Set(ctx, probe, "1", 0)
 			wait = p.Do(ctx, "WAIT", n, 100)
 			return nil
 		})
-		if err == nil {
-			acked, _ := wait.Int64()
-			if acked >= int64(n) {
-				return nil
-			}
-			last = fmt.Errorf("%d of %d replicas acknowledged a write", acked, n)
-		} else {
-			last = err
+		if err != nil {
+			return err
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("redis %s: %v (%w)", addr, last, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
+		if acked, _ := wait.Int64(); acked < int64(n) {
+			return fmt.Errorf("%d of %d replicas acknowledged a write", acked, n)
 		}
-	}
+		return nil
+	})
+}
+
+// redisClient is a client of the server at addr that does not retry.
+func redisClient(addr string) *goredis.Client {
+	return goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1})
 }

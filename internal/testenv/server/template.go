@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -84,6 +85,59 @@ func cachedTemplate(name string, a account, build func(dir string) error) (strin
 	}
 	return final, nil
 }
+
+// privateData is a server's data directory of its own (dataFromTemplate).
+type privateData struct {
+	dir     string  // the test's dir, absolute: the server's log goes there
+	priv    string  // the private directory: the data, socket, pid file
+	data    string  // priv/data
+	acct    account // the server runs as acct
+	cleanup func() error
+}
+
+// dataFromTemplate prepares dir (prepareDir) and gives a server of kind
+// ("postgres", "mariadb") a data directory of its own, owned by the
+// account for user (serverAccount): a copy of the machine's template
+// (cachedTemplate, named after bins, server's --version, the account and
+// kind's templateVersions, built by build) in a private directory
+// (privateDir, prefixed short) that cleanup removes. dir/<kind>.data links
+// to the copy, for whoever reads the test's dir.
+func dataFromTemplate(dir, kind, short, user string, bins []string, server string, build func(data string, acct account) error) (d privateData, err error) {
+	if d.dir, err = prepareDir(dir); err != nil {
+		return d, err
+	}
+	if d.acct, err = serverAccount(user); err != nil {
+		return d, err
+	}
+	version, err := exec.Command(server, "--version").Output()
+	if err != nil {
+		return d, fmt.Errorf("%s --version: %w", server, err)
+	}
+	parts := append(append([]string(nil), bins...), string(version), d.acct.name, templateVersions[kind])
+	tmpl, err := cachedTemplate(templateName(kind, parts...), d.acct,
+		func(data string) error { return build(data, d.acct) })
+	if err != nil {
+		return d, err
+	}
+	if d.priv, err = privateDir(short, d.acct); err != nil {
+		return d, err
+	}
+	priv := d.priv
+	d.cleanup = func() error { return os.RemoveAll(priv) }
+	d.data = filepath.Join(d.priv, "data")
+	if err := copyTree(tmpl, d.data, d.acct); err != nil {
+		_ = d.cleanup()
+		return d, fmt.Errorf("copy the %s template: %w", kind, err)
+	}
+	link := filepath.Join(d.dir, kind+".data")
+	_ = os.Remove(link)
+	_ = os.Symlink(d.data, link) // not needed by the server
+	return d, nil
+}
+
+// templateVersions is the version of each kind's template recipe: a change
+// to how a template is made bumps it, so that no machine keeps the old one.
+var templateVersions = map[string]string{"postgres": "v2", "mariadb": "v1"}
 
 // copyTree copies the template src to dst (which must not exist), files,
 // directories and symlinks with their modes, every entry owned by a.

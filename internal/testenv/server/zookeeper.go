@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -45,66 +44,26 @@ func StartZooKeeperWithoutTTLNodes(dir string) (*Process, error) {
 
 // cnxns is zoo.cfg's maxClientCnxns line, or "" for the server's default.
 func startZooKeeper(dir string, extended bool, cnxns string) (*Process, error) {
-	java, err := lookBinary("java")
+	java, classpath, err := lookZooKeeper()
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(zookeeperJar); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrNoBinary, zookeeperJar)
-	}
-	if dir, err = prepareDir(dir); err != nil {
+	dir, data, err := zookeeperDirs(dir)
+	if err != nil {
 		return nil, err
-	}
-	data := filepath.Join(dir, "zk.data")
-	if err := os.MkdirAll(data, 0o755); err != nil {
-		return nil, err
-	}
-	classpath := zookeeperJar
-	if _, err := os.Stat(slf4jSimple); err == nil {
-		classpath += ":" + slf4jSimple
 	}
 	cfgPath := filepath.Join(dir, "zoo.cfg")
-	return startFresh(func() (spec, error) {
-		ports, err := freePorts(1)
-		if err != nil {
-			return spec{}, err
-		}
+	return startFresh(1, nil, func(ports []int) (spec, error) {
 		port := strconv.Itoa(ports[0])
 		addr := net.JoinHostPort("127.0.0.1", port)
-		cfg := strings.Join([]string{
-			"tickTime=" + strconv.FormatInt(ZooKeeperTick.Milliseconds(), 10),
-			"minSessionTimeout=" + strconv.FormatInt(2*ZooKeeperTick.Milliseconds(), 10),
-			"maxSessionTimeout=600000",
-			"dataDir=" + data,
-			"clientPortAddress=127.0.0.1",
-			"clientPort=" + port,
-			cnxns,
-			"admin.enableServer=false",
-			"4lw.commands.whitelist=*",
-			"forceSync=no",
-			"preAllocSize=1024",
-			"",
-		}, "\n")
-		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		if err := writeLines(cfgPath, zookeeperConfig(data, port, cnxns)); err != nil {
 			return spec{}, err
 		}
 		return spec{
-			name: "zookeeper",
-			bin:  java,
-			dir:  dir,
-			args: []string{
-				// A small, quick JVM: the server starts in about a second.
-				"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
-				"-Xms32m", "-Xmx256m", "-Djava.awt.headless=true",
-				"-Dorg.slf4j.simpleLogger.showDateTime=true",
-				// TTL nodes (distlock's holds), and a container check every
-				// 100ms instead of every minute, so that expired holds and
-				// empty key nodes go quickly.
-				"-Dzookeeper.extendedTypesEnabled=" + strconv.FormatBool(extended),
-				"-Dznode.container.checkIntervalMs=100",
-				"-cp", classpath,
-				"org.apache.zookeeper.server.ZooKeeperServerMain", cfgPath,
-			},
+			name:    "zookeeper",
+			bin:     java,
+			dir:     dir,
+			args:    zookeeperArgs(classpath, extended, "org.apache.zookeeper.server.ZooKeeperServerMain", cfgPath),
 			env:     zookeeperEnv(),
 			logPath: filepath.Join(dir, "zookeeper.log"),
 			addr:    addr,
@@ -113,6 +72,74 @@ func startZooKeeper(dir string, extended bool, cnxns string) (*Process, error) {
 			},
 		}, nil
 	})
+}
+
+// lookZooKeeper finds java and Debian's ZooKeeper jar, and returns the
+// classpath: the jar, and slf4jSimple when present.
+func lookZooKeeper() (java, classpath string, err error) {
+	if java, err = lookBinary("java"); err != nil {
+		return "", "", err
+	}
+	if _, err := os.Stat(zookeeperJar); err != nil {
+		return "", "", fmt.Errorf("%w: %s", ErrNoBinary, zookeeperJar)
+	}
+	classpath = zookeeperJar
+	if _, err := os.Stat(slf4jSimple); err == nil {
+		classpath += ":" + slf4jSimple
+	}
+	return java, classpath, nil
+}
+
+// zookeeperDirs prepares dir and its data directory dir/zk.data.
+func zookeeperDirs(dir string) (abs, data string, err error) {
+	if abs, err = prepareDir(dir); err != nil {
+		return "", "", err
+	}
+	data = filepath.Join(abs, "zk.data")
+	return abs, data, os.MkdirAll(data, 0o755)
+}
+
+// zookeeperConfig is zoo.cfg for a server with its data in data, serving
+// clients on 127.0.0.1:port, with extra lines (maxClientCnxns, an
+// ensemble's limits and peers) after the client port.
+func zookeeperConfig(data, port string, extra ...string) []string {
+	cfg := []string{
+		"tickTime=" + strconv.FormatInt(ZooKeeperTick.Milliseconds(), 10),
+		"minSessionTimeout=" + strconv.FormatInt(2*ZooKeeperTick.Milliseconds(), 10),
+		"maxSessionTimeout=600000",
+		"dataDir=" + data,
+		"clientPortAddress=127.0.0.1",
+		"clientPort=" + port,
+	}
+	return append(append(cfg, extra...),
+		"admin.enableServer=false",
+		"4lw.commands.whitelist=*",
+		"forceSync=no",
+		"preAllocSize=1024",
+	)
+}
+
+// writeLines writes lines to path, each ended by a newline.
+func writeLines(path string, lines []string) error {
+	return os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+}
+
+// zookeeperArgs are java's arguments to run main (a ZooKeeper server class)
+// with the config cfgPath.
+func zookeeperArgs(classpath string, extended bool, main, cfgPath string) []string {
+	return []string{
+		// A small, quick JVM: the server starts in about a second.
+		"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
+		"-Xms32m", "-Xmx256m", "-Djava.awt.headless=true",
+		"-Dorg.slf4j.simpleLogger.showDateTime=true",
+		// TTL nodes (distlock's holds), and a container check every
+		// 100ms instead of every minute, so that expired holds and
+		// empty key nodes go quickly.
+		"-Dzookeeper.extendedTypesEnabled=" + strconv.FormatBool(extended),
+		"-Dznode.container.checkIntervalMs=100",
+		"-cp", classpath,
+		main, cfgPath,
+	}
 }
 
 // zookeeperEnv is the test's environment without the variables the JVM
@@ -146,27 +173,4 @@ func zookeeperServes(ctx context.Context, addr, data string) error {
 		return fmt.Errorf("the server on %s does not keep its data in %s", addr, data)
 	}
 	return nil
-}
-
-// FourLetterWord sends a ZooKeeper four-letter command ("srvr", "mntr",
-// "cons"...) to addr and returns the whole answer.
-func FourLetterWord(ctx context.Context, addr, cmd string) (string, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(time.Second)
-	}
-	if err := c.SetDeadline(deadline); err != nil {
-		return "", err
-	}
-	if _, err := c.Write([]byte(cmd)); err != nil {
-		return "", err
-	}
-	b, err := io.ReadAll(io.LimitReader(c, 1<<20))
-	return string(b), err
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,104 +20,48 @@ type ZooKeeperEnsemble struct {
 // config, myid and data in dir/zk<i>, TTL nodes enabled as StartZooKeeper
 // does, and returns once every server serves as leader or follower. It does
 // not retry on other ports.
-func StartZooKeeperEnsemble(dir string, n int) (e *ZooKeeperEnsemble, err error) {
-	java, err := lookBinary("java")
+func StartZooKeeperEnsemble(dir string, n int) (*ZooKeeperEnsemble, error) {
+	java, classpath, err := lookZooKeeper()
 	if err != nil {
 		return nil, err
-	}
-	if _, err := os.Stat(zookeeperJar); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrNoBinary, zookeeperJar)
 	}
 	if dir, err = prepareDir(dir); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(3 * n)
+	servers, err := startGroup(n, 3, 3*startTimeout, func(i int, ports []int) (spec, error) {
+		var peers []string
+		for j := range n {
+			peers = append(peers, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", j+1, ports[3*j+1], ports[3*j+2]))
+		}
+		return zookeeperPeerSpec(java, classpath, filepath.Join(dir, "zk"+strconv.Itoa(i)), i+1, ports[3*i], peers)
+	}) // they serve only once a quorum runs
 	if err != nil {
 		return nil, err
 	}
-	var peers []string
-	for i := range n {
-		peers = append(peers, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", i+1, ports[3*i+1], ports[3*i+2]))
-	}
-	e = &ZooKeeperEnsemble{}
-	defer func() {
-		if err != nil {
-			e.Close()
-		}
-	}()
-	for i := range n {
-		s, err := zookeeperPeerSpec(java, filepath.Join(dir, "zk"+strconv.Itoa(i)), i+1, ports[3*i], peers)
-		if err != nil {
-			return nil, err
-		}
-		p := &Process{spec: s}
-		p.mu.Lock()
-		err = p.launchLocked()
-		p.mu.Unlock()
-		if err != nil {
-			return nil, err
-		}
-		e.Servers = append(e.Servers, p)
-	}
-	for _, p := range e.Servers { // they serve only once a quorum runs
-		ctx, cancel := context.WithTimeout(context.Background(), 3*startTimeout)
-		err := waitReady(ctx, p.spec, p.pid, p.done)
-		cancel()
-		if err != nil {
-			return nil, err
-		}
-	}
-	return e, nil
+	return &ZooKeeperEnsemble{Servers: servers}, nil
 }
 
-func zookeeperPeerSpec(java, dir string, id, clientPort int, peers []string) (spec, error) {
-	dir, err := prepareDir(dir)
+// zookeeperPeerSpec runs server id of an ensemble (peers: its
+// server.<id> lines) in dir, serving clients on clientPort.
+func zookeeperPeerSpec(java, classpath, dir string, id, clientPort int, peers []string) (spec, error) {
+	dir, data, err := zookeeperDirs(dir)
 	if err != nil {
 		return spec{}, err
 	}
-	data := filepath.Join(dir, "zk.data")
-	if err := os.MkdirAll(data, 0o755); err != nil {
+	if err := writeLines(filepath.Join(data, "myid"), []string{strconv.Itoa(id)}); err != nil {
 		return spec{}, err
 	}
-	if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(id)+"\n"), 0o644); err != nil {
-		return spec{}, err
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(clientPort))
-	cfg := append([]string{
-		"tickTime=" + strconv.FormatInt(ZooKeeperTick.Milliseconds(), 10),
-		"initLimit=50", "syncLimit=20",
-		"minSessionTimeout=" + strconv.FormatInt(2*ZooKeeperTick.Milliseconds(), 10),
-		"maxSessionTimeout=600000",
-		"dataDir=" + data,
-		"clientPortAddress=127.0.0.1",
-		"clientPort=" + strconv.Itoa(clientPort),
-		"maxClientCnxns=0",
-		"admin.enableServer=false",
-		"4lw.commands.whitelist=*",
-		"forceSync=no",
-		"preAllocSize=1024",
-	}, peers...)
+	port := strconv.Itoa(clientPort)
+	addr := net.JoinHostPort("127.0.0.1", port)
 	cfgPath := filepath.Join(dir, "zoo.cfg")
-	if err := os.WriteFile(cfgPath, []byte(strings.Join(cfg, "\n")+"\n"), 0o644); err != nil {
+	if err := writeLines(cfgPath, append(zookeeperConfig(data, port, "initLimit=50", "syncLimit=20", "maxClientCnxns=0"), peers...)); err != nil {
 		return spec{}, err
-	}
-	classpath := zookeeperJar
-	if _, err := os.Stat(slf4jSimple); err == nil {
-		classpath += ":" + slf4jSimple
 	}
 	return spec{
-		name: "zookeeper server " + strconv.Itoa(id),
-		bin:  java,
-		dir:  dir,
-		args: []string{
-			"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
-			"-Xms32m", "-Xmx256m", "-Djava.awt.headless=true",
-			"-Dorg.slf4j.simpleLogger.showDateTime=true",
-			"-Dzookeeper.extendedTypesEnabled=true",
-			"-Dznode.container.checkIntervalMs=100",
-			"-cp", classpath,
-			"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath,
-		},
+		name:    "zookeeper server " + strconv.Itoa(id),
+		bin:     java,
+		dir:     dir,
+		args:    zookeeperArgs(classpath, true, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath),
 		env:     zookeeperEnv(),
 		logPath: filepath.Join(dir, "zookeeper.log"),
 		addr:    addr,
@@ -136,13 +79,7 @@ func zookeeperPeerSpec(java, dir string, id, clientPort int, peers []string) (sp
 }
 
 // Addrs is the servers' client addresses, comma-separated.
-func (e *ZooKeeperEnsemble) Addrs() string {
-	var addrs []string
-	for _, p := range e.Servers {
-		addrs = append(addrs, p.Addr())
-	}
-	return strings.Join(addrs, ",")
-}
+func (e *ZooKeeperEnsemble) Addrs() string { return addrList(e.Servers) }
 
 // Leader is the server whose srvr says it leads.
 func (e *ZooKeeperEnsemble) Leader(ctx context.Context) (*Process, error) {
@@ -155,10 +92,4 @@ func (e *ZooKeeperEnsemble) Leader(ctx context.Context) (*Process, error) {
 }
 
 // Close stops every server.
-func (e *ZooKeeperEnsemble) Close() error {
-	var errs []error
-	for _, p := range e.Servers {
-		errs = append(errs, p.Close())
-	}
-	return errors.Join(errs...)
-}
+func (e *ZooKeeperEnsemble) Close() error { return closeAll(e.Servers) }
