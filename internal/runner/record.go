@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/distlock/distlock/internal/child"
 	"github.com/distlock/distlock/internal/ledger"
@@ -19,14 +20,17 @@ func (r *run) begin(ctx context.Context) error {
 	return r.cfg.Ledger.Begin(lctx, r.lease)
 }
 
-// record writes the run's end in the ledger, bounded as a release is.
+// record writes the run's end in the ledger, the first of the way out's
+// engine calls (wayOut). An engine that did not answer it by the way
+// out's deadline is silent: the release then gets only what is left.
 func (r *run) record(outcome ledger.Outcome, code int) {
 	if r.cfg.Ledger == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.ReleaseTimeout)
+	ctx, cancel := context.WithDeadline(context.Background(), r.wayOut())
 	defer cancel()
 	r.cfg.Ledger.End(ctx, outcome, code)
+	r.silent = ctx.Err() != nil
 }
 
 // outcomeOf is how a command that ran went: stopped for a lost lease or
@@ -57,4 +61,34 @@ func startStatus(err error) int {
 		return 127
 	}
 	return 126
+}
+
+// wayOut is when the way out's engine calls should be done: the ledger's
+// end and then the release (or --min-hold's hold) share one
+// cfg.ReleaseTimeout from the moment the command ended, so that an engine
+// that has gone silent holds distlock's exit up by that, not by twice
+// that (network/sigterm_exits_promptly_when_engine_silent). Marking a
+// slot done comes first: a missed mark runs the job again, a missed
+// release only leaves the lease to expire.
+func (r *run) wayOut() time.Time {
+	if r.outBy.IsZero() {
+		r.outBy = time.Now().Add(r.cfg.ReleaseTimeout)
+	}
+	return r.outBy
+}
+
+// leftForRelease is the release's (or hold's) bound: what the way out has
+// left after the ledger's end, but at least half a ReleaseTimeout when
+// the engine answered it, so a slow ledger write does not leave the
+// release no chance (the way out then takes at most 1.5
+// ReleaseTimeouts). An engine that left the ledger's end unanswered gets
+// no more time: its lease will expire by itself.
+func (r *run) leftForRelease() time.Duration {
+	switch {
+	case r.outBy.IsZero():
+		return r.cfg.ReleaseTimeout
+	case r.silent:
+		return max(time.Until(r.outBy), 0)
+	}
+	return max(time.Until(r.outBy), r.cfg.ReleaseTimeout/2)
 }

@@ -135,6 +135,11 @@ type run struct {
 	kept   bool // the lock stays held after we exit (--min-hold)
 	keeper *renew.Keeper
 	proc   *child.Process
+	// outBy bounds the way out's engine calls once the command has
+	// ended: the ledger's end, then the release or hold (wayOut); silent:
+	// the engine left the ledger's end unanswered by then.
+	outBy  time.Time
+	silent bool
 }
 
 // listen catches the signals forwarded to the command and SIGWINCH, which
@@ -188,7 +193,7 @@ func (r *run) acquire(ctx context.Context) error {
 // that kept it.
 func (r *run) releaseUnlessKept() {
 	if !r.kept {
-		release(r.cfg, r.lease)
+		release(r.cfg, r.lease, r.leftForRelease())
 	}
 }
 
@@ -296,15 +301,15 @@ func (r *run) end(out child.Outcome) (int, error) {
 	}
 	if rest := r.cfg.MinHold - time.Since(r.lease.Granted()); rest > 0 {
 		r.keeper.Stop()
-		r.kept = holdFor(r.cfg, r.lease, rest)
+		r.kept = holdFor(r.cfg, r.lease, rest, r.leftForRelease())
 	}
 	return out.Code, nil
 }
 
 // holdFor keeps the lock for d more with no renewals (--min-hold) and
 // reports whether it did; if not, the caller releases as usual.
-func holdFor(cfg Config, lease lock.Lease, d time.Duration) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.ReleaseTimeout)
+func holdFor(cfg Config, lease lock.Lease, d, timeout time.Duration) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if err := lease.Hold(ctx, d, lock.HoldMinHold); err != nil {
 		cfg.Log.Warn("min-hold: could not keep the lock; releasing it", "key", lease.Key(), "error", err)
@@ -335,7 +340,7 @@ func acquireInterruptible(ctx context.Context, cfg Config, sigs <-chan os.Signal
 		case r := <-done:
 			if got != 0 {
 				if r.err == nil {
-					release(cfg, r.l)
+					release(cfg, r.l, cfg.ReleaseTimeout)
 				}
 				return nil, &InterruptedError{Key: cfg.Request.Key, Signal: got}
 			}
@@ -349,11 +354,11 @@ func acquireInterruptible(ctx context.Context, cfg Config, sigs <-chan os.Signal
 	}
 }
 
-// release gives the lock back, bounded by cfg.ReleaseTimeout, and says how
-// long it took: a slow engine shows in the log instead of as a distlock
-// that seems not to exit.
-func release(cfg Config, lease lock.Lease) {
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.ReleaseTimeout)
+// release gives the lock back, bounded by timeout (cfg.ReleaseTimeout, or
+// what the way out has left: wayOut), and says how long it took: a slow
+// engine shows in the log instead of as a distlock that seems not to exit.
+func release(cfg Config, lease lock.Lease, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	start := time.Now()
 	err := lease.Release(ctx)
