@@ -91,7 +91,7 @@ type contender struct {
 	last    uint64           // the token counter at the last read (token.go)
 	free    int              // a semaphore's lowest free slot at the last read; -1 none
 	again   bool             // read again at once
-	pending *Lease           // taken, but its validity not known yet (confirm)
+	pending *entry           // taken, but its validity not known yet (confirm)
 
 	shown  *mvccpb.KeyValue // the holder as last described
 	holder lock.Holder

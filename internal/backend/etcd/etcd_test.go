@@ -785,7 +785,7 @@ func TestGuaranteeAndBadRequests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ttl, err := b.cli.TimeToLive(ctx, l.(*Lease).LeaseID())
+		ttl, err := b.cli.TimeToLive(ctx, clientv3.LeaseID(storeOf(l).LeaseID()))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// Hold implements lock.Lease (for a mutex and a semaphore slot alike).
+// Hold implements lock.LeaseStore (for a mutex and a semaphore slot alike).
 // etcd cannot change a lease's TTL, so our key moves to a new lease of d (rounded up to whole seconds) in a
 // transaction that checks it is still ours; the key keeps its create
 // revision (the fencing token) and its place at the head of the queue.
@@ -23,12 +23,12 @@ import (
 // lock. So after an error Hold reads the key back and acts on what is
 // there (see settle); it revokes a lease only once it knows no key of ours
 // is attached to it, and leaves both alone when it cannot tell.
-func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
+func (l *keyStore) Hold(ctx context.Context, _ *lock.Held, d time.Duration, mode string) (time.Duration, error) {
 	g, err := l.b.cli.Grant(ctx, leaseSeconds(d))
 	if err != nil {
 		// A grant whose reply was lost leaves a lease with no keys that
 		// expires by itself after d.
-		return l.b.opError("grant a lease to hold "+l.e.key, err)
+		return 0, l.b.opError("grant a lease to hold "+l.e.key, err)
 	}
 	rec := l.e.rec
 	rec.Hold, rec.TTLms = mode, d.Milliseconds()
@@ -39,19 +39,19 @@ func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
 	switch {
 	case err != nil:
 		if err := l.settle(ctx, g.ID, d, err); err != nil {
-			return err
+			return 0, err
 		}
 	case !resp.Succeeded:
 		// The key is gone or is not ours; it can never be ours again (a
 		// create revision is never reused), so nothing can attach it to g.
 		l.b.revoke(ctx, g.ID)
-		return fmt.Errorf("%s: %w", l.e.key, lock.ErrNotHeld)
+		return 0, fmt.Errorf("%s: %w", l.e.key, lock.ErrNotHeld)
 	}
 	old := l.e.id
 	l.e.id, l.e.rec = g.ID, rec
 	// The key no longer lives on the old lease; revoking it deletes nothing.
 	l.b.revoke(ctx, old)
-	return nil
+	return time.Duration(rec.TTLms) * time.Millisecond, nil
 }
 
 // settle decides a Hold whose transaction (moving our key to lease g)
@@ -61,7 +61,7 @@ func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
 // ours can be on it). Any other error: the move was not seen applied, or
 // the key could not be read; then no lease is revoked, since the key lives
 // on one of them, and it is held until the old lease or g expires.
-func (l *Lease) settle(ctx context.Context, g clientv3.LeaseID, d time.Duration, txnErr error) error {
+func (l *keyStore) settle(ctx context.Context, g clientv3.LeaseID, d time.Duration, txnErr error) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(l.b.dialTO, cleanupTimeout))
 	defer cancel()
 	resp, err := l.b.cli.Get(rctx, l.e.etcdKey)
@@ -90,11 +90,6 @@ func (b *Backend) revoke(ctx context.Context, id clientv3.LeaseID) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(b.dialTO, cleanupTimeout))
 	defer cancel()
 	_, _ = b.cli.Revoke(cctx, id)
-}
-
-// Handle implements lock.Lease.
-func (l *Lease) Handle() lock.Handle {
-	return lock.Handle{Key: l.e.key, Owner: l.e.rec.Owner, Token: l.e.token, TTLms: l.e.rec.TTLms, LeaseID: int64(l.e.id)}
 }
 
 // Resume implements lock.Backend: the key's queue must still hold a

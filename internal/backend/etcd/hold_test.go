@@ -74,9 +74,9 @@ func proxiedBackend(t *testing.T, s server) (*Backend, *faultproxy.Proxy, *txnFa
 
 // onServer reads our lock key straight from the server (not through the
 // proxy): whether it exists, with which create revision and on which lease.
-func onServer(t *testing.T, raw *clientv3.Client, l *Lease) (found bool, rev int64, lease clientv3.LeaseID) {
+func onServer(t *testing.T, raw *clientv3.Client, l lock.Lease) (found bool, rev int64, lease clientv3.LeaseID) {
 	t.Helper()
-	resp, err := raw.Get(wait.Context(t, 5*time.Second), l.e.etcdKey)
+	resp, err := raw.Get(wait.Context(t, 5*time.Second), storeOf(l).e.etcdKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,11 +140,11 @@ func TestHoldAfterLostReplyKeepsTheLock(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				l := ll.(*Lease)
-				old := l.e.id
+				l := ll
+				old := storeOf(l).e.id
 				applied := func() bool {
 					found, rev, lease := onServer(t, raw, l)
-					return found && rev == l.e.rev && lease != old
+					return found && rev == storeOf(l).e.rev && lease != old
 				}
 				fault.arm(tc.lose(t, px, applied))
 				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -153,11 +153,11 @@ func TestHoldAfterLostReplyKeepsTheLock(t *testing.T) {
 					t.Fatalf("Hold after a lost reply = %v, want success: the key was moved", err)
 				}
 				found, rev, lease := onServer(t, raw, l)
-				if !found || rev != l.e.rev {
-					t.Fatalf("after Hold the lock key is gone (found=%v rev=%d, want %d)", found, rev, l.e.rev)
+				if !found || rev != storeOf(l).e.rev {
+					t.Fatalf("after Hold the lock key is gone (found=%v rev=%d, want %d)", found, rev, storeOf(l).e.rev)
 				}
-				if lease == old || lease != l.e.id || clientv3.LeaseID(l.Handle().LeaseID) != lease {
-					t.Errorf("key on lease %x; old %x, the lease now believes %x", lease, old, l.e.id)
+				if lease == old || lease != storeOf(l).e.id || clientv3.LeaseID(l.Handle().LeaseID) != lease {
+					t.Errorf("key on lease %x; old %x, the lease now believes %x", lease, old, storeOf(l).e.id)
 				}
 				if !leaseAlive(t, raw, lease) {
 					t.Error("the hold lease was revoked")
@@ -181,7 +181,7 @@ func TestHoldOnBrokenLockAfterLostReplyIsNotHeld(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := ll.(*Lease)
+		l := ll
 		if _, err := b.Break(wait.Context(t, 10*time.Second), "h", l.Token()); err != nil {
 			t.Fatal(err)
 		}
@@ -210,8 +210,8 @@ func TestHoldUnreadableAfterLostReplyRevokesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := ll.(*Lease)
-		old := l.e.id
+		l := ll
+		old := storeOf(l).e.id
 		fault.arm(func(invoke func() error) error {
 			px.PauseReplies() // and keep them held: the read-back fails too
 			return invoke()
@@ -225,7 +225,7 @@ func TestHoldUnreadableAfterLostReplyRevokesNothing(t *testing.T) {
 		t.Logf("Hold: %v", err)
 		found, rev, lease := onServer(t, raw, l)
 		switch {
-		case !found || rev != l.e.rev:
+		case !found || rev != storeOf(l).e.rev:
 			t.Fatalf("the lock key is gone (found=%v rev=%d): its new lease was revoked", found, rev)
 		case lease == old:
 			t.Fatal("the transaction was not applied: the test did not lose a reply")
@@ -237,7 +237,7 @@ func TestHoldUnreadableAfterLostReplyRevokesNothing(t *testing.T) {
 		if !leaseAlive(t, raw, lease) {
 			t.Fatal("the lease the key was moved to was revoked: the lock is gone")
 		}
-		if found, rev, _ := onServer(t, raw, l); !found || rev != l.e.rev {
+		if found, rev, _ := onServer(t, raw, l); !found || rev != storeOf(l).e.rev {
 			t.Fatal("the lock key is gone")
 		}
 	})
@@ -254,8 +254,8 @@ func TestHoldAfterLostRequestKeepsTheOldLease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := ll.(*Lease)
-		old := l.e.id
+		l := ll
+		old := storeOf(l).e.id
 		fault.arm(func(invoke func() error) error {
 			px.Pause()
 			done := make(chan error, 1)
@@ -275,11 +275,14 @@ func TestHoldAfterLostRequestKeepsTheOldLease(t *testing.T) {
 		}
 		t.Logf("Hold: %v", err)
 		found, rev, lease := onServer(t, raw, l)
-		if !found || rev != l.e.rev || lease != old || l.e.id != old {
-			t.Fatalf("after a lost request: found=%v rev=%d lease=%x; want the key on the old lease %x (lease believes %x)", found, rev, lease, old, l.e.id)
+		if !found || rev != storeOf(l).e.rev || lease != old || storeOf(l).e.id != old {
+			t.Fatalf("after a lost request: found=%v rev=%d lease=%x; want the key on the old lease %x (lease believes %x)", found, rev, lease, old, storeOf(l).e.id)
 		}
 		if err := l.Renew(wait.Context(t, 5*time.Second)); err != nil {
 			t.Errorf("the lease is no longer renewable: %v", err)
 		}
 	})
 }
+
+// storeOf is the etcd store of a lease of this engine.
+func storeOf(l lock.Lease) *keyStore { return lock.StoreOf(l).(*keyStore) }

@@ -12,46 +12,30 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// Lease is a held etcd lock: our contender key at the head of the queue,
-// or a semaphore's slot key, attached to our own etcd lease. Renew,
-// Release and Hold work on either, checked by its create revision.
-type Lease struct {
-	b       *Backend
-	e       *entry
-	granted time.Time
+// keyStore is the lock.LeaseStore of a held etcd lock: our contender key
+// at the head of the queue, or a semaphore's slot key, attached to our own
+// etcd lease. Renew, Release and Hold work on either, checked by its
+// create revision.
+type keyStore struct {
+	b *Backend
+	e *entry
 }
 
-func (b *Backend) newLease(e *entry, granted time.Time) *Lease {
-	return &Lease{b: b, e: e, granted: granted}
-}
-
-var (
-	_ lock.Lease   = (*Lease)(nil)
-	_ lock.Slotted = (*Lease)(nil)
-)
-
-func (l *Lease) Key() string   { return l.e.key }
-func (l *Lease) Token() uint64 { return l.e.token }
-func (l *Lease) Owner() string { return l.e.rec.Owner }
-
-// Alerts implements lock.Lease: etcd sends no news; renewals find out.
-func (l *Lease) Alerts() <-chan struct{} { return nil }
-
-// Granted is the monotonic time taken just before the request that made the
-// lease valid: the LeaseGrant when we were first at once, or the final
-// KeepAliveOnce of a waiter that reached the head of the queue.
-func (l *Lease) Granted() time.Time { return l.granted }
-
-// Slot implements lock.Slotted: a semaphore's slot (0 for a mutex).
-func (l *Lease) Slot() int {
-	if l.e.slot != nil {
-		return l.e.slot.Slot
+// newLease makes the lease of e. granted is the monotonic time taken just
+// before the request that made the lease valid: the LeaseGrant when we
+// were first at once, or the final KeepAliveOnce of a waiter that reached
+// the head of the queue.
+func (b *Backend) newLease(e *entry, granted time.Time) lock.Lease {
+	g := lock.Grant{Key: e.key, Owner: e.rec.Owner, Token: e.token, TTL: time.Duration(e.rec.TTLms) * time.Millisecond, Granted: granted}
+	if e.slot != nil {
+		g.Slot, g.Limit = e.slot.Slot, e.slot.Limit
 	}
-	return 0
+	return lock.NewLease(g, &keyStore{b: b, e: e})
 }
 
-// LeaseID is the etcd lease backing the lock (for diagnostics).
-func (l *Lease) LeaseID() clientv3.LeaseID { return l.e.id }
+// LeaseID implements lock.LeaseIDer: the etcd lease backing the lock,
+// named in the handle.
+func (l *keyStore) LeaseID() int64 { return int64(l.e.id) }
 
 // Renew sends one keep-alive (the lease then lasts a full TTL from when it
 // was sent) and, at the same time, checks that our key still exists with
@@ -59,7 +43,7 @@ func (l *Lease) LeaseID() clientv3.LeaseID { return l.e.id }
 // and that must read as "not yours". Both answers of "gone" are
 // lock.ErrNotHeld; anything else is transient. The two requests go out
 // together (one round trip, not two) and are bounded by ctx.
-func (l *Lease) Renew(ctx context.Context) error {
+func (l *keyStore) Renew(ctx context.Context, _ *lock.Held) error {
 	kaDone := make(chan error, 1)
 	go func() {
 		_, err := l.b.cli.KeepAliveOnce(ctx, l.e.id)
@@ -83,7 +67,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 // Release deletes our key if it is still ours (compare on its create
 // revision) and revokes our lease. It returns lock.ErrNotHeld when the key
 // was already gone (expired, broken, released).
-func (l *Lease) Release(ctx context.Context) error {
+func (l *keyStore) Release(ctx context.Context, _ *lock.Held) error {
 	resp, err := l.b.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(l.e.etcdKey), "=", l.e.rev)).
 		Then(clientv3.OpDelete(l.e.etcdKey)).

@@ -90,7 +90,7 @@ func (c *contender) trySlot(ctx context.Context) (lock.Lease, error) {
 // that requires no key under the queue prefix put since that read and
 // nobody in line: a try-once never jumps the line. On a conflict it reads
 // again.
-func (b *Backend) takeSlot(ctx context.Context, req lock.Request, id clientv3.LeaseID, granted time.Time) (*Lease, error) {
+func (b *Backend) takeSlot(ctx context.Context, req lock.Request, id clientv3.LeaseID, granted time.Time) (lock.Lease, error) {
 	qp, wp := b.queuePrefix(req.Key), b.semWaitPrefix(req.Key)
 	for {
 		resp, err := b.cli.Txn(ctx).Then(

@@ -159,7 +159,7 @@ func (c *contender) won(held *entry, granted time.Time, kaErr error) (lock.Lease
 	c.stopKeepAlive() // the holder's keeper renews from here on
 	l := c.b.newLease(held, granted)
 	if kaErr != nil {
-		c.e, c.pending = held, l
+		c.e, c.pending = held, held
 		return nil, c.b.opError("renew the lease for "+held.key, kaErr)
 	}
 	c.e = nil
@@ -169,7 +169,7 @@ func (c *contender) won(held *entry, granted time.Time, kaErr error) (lock.Lease
 // confirm renews a lease taken while its keep-alive failed (won); the
 // lease's validity counts from just before this renewal.
 func (c *contender) confirm(ctx context.Context) (lock.Lease, error) {
-	l, granted := c.pending, time.Now()
+	l := c.b.newLease(c.pending, time.Now())
 	err := l.Renew(ctx)
 	switch {
 	case errors.Is(err, lock.ErrNotHeld):
@@ -179,7 +179,7 @@ func (c *contender) confirm(ctx context.Context) (lock.Lease, error) {
 	case err != nil:
 		return nil, c.b.opError("renew the lease for "+c.req.Key, err)
 	}
-	c.pending, c.e, l.granted = nil, nil, granted
+	c.pending, c.e = nil, nil
 	return l, nil
 }
 

@@ -85,7 +85,7 @@ func TestTakeoverWhoseKeepAliveFailedIsConfirmed(t *testing.T) {
 				var waiting clientv3.LeaseID
 				wait.Until(t, 5*time.Second, "the waiter to stand in line", func() bool {
 					resp, err := raw.Get(ctx, line, clientv3.WithLastCreate()...)
-					if err != nil || len(resp.Kvs) == 0 || resp.Kvs[0].Lease == int64(held[0].(*Lease).LeaseID()) {
+					if err != nil || len(resp.Kvs) == 0 || resp.Kvs[0].Lease == int64(clientv3.LeaseID(storeOf(held[0]).LeaseID())) {
 						return false
 					}
 					waiting = clientv3.LeaseID(resp.Kvs[0].Lease)
@@ -105,7 +105,7 @@ func TestTakeoverWhoseKeepAliveFailedIsConfirmed(t *testing.T) {
 				if !l.Granted().After(fault.fired()) {
 					t.Errorf("granted at %v, before the keep-alive failed at %v: validity counted from an unconfirmed lease", l.Granted(), fault.fired())
 				}
-				if id := l.(*Lease).LeaseID(); id != waiting {
+				if id := clientv3.LeaseID(storeOf(l).LeaseID()); id != waiting {
 					t.Errorf("the lock is on etcd lease %x, the waiter stood in line on %x: it lost what it took", id, waiting)
 				}
 				if h, ok, err := b.Inspect(ctx, "k"); limit == 1 && (err != nil || !ok || h.Token != l.Token()) {

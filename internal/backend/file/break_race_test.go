@@ -108,7 +108,7 @@ func breakEach(b *Backend, pub *published, done <-chan struct{}, broke func(tok 
 
 // recordOf is the path of the record (sidecar) naming the holder of l.
 func recordOf(b *Backend, l lock.Lease) string {
-	return l.(*Lease).metaPath
+	return storeOf(l).metaPath
 }
 
 // (a) Runbooks break the holder they saw, by its token, while holders
@@ -241,3 +241,6 @@ func TestBreakBeatsRacingRenewal(t *testing.T) {
 		})
 	}
 }
+
+// storeOf is the file store of a lease of this engine.
+func storeOf(l lock.Lease) *slotLock { return lock.StoreOf(l).(*slotLock) }

@@ -10,26 +10,24 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// Hold implements lock.Lease. A flock dies with its process, so a hold is
+// Hold implements lock.LeaseStore. A flock dies with its process, so a hold is
 // recorded in the lease's record instead (mode and RenewedAt+d), and the
 // flocks are let go: acquirers of every limit, Inspect and status honour
 // an unexpired hold. The record is written before the flocks go, so none
-// of them sees the lock free in between.
-func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
-	return l.letGoIfOurs(ctx, func() error {
+// of them sees the lock free in between. The handle then names the hold's
+// length.
+func (l *slotLock) Hold(ctx context.Context, _ *lock.Held, d time.Duration, mode string) (time.Duration, error) {
+	ttl := time.Duration(max(d.Milliseconds(), 1)) * time.Millisecond
+	err := l.letGoIfOurs(ctx, func() error {
 		m := l.meta
-		m.Hold, m.RenewedAt, m.TTLms = mode, time.Now(), max(d.Milliseconds(), 1)
+		m.Hold, m.RenewedAt, m.TTLms = mode, time.Now(), ttl.Milliseconds()
 		err := writeMeta(l.metaPath, m)
 		if err == nil {
 			l.meta = m
 		}
 		return err
 	})
-}
-
-// Handle implements lock.Lease.
-func (l *Lease) Handle() lock.Handle {
-	return lock.Handle{Key: l.meta.Key, Owner: l.meta.Owner, Token: l.meta.Token, TTLms: l.meta.TTLms}
+	return ttl, err
 }
 
 // resumeTries bounds how long Resume waits out another process's brief
@@ -69,5 +67,6 @@ func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 		}
 		return nil, lock.ErrNotHeld
 	}
-	return b.newLease([]*os.File{f}, m, recordPath, granted), nil
+	l, _ := b.newLease([]*os.File{f}, m, recordPath, granted)
+	return l, nil
 }

@@ -95,7 +95,7 @@ func (b *Backend) trySemaphore(ctx context.Context, req lock.Request) (lock.Leas
 	if err == nil {
 		err = refuseSlots(req, held, mine)
 	}
-	var l *Lease
+	var l lock.Lease
 	if err == nil {
 		l, err = b.grant(ctx, req, mine.slot, []*os.File{mine.f, mode}, granted)
 	}

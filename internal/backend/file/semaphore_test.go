@@ -129,7 +129,7 @@ func TestSemaphoreDeadHolderFreesItsSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The process holding slot 0 dies: the kernel drops its flocks.
-	for _, f := range l0.(*Lease).files {
+	for _, f := range storeOf(l0).files {
 		f.Close()
 	}
 	l, err := lock.TryOnce(ctx, b, semRequest("k", "c", 2))

@@ -8,27 +8,10 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// Hold implements lock.Lease: an owner-checked PEXPIRE to d, marked
+// Hold implements lock.LeaseStore: an owner-checked PEXPIRE to d, marked
 // with mode so status can say why nobody renews it.
-func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
-	cmd, nr := l.b.run(ctx, l.ttl, holdScript(), []string{l.b.lockKey(l.key)}, l.owner, max(d.Milliseconds(), 1), mode)
-	n, err := cmd.Int()
-	if err != nil {
-		return l.b.unavailable(err)
-	}
-	if n != 1 {
-		return lock.ErrNotHeld
-	}
-	if nr != nil {
-		return &lock.UnavailableError{Msg: nr.Error() + ": the hold may not survive a failover", Err: nr}
-	}
-	l.ttl = d
-	return nil
-}
-
-// Handle implements lock.Lease.
-func (l *Lease) Handle() lock.Handle {
-	return lock.Handle{Key: l.key, Owner: l.owner, Token: l.token, TTLms: l.ttl.Milliseconds()}
+func (s mutexStore) Hold(ctx context.Context, l *lock.Held, d time.Duration, mode string) (time.Duration, error) {
+	return d, s.b.held(s.b.run(ctx, l.TTL(), holdScript(), []string{s.b.lockKey(l.Key())}, l.Owner(), max(d.Milliseconds(), 1), mode))
 }
 
 // Resume implements lock.Backend: the lock hash must still name h's owner
@@ -50,5 +33,5 @@ func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 			ttl = time.Duration(ms) * time.Millisecond
 		}
 	}
-	return &Lease{b: b, key: h.Key, owner: h.Owner, token: h.Token, ttl: ttl, granted: granted}, nil
+	return b.lease(lock.Request{Key: h.Key, Owner: h.Owner, TTL: ttl}, h.Token, granted), nil
 }

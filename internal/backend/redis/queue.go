@@ -123,8 +123,7 @@ func (b *Backend) queueStep(ctx context.Context, req lock.Request, lasts time.Du
 			return step{}, fmt.Errorf("redis returned a bad token %v", res[1])
 		}
 		if nr != nil {
-			l := &Lease{b: b, key: req.Key, owner: req.Owner, token: tok, ttl: req.TTL}
-			return step{}, b.unreplicatedGrant(ctx, req.Key, nr, l.Release)
+			return step{}, b.unreplicatedGrant(ctx, req.Key, nr, b.lease(req, tok, time.Time{}).Release)
 		}
 		return step{acquired: true, token: tok}, nil
 	case len(res) == 2 && res[0] == int64(-1):
@@ -200,10 +199,10 @@ func (c *queueContender) step(ctx context.Context) (lock.Lease, error) {
 		return nil, err
 	case s.acquired && c.req.Limit > 1:
 		c.w.close()
-		return &SlotLease{b: c.b, key: c.req.Key, owner: c.req.Owner, token: s.token, ttl: c.req.TTL, granted: granted, slot: s.slot, limit: c.req.Limit}, nil
+		return c.b.slotLease(c.req, s.token, s.slot, granted), nil
 	case s.acquired:
 		c.w.close()
-		return &Lease{b: c.b, key: c.req.Key, owner: c.req.Owner, token: s.token, ttl: c.req.TTL, granted: granted}, nil
+		return c.b.lease(c.req, s.token, granted), nil
 	case s.have > 0:
 		return nil, &lock.LimitMismatchError{Key: c.req.Key, Want: max(1, c.req.Limit), Have: s.have}
 	}

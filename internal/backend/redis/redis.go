@@ -176,7 +176,7 @@ func (b *Backend) tryOnceReply(ctx context.Context, req lock.Request, granted ti
 		if err != nil {
 			return nil, fmt.Errorf("redis returned a bad token %v", res[1])
 		}
-		l := &Lease{b: b, key: req.Key, owner: req.Owner, token: tok, ttl: req.TTL, granted: granted}
+		l := b.lease(req, tok, granted)
 		if nr != nil {
 			return nil, b.unreplicatedGrant(ctx, req.Key, nr, l.Release)
 		}

@@ -271,7 +271,7 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 		return nil, lock.Invalidf("--limit is not supported on redlock://: a semaphore's slots cannot be kept consistent across independent masters; use --limit on redis:// or etcd://")
 	}
 	start := time.Now()
-	leases := make([]*Lease, len(r.nodes))
+	leases := make([]lock.Lease, len(r.nodes))
 	infos := make([]restartInfo, len(r.nodes))
 	errs := r.each(ctx, nodeTimeout(req.TTL), func(ctx context.Context, n *Backend) error {
 		k := i(r, n)
@@ -291,7 +291,7 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 		if l == nil {
 			continue
 		}
-		tok = max(tok, l.token)
+		tok = max(tok, l.Token())
 		if young[k] != nil {
 			errs[k] = young[k]
 		} else {
@@ -321,8 +321,7 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 			return young[k]
 		})
 		if validity = time.Duration(float64(req.TTL)*(1-lock.ClockDrift)) - lock.ValidityDelta - time.Since(start); r.needQuorum(werrs, "took the fencing token") == nil && validity > 0 {
-			return &redlockLease{r: r, key: req.Key, owner: req.Owner, token: tok, ttl: req.TTL, granted: start,
-				fields: recordFields(req.Meta, start)}, nil
+			return r.lease(req.Key, req.Owner, tok, req.TTL, start, recordFields(req.Meta, start)), nil
 		}
 	}
 	r.releaseEach(ctx, req.Key, req.Owner, false)
@@ -344,7 +343,7 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 
 // redlockTryOnce is one master's part in an acquire: try_once.lua with
 // the delayed restart's bookkeeping (redlockAcquireScript).
-func (b *Backend) redlockTryOnce(ctx context.Context, req lock.Request) (*Lease, restartInfo, error) {
+func (b *Backend) redlockTryOnce(ctx context.Context, req lock.Request) (lock.Lease, restartInfo, error) {
 	granted := time.Now()
 	res, err := redlockAcquireScript().Run(ctx, b.c,
 		[]string{b.lockKey(req.Key), b.tokenKey(req.Key), b.queueKey(req.Key), b.aliveKey(req.Key), b.waitingKey(req.Key), b.bootKey(), b.ttlsKey()},
@@ -363,7 +362,7 @@ func (b *Backend) redlockTryOnce(ctx context.Context, req lock.Request) (*Lease,
 	if err != nil {
 		return nil, info, err
 	}
-	return l.(*Lease), info, nil
+	return l, info, nil
 }
 
 // The delayed restart's keys on each master (redlock_lib.lua).
@@ -459,9 +458,9 @@ func (r *Redlock) releaseEach(ctx context.Context, key, owner string, wake bool)
 	cctx := context.WithoutCancel(ctx)
 	errs = r.each(cctx, 2*time.Second, func(ctx context.Context, n *Backend) error {
 		if !wake {
-			return (&Lease{b: n, key: key, owner: owner}).release(ctx, "")
+			return n.release(ctx, key, owner, "")
 		}
-		return (&Lease{b: n, key: key, owner: owner}).Release(ctx)
+		return n.release(ctx, key, owner, n.channel(key))
 	})
 	for _, err := range errs {
 		if err == nil {
@@ -640,68 +639,52 @@ func (r *Redlock) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 		_, err := n.Resume(ctx, h)
 		return err
 	})
-	notHeld := 0
-	for _, err := range errs {
-		if errors.Is(err, lock.ErrNotHeld) {
-			notHeld++
-		}
-	}
-	if len(r.nodes)-notHeld < r.quorum {
-		return nil, lock.ErrNotHeld
-	}
-	if err := r.needQuorum(errs, "hold this handle's lock"); err != nil {
+	if err := r.quorumOf(errs, "hold this handle's lock"); err != nil {
 		return nil, err
 	}
-	l := &redlockLease{r: r, key: h.Key, owner: h.Owner, token: h.Token, ttl: h.TTL(), granted: granted}
 	// The record's fields, for a master that loses the key meanwhile.
+	var fields []any
 	if qh, held, err := r.Inspect(ctx, h.Key); err == nil && held && qh.Owner == h.Owner {
-		l.fields = recordFields(qh.Meta, qh.AcquiredAt)
+		fields = recordFields(qh.Meta, qh.AcquiredAt)
 	}
-	return l, nil
+	return r.lease(h.Key, h.Owner, h.Token, h.TTL(), granted, fields), nil
 }
 
-// redlockLease is a lock held on a quorum of the nodes.
-type redlockLease struct {
-	r       *Redlock
-	key     string
-	owner   string
-	token   uint64
-	ttl     time.Duration
-	granted time.Time
+// redlockStore is the lock.LeaseStore of a lock held on a quorum of the
+// nodes.
+type redlockStore struct {
+	r *Redlock
 	// fields are the record's other fields (recordFields), written when
 	// a renewal takes the key back on a master that lost it.
 	fields []any
 }
 
-func (l *redlockLease) Key() string             { return l.key }
-func (l *redlockLease) Token() uint64           { return l.token }
-func (l *redlockLease) Owner() string           { return l.owner }
-func (l *redlockLease) Granted() time.Time      { return l.granted }
-func (l *redlockLease) Alerts() <-chan struct{} { return nil }
-
-func (l *redlockLease) node(n *Backend) *Lease {
-	return &Lease{b: n, key: l.key, owner: l.owner, token: l.token, ttl: l.ttl}
+// lease makes the lease of key held by owner with token on a quorum,
+// granted at granted (the start of the attempt: Redlock's validity is
+// counted from it).
+func (r *Redlock) lease(key, owner string, token uint64, ttl time.Duration, granted time.Time, fields []any) lock.Lease {
+	return lock.NewLease(lock.Grant{Key: key, Owner: owner, Token: token, TTL: ttl, Granted: granted}, &redlockStore{r: r, fields: fields})
 }
 
 // quorumOf turns the nodes' answers to an owner-checked change into the
 // lease's: nil with a quorum; ErrNotHeld once too many nodes answered "not
 // ours" for a quorum to be possible; else a (transient) error.
-func (l *redlockLease) quorumOf(errs []error, what string) error {
+func (r *Redlock) quorumOf(errs []error, what string) error {
 	notHeld := 0
 	for _, err := range errs {
 		if errors.Is(err, lock.ErrNotHeld) {
 			notHeld++
 		}
 	}
-	if len(errs)-notHeld < l.r.quorum {
+	if len(errs)-notHeld < r.quorum {
 		return lock.ErrNotHeld
 	}
-	return l.r.needQuorum(errs, what)
+	return r.needQuorum(errs, what)
 }
 
-// Renew implements lock.Lease: a quorum must extend it.
-func (l *redlockLease) Renew(ctx context.Context) error {
-	return l.refresh(ctx, nodeTimeout(l.ttl), l.ttl, "", "renewed "+l.key)
+// Renew implements lock.LeaseStore: a quorum must extend it.
+func (s *redlockStore) Renew(ctx context.Context, l *lock.Held) error {
+	return s.refresh(ctx, l, nodeTimeout(l.TTL()), l.TTL(), "", "renewed "+l.Key())
 }
 
 // refresh extends the lease to ttl on every master (redlock_renew.lua),
@@ -714,11 +697,11 @@ func (l *redlockLease) Renew(ctx context.Context) error {
 // there; our lock was established by a quorum of masters that were not
 // young, so no other holder of the key can be live, and a young master
 // holding our record keeps it from everyone else like any other.
-func (l *redlockLease) refresh(ctx context.Context, timeout, ttl time.Duration, mode, what string) error {
-	errs := l.r.each(ctx, timeout, func(ctx context.Context, n *Backend) error {
-		args := append([]any{l.owner, max(ttl.Milliseconds(), 1), strconv.FormatUint(l.token, 10), mode,
-			time.Since(l.granted).Milliseconds(), sameBoot.Milliseconds()}, l.fields...)
-		res, err := redlockRenewScript().Run(ctx, n.c, []string{n.lockKey(l.key), n.tokenKey(l.key), n.bootKey(), n.ttlsKey()}, args...).Slice()
+func (s *redlockStore) refresh(ctx context.Context, l *lock.Held, timeout, ttl time.Duration, mode, what string) error {
+	errs := s.r.each(ctx, timeout, func(ctx context.Context, n *Backend) error {
+		args := append([]any{l.Owner(), max(ttl.Milliseconds(), 1), strconv.FormatUint(l.Token(), 10), mode,
+			time.Since(l.Granted()).Milliseconds(), sameBoot.Milliseconds()}, s.fields...)
+		res, err := redlockRenewScript().Run(ctx, n.c, []string{n.lockKey(l.Key()), n.tokenKey(l.Key()), n.bootKey(), n.ttlsKey()}, args...).Slice()
 		if err != nil {
 			return n.unavailable(err)
 		}
@@ -730,28 +713,19 @@ func (l *redlockLease) refresh(ctx context.Context, timeout, ttl time.Duration, 
 		}
 		return nil
 	})
-	return l.quorumOf(errs, what)
+	return s.r.quorumOf(errs, what)
 }
 
-// Release implements lock.Lease: on every node.
-func (l *redlockLease) Release(ctx context.Context) error {
-	released, errs := l.r.releaseAll(ctx, l.key, l.owner)
+// Release implements lock.LeaseStore: on every node.
+func (s *redlockStore) Release(ctx context.Context, l *lock.Held) error {
+	released, errs := s.r.releaseAll(ctx, l.Key(), l.Owner())
 	if released > 0 {
 		return nil
 	}
-	return l.quorumOf(errs, "released "+l.key)
+	return s.r.quorumOf(errs, "released "+l.Key())
 }
 
-// Hold implements lock.Lease: a quorum must keep it.
-func (l *redlockLease) Hold(ctx context.Context, d time.Duration, mode string) error {
-	if err := l.refresh(ctx, 5*time.Second, d, mode, "kept "+l.key); err != nil {
-		return err
-	}
-	l.ttl = d
-	return nil
-}
-
-// Handle implements lock.Lease.
-func (l *redlockLease) Handle() lock.Handle {
-	return lock.Handle{Key: l.key, Owner: l.owner, Token: l.token, TTLms: l.ttl.Milliseconds()}
+// Hold implements lock.LeaseStore: a quorum must keep it.
+func (s *redlockStore) Hold(ctx context.Context, l *lock.Held, d time.Duration, mode string) (time.Duration, error) {
+	return d, s.refresh(ctx, l, 5*time.Second, d, mode, "kept "+l.Key())
 }

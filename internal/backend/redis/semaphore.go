@@ -103,7 +103,7 @@ func (b *Backend) semTryOnce(ctx context.Context, req lock.Request) (lock.Lease,
 	}
 	switch {
 	case len(res) == 3 && res[0] == int64(1):
-		l, err := b.slotLease(req, res[1], res[2], granted)
+		l, err := b.parseSlotLease(req, res[1], res[2], granted)
 		if err != nil {
 			return nil, err // not a typed nil in the interface
 		}
@@ -139,8 +139,7 @@ func (b *Backend) semQueueStep(ctx context.Context, req lock.Request, lasts time
 			return step{}, fmt.Errorf("unexpected reply from the semaphore queue script: %v", res)
 		}
 		if nr != nil {
-			l := &SlotLease{b: b, key: req.Key, owner: req.Owner, token: tok, ttl: req.TTL, slot: int(slot), limit: req.Limit}
-			return step{}, b.unreplicatedGrant(ctx, req.Key, nr, l.Release)
+			return step{}, b.unreplicatedGrant(ctx, req.Key, nr, b.slotLease(req, tok, int(slot), time.Time{}).Release)
 		}
 		return step{acquired: true, token: tok, slot: int(slot)}, nil
 	case len(res) == 2 && res[0] == int64(-1):
@@ -156,15 +155,21 @@ func (b *Backend) semQueueStep(ctx context.Context, req lock.Request, lasts time
 	return step{}, fmt.Errorf("unexpected reply from the semaphore queue script: %v", res)
 }
 
-// slotLease makes the lease of a granted slot from the script's token and
-// slot.
-func (b *Backend) slotLease(req lock.Request, token, slot any, granted time.Time) (*SlotLease, error) {
+// parseSlotLease makes the lease of a granted slot from the script's
+// token and slot.
+func (b *Backend) parseSlotLease(req lock.Request, token, slot any, granted time.Time) (lock.Lease, error) {
 	tok, err := strconv.ParseUint(fmt.Sprint(token), 10, 64)
 	i, ok := slot.(int64)
 	if err != nil || !ok {
 		return nil, fmt.Errorf("redis returned a bad token or slot: %v, %v", token, slot)
 	}
-	return &SlotLease{b: b, key: req.Key, owner: req.Owner, token: tok, ttl: req.TTL, granted: granted, slot: int(i), limit: req.Limit}, nil
+	return b.slotLease(req, tok, int(i), granted), nil
+}
+
+// slotLease makes the lease of req's slot, granted with token at granted.
+func (b *Backend) slotLease(req lock.Request, token uint64, slot int, granted time.Time) lock.Lease {
+	g := lock.Grant{Key: req.Key, Owner: req.Owner, Token: token, TTL: req.TTL, Granted: granted, Slot: slot, Limit: req.Limit}
+	return lock.NewLease(g, slotStore{b})
 }
 
 // breakSemaphore is Break's hook for semaphores; handled is false when key
@@ -204,80 +209,24 @@ func (b *Backend) breakSemaphore(ctx context.Context, key string, token uint64) 
 	return lock.Holder{}, true, fmt.Errorf("%s keeps changing between a semaphore and a mutex; try again", key)
 }
 
-// SlotLease is a held slot of a semaphore, proven by the owner id.
-type SlotLease struct {
-	b       *Backend
-	key     string
-	owner   string
-	token   uint64
-	ttl     time.Duration
-	granted time.Time
-	slot    int
-	limit   int
+// slotStore is the lock.LeaseStore of a semaphore's slot: our ownership
+// of the slot, proven by the owner id (the lease's).
+type slotStore struct{ b *Backend }
+
+// Hold implements lock.LeaseStore: an owner-checked PEXPIRE of our slot to
+// d, marked with mode (sem_hold.lua), as the mutex's Hold does for the
+// lock hash. The marker follows, so status shows the hold when the slot is
+// the oldest.
+func (s slotStore) Hold(ctx context.Context, l *lock.Held, d time.Duration, mode string) (time.Duration, error) {
+	return d, s.b.held(s.b.run(ctx, l.TTL(), semHoldScript(), s.b.semKeys(l.Key(), l.Limit()), l.Owner(), max(d.Milliseconds(), 1), mode, l.Slot(), l.Limit()))
 }
 
-var (
-	_ lock.Lease   = (*SlotLease)(nil)
-	_ lock.Slotted = (*SlotLease)(nil)
-)
-
-func (l *SlotLease) Key() string        { return l.key }
-func (l *SlotLease) Token() uint64      { return l.token }
-func (l *SlotLease) Owner() string      { return l.owner }
-func (l *SlotLease) Granted() time.Time { return l.granted }
-
-// Alerts implements lock.Lease: Redis sends no news; renewals find out.
-func (l *SlotLease) Alerts() <-chan struct{} { return nil }
-
-// Hold implements lock.Lease: an owner-checked PEXPIRE of our slot to d,
-// marked with mode (sem_hold.lua), as the mutex's Hold does for the lock
-// hash. The marker follows, so status shows the hold when the slot is the
-// oldest.
-func (l *SlotLease) Hold(ctx context.Context, d time.Duration, mode string) error {
-	cmd, nr := l.b.run(ctx, l.ttl, semHoldScript(), l.b.semKeys(l.key, l.limit), l.owner, max(d.Milliseconds(), 1), mode, l.slot, l.limit)
-	n, err := cmd.Int()
-	if err != nil {
-		return l.b.unavailable(err)
-	}
-	if n != 1 {
-		return lock.ErrNotHeld
-	}
-	if nr != nil {
-		return &lock.UnavailableError{Msg: nr.Error() + ": the hold may not survive a failover", Err: nr}
-	}
-	l.ttl = d
-	return nil
+// Renew implements lock.LeaseStore.
+func (s slotStore) Renew(ctx context.Context, l *lock.Held) error {
+	return renewed(s.b.run(ctx, l.TTL(), semRenewScript(), s.b.semKeys(l.Key(), l.Limit()), l.Owner(), l.TTL().Milliseconds(), l.Slot(), l.Limit()))
 }
 
-// Handle implements lock.Lease.
-func (l *SlotLease) Handle() lock.Handle {
-	return lock.Handle{Key: l.key, Owner: l.owner, Token: l.token, TTLms: l.ttl.Milliseconds()}
-}
-
-// Slot implements lock.Slotted.
-func (l *SlotLease) Slot() int { return l.slot }
-
-// Renew implements lock.Lease.
-func (l *SlotLease) Renew(ctx context.Context) error {
-	cmd, nr := l.b.run(ctx, l.ttl, semRenewScript(), l.b.semKeys(l.key, l.limit), l.owner, l.ttl.Milliseconds(), l.slot, l.limit)
-	n, err := cmd.Int()
-	if err != nil {
-		return err
-	}
-	if n != 1 {
-		return lock.ErrNotHeld
-	}
-	return nr // a renewal too few replicas have is a failed renewal
-}
-
-// Release implements lock.Lease.
-func (l *SlotLease) Release(ctx context.Context) error {
-	n, err := semReleaseScript().Run(ctx, l.b.c, l.b.semKeys(l.key, l.limit), l.owner, l.slot, l.limit, l.b.channel(l.key)).Int()
-	if err != nil {
-		return l.b.unavailable(err)
-	}
-	if n != 1 {
-		return lock.ErrNotHeld
-	}
-	return nil
+// Release implements lock.LeaseStore.
+func (s slotStore) Release(ctx context.Context, l *lock.Held) error {
+	return s.b.owned(semReleaseScript().Run(ctx, s.b.c, s.b.semKeys(l.Key(), l.Limit()), l.Owner(), l.Slot(), l.Limit(), s.b.channel(l.Key())).Int())
 }

@@ -187,7 +187,7 @@ func TestSemaphoreExpiredHolderFreesItsSlot(t *testing.T) {
 			t.Fatalf("full semaphore: %v", err)
 		}
 		// "dead" stops renewing; "live" renews as a keeper would.
-		s.expire(t, b, b.slotKey("exp", dead.(*SlotLease).slot), 1100*time.Millisecond)
+		s.expire(t, b, b.slotKey("exp", slotOf(t, dead)), 1100*time.Millisecond)
 		if err := live.Renew(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -198,7 +198,7 @@ func TestSemaphoreExpiredHolderFreesItsSlot(t *testing.T) {
 			t.Errorf("Inspect = %+v, %v; want the live holder", h, held)
 		}
 		l, err := lock.TryOnce(ctx, b, req("exp", "x", 2, 3*time.Second))
-		if err != nil || slotOf(t, l) != dead.(*SlotLease).slot {
+		if err != nil || slotOf(t, l) != slotOf(t, dead) {
 			t.Fatalf("acquire after expiry: %v", err)
 		}
 		l.Release(ctx)

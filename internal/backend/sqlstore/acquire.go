@@ -43,7 +43,7 @@ func (s *Store) leaveLine(req lock.Request) {
 func (s *Store) try(ctx context.Context, req lock.Request, waiting bool) (lock.Lease, time.Duration, error) {
 	limit := max(1, req.Limit)
 	var (
-		l       *Lease
+		l       lock.Lease
 		soonest time.Duration
 		err     error
 	)
@@ -57,7 +57,7 @@ func (s *Store) try(ctx context.Context, req lock.Request, waiting bool) (lock.L
 	if err != nil {
 		return nil, soonest, err
 	}
-	return leased(l), -1, nil
+	return l, -1, nil
 }
 
 // attemptRow is the one row of Queries.Acquire.
@@ -76,7 +76,7 @@ func (r *attemptRow) dest() []any {
 // attempt runs Queries.Acquire: one round trip, one transaction. A table
 // that is missing comes back as it is, for withSchema; any other failure
 // of the database as unavailable.
-func (s *Store) attempt(ctx context.Context, req lock.Request, limit int, waiting bool) (*Lease, time.Duration, error) {
+func (s *Store) attempt(ctx context.Context, req lock.Request, limit int, waiting bool) (lock.Lease, time.Duration, error) {
 	granted := time.Now()
 	var (
 		r attemptRow
@@ -100,8 +100,7 @@ func (s *Store) attempt(ctx context.Context, req lock.Request, limit int, waitin
 		return nil, -1, fmt.Errorf("%s: the acquire statement gave %d result rows, want 1", s.d.Name, n)
 	}
 	if r.slot.Valid && r.token.Valid {
-		return &Lease{s: s, key: req.Key, owner: req.Owner, token: uint64(r.token.Int64), ttl: req.TTL,
-			granted: granted, slot: int(r.slot.Int64), limit: limit}, -1, nil
+		return s.lease(req, uint64(r.token.Int64), granted, int(r.slot.Int64), limit), -1, nil
 	}
 	left, err := r.busy(s.d.Name, req.Key, limit)
 	return nil, left, err

@@ -8,36 +8,25 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// Lease is our row of distlock_lease, proven by the owner id.
-type Lease struct {
-	s       *Store
-	key     string
-	owner   string
-	token   uint64
-	ttl     time.Duration
-	granted time.Time
-	slot    int
-	limit   int
+// row is the lock.LeaseStore of the SQL engines: our row of
+// distlock_lease (key and slot), proven by the owner id (the lease's).
+type row struct{ s *Store }
+
+// lease makes the lease of req's row in slot of limit, granted with token
+// at granted.
+func (s *Store) lease(req lock.Request, token uint64, granted time.Time, slot, limit int) lock.Lease {
+	g := lock.Grant{Key: req.Key, Owner: req.Owner, Token: token, TTL: req.TTL, Granted: granted, Slot: slot, Limit: limit}
+	return lock.NewLease(g, row{s})
 }
 
-var _ lock.Lease = (*Lease)(nil)
-
-func (l *Lease) Key() string        { return l.key }
-func (l *Lease) Token() uint64      { return l.token }
-func (l *Lease) Owner() string      { return l.owner }
-func (l *Lease) Granted() time.Time { return l.granted }
-
-// Alerts implements lock.Lease: the database sends no news; renewals find out.
-func (l *Lease) Alerts() <-chan struct{} { return nil }
-
 // exec runs an owner-checked update or delete: one matched row means ours.
-func (l *Lease) exec(ctx context.Context, query string, args ...any) error {
-	n, err := l.s.d.Driver.Exec(ctx, query, args...)
-	if l.s.d.Driver.IsUndefined(err) {
+func (r row) exec(ctx context.Context, query string, args ...any) error {
+	n, err := r.s.d.Driver.Exec(ctx, query, args...)
+	if r.s.d.Driver.IsUndefined(err) {
 		return lock.ErrNotHeld // the table was dropped: so was our row
 	}
 	if err != nil {
-		return l.s.unavailable(err)
+		return r.s.unavailable(err)
 	}
 	if n != 1 {
 		return lock.ErrNotHeld
@@ -45,47 +34,22 @@ func (l *Lease) exec(ctx context.Context, query string, args ...any) error {
 	return nil
 }
 
-// Renew implements lock.Lease: an owner-checked update of a live row.
-func (l *Lease) Renew(ctx context.Context) error {
-	return l.exec(ctx, l.s.d.SQL.Renew, l.ttl.Milliseconds(), l.s.d.Prefix, l.key, int64(l.slot), l.owner)
+// Renew implements lock.LeaseStore: an owner-checked update of a live row.
+func (r row) Renew(ctx context.Context, l *lock.Held) error {
+	return r.exec(ctx, r.s.d.SQL.Renew, l.TTL().Milliseconds(), r.s.d.Prefix, l.Key(), int64(l.Slot()), l.Owner())
 }
 
-// Release implements lock.Lease: an owner-checked delete that wakes the
-// waiters (on an engine that can). A row that had expired is not held.
-func (l *Lease) Release(ctx context.Context) error {
-	return l.exec(ctx, l.s.d.SQL.Release, l.s.wakeArgs(l.key, l.s.d.Prefix, l.key, int64(l.slot), l.owner)...)
+// Release implements lock.LeaseStore: an owner-checked delete that wakes
+// the waiters (on an engine that can). A row that had expired is not held.
+func (r row) Release(ctx context.Context, l *lock.Held) error {
+	return r.exec(ctx, r.s.d.SQL.Release, r.s.wakeArgs(l.Key(), r.s.d.Prefix, l.Key(), int64(l.Slot()), l.Owner())...)
 }
 
-// Hold implements lock.Lease: an owner-checked update to d from now,
+// Hold implements lock.LeaseStore: an owner-checked update to d from now,
 // marked with mode so status can say why nobody renews it.
-func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
+func (r row) Hold(ctx context.Context, l *lock.Held, d time.Duration, mode string) (time.Duration, error) {
 	ms := max(d.Milliseconds(), 1)
-	if err := l.exec(ctx, l.s.d.SQL.Hold, ms, ms, mode, l.s.d.Prefix, l.key, int64(l.slot), l.owner); err != nil {
-		return err
-	}
-	l.ttl = d
-	return nil
-}
-
-// Handle implements lock.Lease.
-func (l *Lease) Handle() lock.Handle {
-	return lock.Handle{Key: l.key, Owner: l.owner, Token: l.token, TTLms: l.ttl.Milliseconds()}
-}
-
-// SlotLease is a held slot of a semaphore (Request.Limit > 1).
-type SlotLease struct{ *Lease }
-
-var _ lock.Slotted = (*SlotLease)(nil)
-
-// Slot implements lock.Slotted.
-func (s *SlotLease) Slot() int { return s.slot }
-
-// leased is l as the lock.Lease it is: a SlotLease for a semaphore.
-func leased(l *Lease) lock.Lease {
-	if l.limit > 1 {
-		return &SlotLease{Lease: l}
-	}
-	return l
+	return d, r.exec(ctx, r.s.d.SQL.Hold, ms, ms, mode, r.s.d.Prefix, l.Key(), int64(l.Slot()), l.Owner())
 }
 
 // Resume implements lock.Backend: the row must still be live and name h's
@@ -100,6 +64,6 @@ func (s *Store) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
 	if err != nil {
 		return nil, s.unavailable(err)
 	}
-	return leased(&Lease{s: s, key: h.Key, owner: h.Owner, token: h.Token, ttl: time.Duration(ttlMs) * time.Millisecond,
-		granted: granted, slot: int(slot), limit: int(limit)}), nil
+	req := lock.Request{Key: h.Key, Owner: h.Owner, TTL: time.Duration(ttlMs) * time.Millisecond}
+	return s.lease(req, h.Token, granted, int(slot), int(limit)), nil
 }

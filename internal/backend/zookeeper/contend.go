@@ -254,12 +254,8 @@ func (c *contender) takeOver(ctx context.Context, line []entry, counter <-chan c
 		return nil, c.b.opError("take "+c.req.Key, err)
 	}
 	c.rec = rec
-	l := &Lease{
-		b: c.b, s: c.s, key: c.req.Key, dir: c.dir, node: c.node, nonce: c.nonce,
-		token: token, granted: granted, rec: rec, limit: c.limit, slot: slot,
-		alerts: make(chan struct{}, 1),
-	}
-	l.watchOwn()
+	st := &nodeStore{b: c.b, s: c.s, dir: c.dir, node: c.node, nonce: c.nonce, rec: rec, alerts: make(chan struct{}, 1)}
+	st.watchOwn()
 	c.s = nil // the lease owns the session now
-	return l, nil
+	return st.lease(c.req.Key, token, granted, slot, c.limit), nil
 }

@@ -24,9 +24,9 @@ func seqOf(name string) int64 {
 	return n
 }
 
-// Hold keeps the lock for d with no process: a session cannot outlive its
-// process, so our lock node is replaced by a TTL node (hold-...) in the
-// same place in line, whose record says how long it holds; then our
+// Hold implements lock.LeaseStore: it keeps the lock for d with no
+// process. A session cannot outlive its process, so our lock node is
+// replaced by a TTL node (hold-...) in the same place in line, whose record says how long it holds; then our
 // session ends. The hold node is created before the lock node is deleted,
 // so the place is never empty; if the lock node was already gone (broken,
 // expired), the hold node is deleted again and the answer is
@@ -37,32 +37,37 @@ func seqOf(name string) int64 {
 // again (distlock extend) rewrites the hold node, or, for a longer hold
 // than the node's own TTL, replaces it by a node of the next generation,
 // created first.
-func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
+func (l *nodeStore) Hold(ctx context.Context, h *lock.Held, d time.Duration, mode string) (time.Duration, error) {
+	return h.TTL(), l.holdOn(ctx, h, d, mode) // the handle keeps the TTL asked for
+}
+
+// holdOn is Hold's work.
+func (l *nodeStore) holdOn(ctx context.Context, h *lock.Held, d time.Duration, mode string) error {
 	if l.released {
-		return fmt.Errorf("%s: %w", l.key, lock.ErrNotHeld)
+		return h.NotOurs()
 	}
 	d = max(d, time.Millisecond)
 	rec := l.rec
-	rec.Hold, rec.HoldMs, rec.Token = mode, d.Milliseconds(), l.token
+	rec.Hold, rec.HoldMs, rec.Token = mode, d.Milliseconds(), h.Token()
 	s := l.conn()
 	if l.node != "" {
 		rec.NodeTTL = rec.HoldMs
 		seq := seqOf(l.node)
-		name := holdName(l.limit, l.nonce, 0, seq)
-		if err := l.createHold(ctx, s, name, rec); err != nil {
+		name := holdName(h.Limit(), l.nonce, 0, seq)
+		if err := l.createHold(ctx, h, s, name, rec); err != nil {
 			return err
 		}
 		ops := []any{&zk.DeleteRequest{Path: l.dir + "/" + l.node, Version: -1}}
-		if l.slot >= 0 {
-			ops = append(ops, &zk.DeleteRequest{Path: l.dir + "/" + slotName(l.slot), Version: -1})
+		if h.Slot() >= 0 {
+			ops = append(ops, &zk.DeleteRequest{Path: l.dir + "/" + slotName(h.Slot()), Version: -1})
 		}
 		err := multi(ctx, s, ops...)
 		if err != nil {
 			_ = do(context.WithoutCancel(ctx), func() error { return s.conn.Delete(l.dir+"/"+name, -1) })
 			if errors.Is(err, zk.ErrNoNode) {
-				return fmt.Errorf("%s: %w", l.key, lock.ErrNotHeld)
+				return h.NotOurs()
 			}
-			return l.b.opError("hold "+l.key, err)
+			return l.b.opError("hold "+h.Key(), err)
 		}
 		l.node, l.hold, l.holdGen, l.holdSeq, l.holdVer, l.rec = "", name, 0, seq, 0, rec
 		if l.s != nil {
@@ -74,41 +79,41 @@ func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
 	if rec.HoldMs <= l.rec.NodeTTL {
 		st, err := call(ctx, func() (*zk.Stat, error) { return s.conn.Set(l.dir+"/"+l.hold, rec.encode(), l.holdVer) })
 		if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
-			return fmt.Errorf("%s: %w", l.key, lock.ErrNotHeld)
+			return h.NotOurs()
 		}
 		if err != nil {
-			return l.b.opError("hold "+l.key, err)
+			return l.b.opError("hold "+h.Key(), err)
 		}
 		l.holdVer, l.rec = st.Version, rec
 		return nil
 	}
 	rec.NodeTTL = rec.HoldMs
-	name := holdName(l.limit, l.nonce, l.holdGen+1, l.holdSeq)
-	if err := l.createHold(ctx, s, name, rec); err != nil {
+	name := holdName(h.Limit(), l.nonce, l.holdGen+1, l.holdSeq)
+	if err := l.createHold(ctx, h, s, name, rec); err != nil {
 		return err
 	}
 	err := do(ctx, func() error { return s.conn.Delete(l.dir+"/"+l.hold, l.holdVer) })
 	if err != nil {
 		_ = do(context.WithoutCancel(ctx), func() error { return s.conn.Delete(l.dir+"/"+name, -1) })
 		if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
-			return fmt.Errorf("%s: %w", l.key, lock.ErrNotHeld)
+			return h.NotOurs()
 		}
-		return l.b.opError("hold "+l.key, err)
+		return l.b.opError("hold "+h.Key(), err)
 	}
 	l.hold, l.holdGen, l.holdVer, l.rec = name, l.holdGen+1, 0, rec
 	return nil
 }
 
-func (l *Lease) createHold(ctx context.Context, s *session, name string, rec record) error {
+func (l *nodeStore) createHold(ctx context.Context, h *lock.Held, s *session, name string, rec record) error {
 	err := do(ctx, func() error {
 		_, err := s.conn.CreateTTL(l.dir+"/"+name, rec.encode(), zk.FlagTTL, acl, time.Duration(rec.NodeTTL)*time.Millisecond)
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
-		return fmt.Errorf("%s: %w", l.key, lock.ErrNotHeld) // the key's node is gone: so is our lock node
+		return h.NotOurs() // the key's node is gone: so is our lock node
 	}
 	if err != nil {
-		return l.b.opError("hold "+l.key, err)
+		return l.b.opError("hold "+h.Key(), err)
 	}
 	return nil
 }
@@ -150,10 +155,10 @@ func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 		if e.limit > 1 {
 			slot = d.rec.Slot
 		}
-		return &Lease{
-			b: b, key: h.Key, dir: dir, nonce: e.nonce, token: h.Token, granted: time.Now(),
-			rec: d.rec, limit: e.limit, slot: slot, hold: e.hold, holdGen: e.gen, holdSeq: e.seq, holdVer: d.stat.Version,
-		}, nil
+		st := &nodeStore{
+			b: b, dir: dir, nonce: e.nonce, rec: d.rec, hold: e.hold, holdGen: e.gen, holdSeq: e.seq, holdVer: d.stat.Version,
+		}
+		return st.lease(h.Key, h.Token, time.Now(), slot, e.limit), nil
 	}
 	return nil, fmt.Errorf("%s (token %d): %w", h.Key, h.Token, lock.ErrNotHeld)
 }

@@ -11,21 +11,17 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// Lease is a held ZooKeeper lock: our lock node at the head of the line,
-// alive as long as our session (s); or, once held with no process (Hold,
-// Resume), our hold node.
-type Lease struct {
-	b       *Backend
-	s       *session // our session; nil for a resumed hold (the backend's is used)
-	key     string
-	dir     string
-	node    string // our lock node ("" once replaced by a hold)
-	nonce   string
-	token   uint64
-	granted time.Time
-	rec     record
-	limit   int
-	slot    int // -1 for a mutex
+// nodeStore is the lock.LeaseStore of a held ZooKeeper lock: our lock
+// node at the head of the line, alive as long as our session (s); or, once
+// held with no process (Hold, Resume), our hold node. The lease's slot is
+// -1 for a mutex.
+type nodeStore struct {
+	b     *Backend
+	s     *session // our session; nil for a resumed hold (the backend's is used)
+	dir   string
+	node  string // our lock node ("" once replaced by a hold)
+	nonce string
+	rec   record
 
 	hold     string // our hold node, once held with no process
 	holdGen  int
@@ -36,24 +32,23 @@ type Lease struct {
 	alerts chan struct{}
 }
 
-var (
-	_ lock.Lease   = (*Lease)(nil)
-	_ lock.Slotted = (*Lease)(nil)
-)
+var _ lock.Alerter = (*nodeStore)(nil)
 
-func (l *Lease) Key() string        { return l.key }
-func (l *Lease) Token() uint64      { return l.token }
-func (l *Lease) Owner() string      { return l.rec.Owner }
-func (l *Lease) Granted() time.Time { return l.granted }
-func (l *Lease) Slot() int          { return l.slot }
+// lease makes the lease of key whose store is l, granted with token at
+// granted, in slot (-1 for a mutex) of limit.
+func (l *nodeStore) lease(key string, token uint64, granted time.Time, slot, limit int) lock.Lease {
+	g := lock.Grant{Key: key, Owner: l.rec.Owner, Token: token, TTL: time.Duration(l.rec.TTLms) * time.Millisecond,
+		Granted: granted, Slot: slot, Limit: limit}
+	return lock.NewLease(g, l)
+}
 
-// Alerts implements lock.Lease: a value when our node is deleted (a break)
-// or our session's watches end (the session expired).
-func (l *Lease) Alerts() <-chan struct{} { return l.alerts }
+// Alerts implements lock.Alerter: a value when our node is deleted (a
+// break) or our session's watches end (the session expired).
+func (l *nodeStore) Alerts() <-chan struct{} { return l.alerts }
 
 // watchOwn watches our own node; any event on it is news for the keeper.
 // A watch is one-shot: each event sets the next one.
-func (l *Lease) watchOwn() {
+func (l *nodeStore) watchOwn() {
 	s, path := l.s, l.dir+"/"+l.node
 	go func() {
 		for {
@@ -73,7 +68,7 @@ func (l *Lease) watchOwn() {
 	}()
 }
 
-func (l *Lease) alert() {
+func (l *nodeStore) alert() {
 	select {
 	case l.alerts <- struct{}{}:
 	default:
@@ -81,7 +76,7 @@ func (l *Lease) alert() {
 }
 
 // conn is the session requests go on.
-func (l *Lease) conn() *session {
+func (l *nodeStore) conn() *session {
 	if l.s != nil {
 		return l.s
 	}
@@ -95,15 +90,15 @@ func (l *Lease) conn() *session {
 // or deleted with our expired session) is lock.ErrNotHeld, as is a session
 // the client had to replace; anything else is transient. It returns when
 // ctx ends.
-func (l *Lease) Renew(ctx context.Context) error {
+func (l *nodeStore) Renew(ctx context.Context, h *lock.Held) error {
 	if l.released {
-		return fmt.Errorf("%s: released: %w", l.key, lock.ErrNotHeld)
+		return fmt.Errorf("%s: released: %w", h.Key(), lock.ErrNotHeld)
 	}
 	if l.node == "" {
-		return fmt.Errorf("%s: the lock is held with no process: %w", l.key, lock.ErrNotHeld)
+		return fmt.Errorf("%s: the lock is held with no process: %w", h.Key(), lock.ErrNotHeld)
 	}
 	if l.s.lostSession() {
-		return fmt.Errorf("%s: our ZooKeeper session expired: %w", l.key, lock.ErrNotHeld)
+		return fmt.Errorf("%s: our ZooKeeper session expired: %w", h.Key(), lock.ErrNotHeld)
 	}
 	path := l.dir + "/" + l.node
 	res, err := call(ctx, func() ([]zk.MultiResponse, error) {
@@ -114,11 +109,11 @@ func (l *Lease) Renew(ctx context.Context) error {
 	}
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
-		return fmt.Errorf("%s: our lock node is gone (broken, or our session expired): %w", l.key, lock.ErrNotHeld)
+		return fmt.Errorf("%s: our lock node is gone (broken, or our session expired): %w", h.Key(), lock.ErrNotHeld)
 	case err != nil:
-		return fmt.Errorf("zookeeper renew %s: %w", l.key, err)
+		return fmt.Errorf("zookeeper renew %s: %w", h.Key(), err)
 	case l.s.lostSession():
-		return fmt.Errorf("%s: our ZooKeeper session expired: %w", l.key, lock.ErrNotHeld)
+		return fmt.Errorf("%s: our ZooKeeper session expired: %w", h.Key(), lock.ErrNotHeld)
 	}
 	return nil
 }
@@ -126,20 +121,20 @@ func (l *Lease) Renew(ctx context.Context) error {
 // Release deletes our node if it is still there (with our slot node, in
 // one multi), removes the key's node if that leaves it empty, and ends our
 // session. lock.ErrNotHeld when our node was already gone.
-func (l *Lease) Release(ctx context.Context) error {
+func (l *nodeStore) Release(ctx context.Context, h *lock.Held) error {
 	if l.released {
-		return fmt.Errorf("%s: %w", l.key, lock.ErrNotHeld)
+		return h.NotOurs()
 	}
 	s := l.conn()
 	var err error
 	if l.node != "" {
 		ops := []any{&zk.DeleteRequest{Path: l.dir + "/" + l.node, Version: -1}}
-		if l.slot >= 0 {
+		if h.Slot() >= 0 {
 			ops = append([]any{&zk.CheckVersionRequest{Path: l.dir + "/" + l.node, Version: -1},
-				&zk.DeleteRequest{Path: l.dir + "/" + slotName(l.slot), Version: -1}}, ops...)
+				&zk.DeleteRequest{Path: l.dir + "/" + slotName(h.Slot()), Version: -1}}, ops...)
 		}
 		err = multi(ctx, s, ops...)
-		if errors.Is(err, zk.ErrNoNode) && l.slot >= 0 {
+		if errors.Is(err, zk.ErrNoNode) && h.Slot() >= 0 {
 			// Our slot node may be gone alone? Never: both go together. Our
 			// lock node is gone.
 			err = zk.ErrNoNode
@@ -155,10 +150,10 @@ func (l *Lease) Release(ctx context.Context) error {
 		}
 	}
 	if errors.Is(err, zk.ErrNoNode) {
-		return fmt.Errorf("%s: %w", l.key, lock.ErrNotHeld)
+		return h.NotOurs()
 	}
 	if err != nil {
-		return l.b.opError("release "+l.key, err)
+		return l.b.opError("release "+h.Key(), err)
 	}
 	return nil
 }
@@ -181,9 +176,4 @@ func multi(ctx context.Context, s *session, ops ...any) error {
 		}
 	}
 	return nil
-}
-
-// Handle implements lock.Lease.
-func (l *Lease) Handle() lock.Handle {
-	return lock.Handle{Key: l.key, Owner: l.rec.Owner, Token: l.token, TTLms: l.rec.TTLms}
 }

@@ -63,7 +63,10 @@ func woken(t *testing.T, who string, wake <-chan struct{}) {
 	}
 }
 
-func nodeOf(l lock.Lease) string { return l.(*Lease).node }
+func nodeOf(l lock.Lease) string { return storeOf(l).node }
+
+// storeOf is the ZooKeeper store of a lease of this engine.
+func storeOf(l lock.Lease) *nodeStore { return lock.StoreOf(l).(*nodeStore) }
 
 func wantWatch(t *testing.T, who string, c *contender, want ...string) {
 	t.Helper()

@@ -70,7 +70,7 @@ func TestSessionShorterThanTTLRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := l.(*Lease).s.negotiated.Load(); got != 2000 {
+	if got := storeOf(l).s.negotiated.Load(); got != 2000 {
 		t.Fatalf("negotiated session timeout read as %dms, want 2000", got)
 	}
 	l.Release(ctx(t))
@@ -295,7 +295,7 @@ func TestSlotHeldAfterLineReadIsPassedOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := kept.(*Lease).Slot(); s != 0 {
+	if s := kept.(lock.Slotted).Slot(); s != 0 {
 		t.Fatalf("first holder got slot %d, want 0", s)
 	}
 	c := b.Contend(req("next")).(*contender)
@@ -321,7 +321,7 @@ func TestSlotHeldAfterLineReadIsPassedOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Release(ctx(t))
-	if got := l.(*Lease).Slot(); got == 0 {
+	if got := l.(lock.Slotted).Slot(); got == 0 {
 		t.Fatalf("the new holder took slot 0, which the hold keeps")
 	}
 }

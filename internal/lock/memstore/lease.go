@@ -2,39 +2,36 @@ package memstore
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// Lease is a held slot of the store (a mutex is a semaphore of one).
-type Lease struct {
-	s       *Store
-	e       *entry
-	granted time.Time
-	limit   int
+// slotStore is the lock.LeaseStore of a held slot of the store (a mutex
+// is a semaphore of one): the entry that is ours.
+type slotStore struct {
+	s *Store
+	e *entry
 }
 
-func (l *Lease) Key() string             { return l.e.key }
-func (l *Lease) Token() uint64           { return l.e.token }
-func (l *Lease) Owner() string           { return l.e.owner }
-func (l *Lease) Granted() time.Time      { return l.granted }
-func (l *Lease) Alerts() <-chan struct{} { return nil }
-func (l *Lease) Slot() int               { return l.e.slot }
-func (l *Lease) notOurs() error          { return fmt.Errorf("%s: %w", l.e.key, lock.ErrNotHeld) }
-func (l *Lease) ours(now time.Time) bool { return l.s.holds(l.e, now) }
+// lease makes the lock.Lease of e, granted at granted.
+func (s *Store) lease(e *entry, granted time.Time, limit int) lock.Lease {
+	g := lock.Grant{Key: e.key, Owner: e.owner, Token: e.token, TTL: e.ttl, Granted: granted, Slot: e.slot, Limit: limit}
+	return lock.NewLease(g, &slotStore{s: s, e: e})
+}
+
+func (st *slotStore) ours(now time.Time) bool { return st.s.holds(st.e, now) }
 func (s *Store) holds(e *entry, now time.Time) bool {
 	k := s.keys[e.key]
 	return k != nil && e.slot < len(k.slots) && k.slots[e.slot] == e && e.live(now)
 }
 
-// Renew implements lock.Lease, subject to the store's Faults.
-func (l *Lease) Renew(ctx context.Context) error {
-	l.s.mu.Lock()
-	l.s.renewals++
-	f := l.s.faults
-	l.s.mu.Unlock()
+// Renew implements lock.LeaseStore, subject to the store's Faults.
+func (st *slotStore) Renew(ctx context.Context, l *lock.Held) error {
+	st.s.mu.Lock()
+	st.s.renewals++
+	f := st.s.faults
+	st.s.mu.Unlock()
 	if f.Stall {
 		<-ctx.Done()
 		return ctx.Err()
@@ -42,39 +39,35 @@ func (l *Lease) Renew(ctx context.Context) error {
 	if f.Err != nil {
 		return f.Err
 	}
-	l.s.mu.Lock()
-	defer l.s.mu.Unlock()
+	st.s.mu.Lock()
+	defer st.s.mu.Unlock()
 	now := time.Now()
-	if !l.ours(now) {
-		return l.notOurs()
+	if !st.ours(now) {
+		return l.NotOurs()
 	}
-	l.e.expires = now.Add(l.e.ttl)
+	st.e.expires = now.Add(st.e.ttl)
 	return nil
 }
 
-// Release implements lock.Lease.
-func (l *Lease) Release(ctx context.Context) error {
-	l.s.mu.Lock()
-	defer l.s.mu.Unlock()
-	if !l.s.free(l.e) {
-		return l.notOurs()
+// Release implements lock.LeaseStore.
+func (st *slotStore) Release(ctx context.Context, l *lock.Held) error {
+	st.s.mu.Lock()
+	defer st.s.mu.Unlock()
+	if !st.s.free(st.e) {
+		return l.NotOurs()
 	}
 	return nil
 }
 
-// Hold implements lock.Lease.
-func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
-	l.s.mu.Lock()
-	defer l.s.mu.Unlock()
+// Hold implements lock.LeaseStore; the handle keeps naming the TTL asked
+// for.
+func (st *slotStore) Hold(ctx context.Context, l *lock.Held, d time.Duration, mode string) (time.Duration, error) {
+	st.s.mu.Lock()
+	defer st.s.mu.Unlock()
 	now := time.Now()
-	if !l.ours(now) {
-		return l.notOurs()
+	if !st.ours(now) {
+		return 0, l.NotOurs()
 	}
-	l.e.expires, l.e.hold = now.Add(d), mode
-	return nil
-}
-
-// Handle implements lock.Lease.
-func (l *Lease) Handle() lock.Handle {
-	return lock.Handle{Key: l.e.key, Owner: l.e.owner, Token: l.e.token, TTLms: l.e.ttl.Milliseconds()}
+	st.e.expires, st.e.hold = now.Add(d), mode
+	return l.TTL(), nil
 }

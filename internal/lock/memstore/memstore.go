@@ -144,7 +144,7 @@ func (s *Store) try(req lock.Request) (lock.Lease, time.Duration, error) {
 			acquired: now, ttl: req.TTL, expires: now.Add(req.TTL),
 		}
 		k.slots[i] = e
-		return &Lease{s: s, e: e, granted: now, limit: limit}, 0, nil
+		return s.lease(e, now, limit), 0, nil
 	}
 	h := k.oldest(now).holder(now)
 	return nil, k.soonest(now), &lock.BusyError{Holder: h}
@@ -248,7 +248,7 @@ func (s *Store) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
 	if k := s.keys[h.Key]; k != nil {
 		for _, e := range k.slots {
 			if e.live(time.Now()) && e.owner == h.Owner && e.token == h.Token {
-				return &Lease{s: s, e: e, granted: time.Now(), limit: k.limit}, nil
+				return s.lease(e, time.Now(), k.limit), nil
 			}
 		}
 	}
