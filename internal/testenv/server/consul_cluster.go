@@ -1,0 +1,117 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// ConsulCluster is n Consul servers of one datacenter on loopback
+// (-server -bootstrap-expect n), each its own Process: Stop, Kill and
+// Restart (with its data directory) work per server.
+type ConsulCluster struct {
+	Servers []*Process
+}
+
+// StartConsulCluster starts n Consul servers, each with its data in
+// dir/server<i>, joined to each other over Serf, and returns once every
+// one of them knows the elected leader. Like StartEtcdCluster it does not
+// retry on other ports.
+func StartConsulCluster(dir string, n int) (c *ConsulCluster, err error) {
+	bin, err := consulBinary()
+	if err != nil {
+		return nil, err
+	}
+	if dir, err = prepareDir(dir); err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(3 * n)
+	if err != nil {
+		return nil, err
+	}
+	var join []string
+	for i := range n {
+		join = append(join, "-retry-join", net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[3*i+1])))
+	}
+	c = &ConsulCluster{}
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
+	for i := range n {
+		sdir, err := prepareDir(filepath.Join(dir, "server"+strconv.Itoa(i)))
+		if err != nil {
+			return nil, err
+		}
+		extra := append([]string{"-server", "-bootstrap-expect", strconv.Itoa(n), "-data-dir", filepath.Join(sdir, "data")}, join...)
+		p := &Process{spec: consulSpec(bin, sdir, "consul server "+strconv.Itoa(i), ports[3*i:3*i+3], extra)}
+		p.mu.Lock()
+		err = p.launchLocked()
+		p.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		c.Servers = append(c.Servers, p)
+	}
+	for _, p := range c.Servers { // a leader is elected only once all n joined
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		err := waitReady(ctx, p.spec, p.pid, p.done)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Addrs is every server's HTTP address, comma-separated, as a consul://
+// URL lists them.
+func (c *ConsulCluster) Addrs() string {
+	var out []string
+	for _, p := range c.Servers {
+		out = append(out, p.Addr())
+	}
+	return strings.Join(out, ",")
+}
+
+// Leader returns the server that is the Raft leader now, as a running
+// server reports it.
+func (c *ConsulCluster) Leader(ctx context.Context) (*Process, error) {
+	for _, p := range c.Servers {
+		var leader string // the leader's server RPC address
+		if err := consulGet(ctx, p.Addr(), "/v1/status/leader", &leader); err != nil || leader == "" {
+			continue
+		}
+		for _, q := range c.Servers {
+			if strings.HasSuffix(leader, ":"+q.spec.args[serverPortArg(q.spec.args)]) {
+				return q, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("no consul server names a leader")
+}
+
+// serverPortArg is the index in args of the -server-port value.
+func serverPortArg(args []string) int {
+	for i, a := range args {
+		if a == "-server-port" {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// Close kills every server.
+func (c *ConsulCluster) Close() error {
+	var first error
+	for _, p := range c.Servers {
+		if err := p.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
