@@ -64,6 +64,7 @@ var registry = []*Engine{
 	&redisEngine, &sentinelEngine, &clusterEngine, &redlockEngine,
 	&etcdEngine,
 	&zkEngine,
+	&consulEngine,
 	&postgresEngine,
 	&mysqlEngine,
 }
