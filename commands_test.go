@@ -641,6 +641,17 @@ func cmdRenewedAfter(ts *testscript.TestScript, neg bool, args []string) {
 			// a fresh timeout; see zookeeper/restart_keeps_session.)
 			ts.Logf("%s is still held by its session after %s+%s: the server heard from it after %s", args[1], args[0], ttl+slack, args[0])
 			return
+		case h.ExpiresIn < 0 && isConsul(stateOf(ts).engine):
+			// Consul deletes a session's keys once it has not heard from it
+			// for at least its TTL and at most twice that (its session
+			// timers run for 2×TTL): our entry still there past
+			// MARK+2×TTL+slack means the session was heard from after MARK.
+			if late := mark.Add(2*ttl + slack); time.Now().Before(late) {
+				time.Sleep(time.Until(late))
+				continue
+			}
+			ts.Logf("%s is still held by its session after %s+%s: the server heard from it after %s", args[1], args[0], 2*ttl+slack, args[0])
+			return
 		case h.ExpiresIn < 0 || !sent.Add(h.ExpiresIn).After(endsAfter):
 			last = fmt.Sprintf("it expires in %s", h.ExpiresIn)
 		default:
@@ -653,6 +664,9 @@ func cmdRenewedAfter(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// isConsul: e runs the Consul engine (a dev agent or a cluster).
+func isConsul(e *engine) bool { return e.kind == "consul" || e.family == "consul" }
 
 // heldby KEY TOKENFILE: the server itself (directly) says KEY is held by
 // the token in TOKENFILE.

@@ -56,14 +56,14 @@ const (
 )
 
 // Guarantee is status's engine: line for Consul.
-const Guarantee = "linearizable (Raft): one holder at a time, across a leader's failover; a holder that dies frees the key after TTL to 2×TTL"
+const Guarantee = "Consul: linearizable (Raft); one holder at a time, across a leader's failover; a holder that dies frees the key after TTL to 2×TTL"
 
 // Backend is the Consul engine. It implements lock.Backend, lock.Ledger,
 // lock.SlotInspector and lock.Doctor.
 type Backend struct {
 	clients []*api.Client // one per server of the URL
 	idle    []interface{ CloseIdleConnections() }
-	dates   []*dateSeen // per client: the Date header of its last answer
+	dates   []*dateSeen  // per client: the Date header of its last answer
 	cur     atomic.Int32 // the server requests go to now
 	addrs   []string
 	root    string // the KV prefix, without a trailing '/'
@@ -183,7 +183,7 @@ func refused(err error) bool {
 // opError wraps a failed request as a *lock.UnavailableError naming op and
 // the servers; a refusal (ACL) is marked so that nobody retries it.
 func (b *Backend) opError(op string, err error) error {
-	msg := fmt.Sprintf("consul %s at %s: %v", op, strings.Join(b.addrs, ","), shortError(err))
+	msg := fmt.Sprintf("consul at %s: %s: %v", strings.Join(b.addrs, ","), op, shortError(err))
 	if refused(err) {
 		msg += " (check the ACL token: the URL's password, DISTLOCK_PASSWORD, --password-file or CONSUL_HTTP_TOKEN)"
 	}

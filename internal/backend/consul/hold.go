@@ -22,6 +22,7 @@ import (
 // A transaction whose reply is lost may have been applied: Hold then reads
 // the entry back and acts on what is there (settle).
 func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
+	start := time.Now() // the hold's session lasts at least d from here
 	hsid, err := l.b.createSession(ctx, d)
 	var short *ttlError
 	if errors.As(err, &short) && short.least() > d {
@@ -31,7 +32,7 @@ func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
 		return err
 	}
 	rec := l.rec
-	rec.Hold, rec.HoldMs, rec.TTLms = mode, d.Milliseconds(), d.Milliseconds()
+	rec.Hold, rec.HoldMs, rec.TTLms, rec.HeldAt = mode, d.Milliseconds(), d.Milliseconds(), start
 	ops := moveOps(l.kvKey, rec.encode(), l.sid, hsid)
 	if l.slotKey != "" {
 		ops = append(ops, moveOps(l.slotKey, []byte(hsid), l.sid, hsid)...)

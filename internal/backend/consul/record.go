@@ -18,11 +18,12 @@ import (
 // semaphore slot, and the hold that keeps it with no renewals.
 type record struct {
 	lock.Record
-	Token  uint64 `json:"token,omitempty"`
-	Limit  int    `json:"limit,omitempty"`
-	Slot   int    `json:"slot,omitempty"`
-	Hold   string `json:"hold,omitempty"`
-	HoldMs int64  `json:"hold_ms,omitempty"`
+	Token  uint64    `json:"token,omitempty"`
+	Limit  int       `json:"limit,omitempty"`
+	Slot   int       `json:"slot,omitempty"`
+	Hold   string    `json:"hold,omitempty"`
+	HoldMs int64     `json:"hold_ms,omitempty"`
+	HeldAt time.Time `json:"held_at,omitzero"` // the holder's clock when the hold began
 }
 
 func (r record) encode() []byte {
@@ -44,7 +45,9 @@ func (e entry) holder(key string) lock.Holder {
 	h := e.rec.Record.Holder(key)
 	h.Token, h.Hold = e.rec.Token, e.rec.Hold
 	if e.rec.Hold != "" {
+		// Consul keeps a hold's session at least its TTL: the earliest end.
 		h.TTL = time.Duration(e.rec.HoldMs) * time.Millisecond
+		h.ExpiresIn = max(time.Until(e.rec.HeldAt.Add(h.TTL)), 0)
 	}
 	if e.rec.limit() > 1 {
 		h.Limit, h.Slot = e.rec.Limit, e.rec.Slot
