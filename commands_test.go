@@ -41,6 +41,7 @@ func allCommands() map[string]func(ts *testscript.TestScript, neg bool, args []s
 		"sentinel":       cmdSentinel,       // commands_topology_test.go
 		"clustermasters": cmdClusterMasters, // commands_topology_test.go
 		"redlocknode":    cmdRedlockNode,    // commands_topology_test.go
+		"consul":         cmdConsul,         // commands_consul_test.go
 		"wipe":           cmdWipe,           // commands_wipe_test.go
 		// what the engine says
 		"tokensrise":       cmdTokensRise,

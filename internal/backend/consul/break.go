@@ -8,15 +8,15 @@ import (
 )
 
 // breakTries bounds Break's rounds: a holder that moves to a hold session
-// between our read and our destroy makes one more.
+// between our read and our transaction makes one more.
 const breakTries = 3
 
-// Break implements lock.Backend: it destroys the session of the holder
-// (with token != 0: only the holder with that token), which deletes its
-// entry and slot; its next renewal is "not yours". A session is one
-// contender's alone, so destroying the one read with the token can only
-// reach that holder. If the entry is still there afterwards (it moved to a
-// hold session meanwhile), Break tries again.
+// Break implements lock.Backend: it deletes the holder's entry and slot
+// (with token != 0: only the holder with that token), each only if the
+// session read with the token still holds it, then destroys that session
+// (deleted first, the slot gets no lock-delay: a break hands over at
+// once, as on every engine); the holder's next renewal is "not yours". If
+// the holder moved to a hold's session in between, Break reads again.
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
 	for range breakTries {
 		v, err := b.readKey(ctx, key)
@@ -35,16 +35,19 @@ func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Hol
 			}
 			target = hs[i]
 		}
-		if err := b.destroySession(ctx, target.kv.Session); err != nil {
-			return lock.Holder{}, err
+		slot := ""
+		if target.rec.Token != 0 { // it took over: it holds its slot
+			slot = b.slotKey(key, target.rec.Slot)
 		}
-		after, err := b.readKey(ctx, key)
+		ok, _, err := b.txn(ctx, "break "+key, b.dropOps(target.kv.Key, slot, target.kv.Session))
 		if err != nil {
 			return lock.Holder{}, err
 		}
-		if indexOfToken(holders(after.line), target.rec.Token) < 0 || target.rec.Token == 0 {
+		if ok {
+			b.cleanup(ctx, target.kv.Session)
 			return target.holder(key), nil
 		}
+		// The holder moved to a hold's session, or let go, meanwhile.
 	}
 	return lock.Holder{}, &lock.UnavailableError{Msg: fmt.Sprintf("consul: break %s: the holder kept moving to new sessions; try again", key)}
 }

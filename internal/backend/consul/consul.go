@@ -38,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -142,6 +143,9 @@ func (b *Backend) tokenKey(key string) string { return b.root + "/" + url.PathEs
 
 // slotDir is the prefix of KEY's semaphore slots.
 func (b *Backend) slotDir(key string) string { return b.root + "/" + url.PathEscape(key) + "#slot/" }
+
+// slotKey is KEY's slot i.
+func (b *Backend) slotKey(key string, i int) string { return b.slotDir(key) + strconv.Itoa(i) }
 
 // call runs f against the current server; when the server did not answer
 // (refused, reset, timed out), later calls go to the next server of the

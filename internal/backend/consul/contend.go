@@ -34,6 +34,7 @@ type contender struct {
 	watchKey   string
 	watchIndex uint64
 	seen       []string // the holders' keys the last read saw
+	poll       bool     // a lock-delay holds our slot back: Wait polls
 
 	stopKA    context.CancelFunc
 	lost      chan struct{} // closed when the keep-alive hears the session is gone
@@ -71,6 +72,9 @@ func (c *contender) step(ctx context.Context) (lock.Lease, bool, error) {
 		c.reset()
 	}
 	if c.sid == "" {
+		if c.req.TTL > maxLockDelay && !c.req.HeldAtOnce {
+			return nil, false, lock.Invalidf("--ttl %s is longer than Consul can honour: at most %s (Consul's greatest lock-delay, which keeps the lock from moving if a session ends early with its node)", c.req.TTL, maxLockDelay)
+		}
 		c.granted = time.Now()
 		sid, err := c.b.createSession(ctx, c.req.TTL)
 		if err != nil {
@@ -129,10 +133,17 @@ func (c *contender) Wait(ctx context.Context) (lock.Retry, error) {
 	if c.stopWatch != nil {
 		c.stopWatch()
 	}
+	if c.poll {
+		c.poll = false
+		return lock.Retry{After: delayPoll}, nil
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	c.stopWatch = cancel
 	return lock.Retry{Wake: c.watch(wctx), After: lock.NoBound}, nil
 }
+
+// delayPoll is how often a waiter held back by a lock-delay tries again.
+const delayPoll = 250 * time.Millisecond
 
 // Leave implements lock.Contender: destroying the session deletes our
 // entry (and anything else it holds).

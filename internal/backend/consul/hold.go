@@ -33,10 +33,7 @@ func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
 	}
 	rec := l.rec
 	rec.Hold, rec.HoldMs, rec.TTLms, rec.HeldAt = mode, d.Milliseconds(), d.Milliseconds(), start
-	ops := moveOps(l.kvKey, rec.encode(), l.sid, hsid)
-	if l.slotKey != "" {
-		ops = append(ops, moveOps(l.slotKey, []byte(hsid), l.sid, hsid)...)
-	}
+	ops := append(moveOps(l.kvKey, rec.encode(), l.sid, hsid), moveOps(l.slotKey, []byte(hsid), l.sid, hsid)...)
 	ok, _, err := l.b.txn(ctx, "hold "+l.key, ops)
 	if err != nil {
 		ok, err = l.settle(ctx, hsid, err)

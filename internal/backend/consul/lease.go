@@ -17,7 +17,7 @@ type Lease struct {
 	b       *Backend
 	key     string
 	kvKey   string // our line entry
-	slotKey string // a semaphore's slot key; "" for a mutex
+	slotKey string // our slot key (a mutex's is slot 0)
 	sid     string
 	rec     record
 	granted time.Time
@@ -64,14 +64,11 @@ func (l *Lease) Renew(ctx context.Context) error {
 	return err
 }
 
-// Release deletes our entry (and slot) if our session still holds it, then
-// destroys the session. lock.ErrNotHeld when it no longer did.
+// Release deletes our entry and slot if our session still holds them, then
+// destroys the session (deleted first, the slot gets no lock-delay).
+// lock.ErrNotHeld when it no longer did.
 func (l *Lease) Release(ctx context.Context) error {
-	ops := api.TxnOps{kvOp(api.KVCheckSession, l.kvKey, nil, 0, l.sid), kvOp(api.KVDelete, l.kvKey, nil, 0, "")}
-	if l.slotKey != "" {
-		ops = append(ops, kvOp(api.KVDelete, l.slotKey, nil, 0, ""))
-	}
-	ok, _, err := l.b.txn(ctx, "release "+l.key, ops)
+	ok, _, err := l.b.txn(ctx, "release "+l.key, l.b.dropOps(l.kvKey, l.slotKey, l.sid))
 	// Destroy in any case: after a break it is gone already, and a failed
 	// destroy only leaves a session that expires by itself.
 	_ = l.b.destroySession(ctx, l.sid)
@@ -102,11 +99,17 @@ func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 		if e.rec.Owner != h.Owner || e.rec.Token != h.Token || e.kv.Session == "" {
 			continue
 		}
-		l := &Lease{b: b, key: h.Key, kvKey: e.kv.Key, sid: e.kv.Session, rec: e.rec, granted: granted}
-		if e.rec.limit() > 1 {
-			l.slotKey = b.slotDir(h.Key) + fmt.Sprint(e.rec.Slot)
-		}
-		return l, nil
+		return &Lease{b: b, key: h.Key, kvKey: e.kv.Key, slotKey: b.slotKey(h.Key, e.rec.Slot), sid: e.kv.Session, rec: e.rec, granted: granted}, nil
 	}
 	return nil, fmt.Errorf("%s: %w", h.Key, lock.ErrNotHeld)
+}
+
+// dropOps delete a holder's entry and slot key ("": none yet), each only
+// if session sid holds it.
+func (b *Backend) dropOps(kvKey, slotKey, sid string) api.TxnOps {
+	ops := api.TxnOps{kvOp(api.KVCheckSession, kvKey, nil, 0, sid), kvOp(api.KVDelete, kvKey, nil, 0, "")}
+	if slotKey != "" {
+		ops = append(ops, kvOp(api.KVCheckSession, slotKey, nil, 0, sid), kvOp(api.KVDelete, slotKey, nil, 0, ""))
+	}
+	return ops
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -12,10 +13,18 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// lockDelay is our sessions' lock-delay: Consul's smallest (the client
-// sends none for 0, and the server then applies its 15 s default). The
-// package comment says why distlock needs none.
-const lockDelay = time.Millisecond
+// maxLockDelay is Consul's greatest lock-delay.
+const maxLockDelay = 60 * time.Second
+
+// lockDelay is a session's lock-delay: its TTL. Consul destroys a session
+// before its TTL when the session's node leaves the catalog (the agent it
+// was made through left, or was a failed server that autopilot removed),
+// and the lease's holder learns of it only at its next renewal, which may
+// not come before its validity ends, TTL after the last renewal it sent;
+// every holder claims a slot key (slot 0 for a mutex) with its session,
+// and after an invalidation nobody can claim that key for the lock-delay.
+// A release or a break deletes the keys first, so no delay follows them.
+func lockDelay(ttl time.Duration) time.Duration { return min(ttl, maxLockDelay) }
 
 // errSessionGone: Consul says the session no longer exists (expired,
 // destroyed by a break or a release).
@@ -32,7 +41,7 @@ func (b *Backend) createSession(ctx context.Context, ttl time.Duration) (string,
 			Name:      "distlock",
 			TTL:       ttl.String(),
 			Behavior:  api.SessionBehaviorDelete,
-			LockDelay: lockDelay,
+			LockDelay: lockDelay(ttl),
 		}, wo(ctx))
 		return err
 	})
@@ -143,6 +152,13 @@ func (b *Backend) keepAlive(ctx context.Context, id string, ttl time.Duration, l
 // txn runs ops as one Consul transaction: ok false when a check failed
 // (nothing was applied); err when Consul did not answer.
 func (b *Backend) txn(ctx context.Context, op string, ops api.TxnOps) (bool, api.TxnResults, error) {
+	ok, res, _, err := b.txnWhy(ctx, op, ops)
+	return ok, res, err
+}
+
+// txnWhy is txn that also says why a transaction was not applied
+// (Consul's errors, joined).
+func (b *Backend) txnWhy(ctx context.Context, op string, ops api.TxnOps) (bool, api.TxnResults, string, error) {
 	var (
 		ok   bool
 		resp *api.TxnResponse
@@ -153,12 +169,16 @@ func (b *Backend) txn(ctx context.Context, op string, ops api.TxnOps) (bool, api
 		return err
 	})
 	if err != nil {
-		return false, nil, b.opError(op, err)
+		return false, nil, "", b.opError(op, err)
 	}
-	if !ok && len(resp.Errors) > 0 && refused(fmt.Errorf("%s", resp.Errors[0].What)) {
-		return false, nil, b.opError(op, fmt.Errorf("%s", resp.Errors[0].What))
+	var why []string
+	for _, e := range resp.Errors {
+		why = append(why, e.What)
 	}
-	return ok, resp.Results, nil
+	if w := strings.Join(why, "; "); refused(errors.New(w)) {
+		return false, nil, w, b.opError(op, errors.New(w))
+	}
+	return ok, resp.Results, strings.Join(why, "; "), nil
 }
 
 // kvOp is one KV operation of a transaction.

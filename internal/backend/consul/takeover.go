@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -15,16 +16,14 @@ import (
 // places, the holder: one transaction raises the token counter (by the
 // one token rule, lock.NextToken, on distlock's wall clock: Consul's
 // indexes start again when its data is lost, tokens must not), writes the
-// token into our record and, for a semaphore, claims a free slot; it
+// token into our record and claims a free slot (a mutex's is slot 0); it
 // applies only if the counter and our entry are as read and the slot is
-// free. Validity counts from just before the session was created, or,
+// free (and not held back by a lock-delay). Validity counts from just before the session was created, or,
 // for a waiter, from just before a renewal sent alongside.
 func (c *contender) takeOver(ctx context.Context, v view, me entry) (lock.Lease, bool, error) {
-	slot := 0
-	if c.limit > 1 {
-		if slot = freeSlot(v.slots, c.b.slotDir(c.req.Key), c.limit); slot < 0 {
-			return nil, true, nil // a slot not yet given back: read again
-		}
+	slot := freeSlot(v.slots, c.b.slotDir(c.req.Key), c.limit)
+	if slot < 0 {
+		return nil, true, nil // a slot not yet given back: read again
 	}
 	now := time.Now()
 	rec := me.rec
@@ -34,17 +33,14 @@ func (c *contender) takeOver(ctx context.Context, v view, me entry) (lock.Lease,
 		kvOp(api.KVCheckIndex, me.kv.Key, nil, me.kv.ModifyIndex, ""),
 		kvOp(api.KVLock, me.kv.Key, rec.encode(), 0, c.sid),
 	}
-	l := &Lease{b: c.b, key: c.req.Key, kvKey: me.kv.Key, sid: c.sid, rec: rec}
-	if c.limit > 1 {
-		l.slotKey = c.b.slotDir(c.req.Key) + strconv.Itoa(slot)
-		ops = append(ops, kvOp(api.KVCheckNotExists, l.slotKey, nil, 0, ""), kvOp(api.KVLock, l.slotKey, []byte(c.sid), 0, c.sid))
-	}
+	l := &Lease{b: c.b, key: c.req.Key, kvKey: me.kv.Key, slotKey: c.b.slotKey(c.req.Key, slot), sid: c.sid, rec: rec}
+	ops = append(ops, kvOp(api.KVCheckNotExists, l.slotKey, nil, 0, ""), kvOp(api.KVLock, l.slotKey, []byte(c.sid), 0, c.sid))
 	sent := time.Now()
 	renewed := make(chan error, 1)
 	if c.waited {
 		go func() { renewed <- c.b.renewSession(ctx, c.sid) }()
 	}
-	ok, _, err := c.b.txn(ctx, "take over "+c.req.Key, ops)
+	ok, _, why, err := c.b.txnWhy(ctx, "take over "+c.req.Key, ops)
 	l.granted = c.granted
 	if c.waited {
 		rerr := <-renewed
@@ -54,6 +50,9 @@ func (c *contender) takeOver(ctx context.Context, v view, me entry) (lock.Lease,
 	}
 	if errors.Is(err, lock.ErrNotHeld) { // taken, then lost: read again (and join again)
 		return nil, true, nil
+	}
+	if err == nil && !ok && strings.Contains(why, "lock delay") {
+		return nil, false, c.delayed()
 	}
 	if err != nil || !ok {
 		return nil, err == nil, err
@@ -78,6 +77,18 @@ func (c *contender) confirm(ctx context.Context, sent time.Time, rerr error) (ti
 		rerr = c.b.renewSession(ctx, c.sid)
 	}
 	return sent, nil
+}
+
+// delayed is the busy answer for a slot Consul holds back after its
+// holder's session was invalidated (lockDelay): the last holder seen, and
+// Wait polls (nothing in the line will change when the delay ends).
+func (c *contender) delayed() error {
+	h := lock.Holder{Key: c.req.Key, ExpiresIn: -1, Meta: lock.Meta{Host: "(Consul's lock-delay after the last holder's session ended)"}}
+	if c.last != nil {
+		h = *c.last
+	}
+	c.last, c.watchKey, c.poll = &h, "", true
+	return &lock.BusyError{Holder: h}
 }
 
 // counterIndex is the check-and-set index for the counter: its

@@ -74,8 +74,8 @@ func consulSpec(bin, dir, name string, ports []int, extra []string) spec {
 // the agent would read (CONSUL_HTTP_TOKEN, CONSUL_HTTP_ADDR, ...).
 func consulEnv() []string { return envWithout("CONSUL_") }
 
-// consulAnswers reports nil once the agent on addr is node and its cluster
-// has a leader.
+// consulAnswers reports nil once the agent on addr is node, its cluster
+// has a leader and the node is in the catalog.
 func consulAnswers(ctx context.Context, addr, node string) error {
 	var self struct {
 		Config struct{ NodeName string }
@@ -92,6 +92,15 @@ func consulAnswers(ctx context.Context, addr, node string) error {
 	}
 	if leader == "" {
 		return fmt.Errorf("consul on %s: no leader yet", addr)
+	}
+	// Sessions are made on the agent's node: until the leader has put it
+	// in the catalog, creating one fails ("Missing node registration").
+	var reg struct{ Node *struct{ Node string } }
+	if err := consulGet(ctx, addr, "/v1/catalog/node/"+node, &reg); err != nil {
+		return err
+	}
+	if reg.Node == nil {
+		return fmt.Errorf("consul on %s: node %s not registered yet", addr, node)
 	}
 	return nil
 }
