@@ -8,37 +8,23 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-// consul killleader|followerfirst|killfirst (the consul3 engine):
+// consul killleader|killfirst (the consul3 engine):
 //
 //   - killleader: SIGKILL the Raft leader (marked "killed", as sentinel
 //     killmaster marks its kill), then wait until the living servers have
 //     elected another.
-//   - followerfirst: set DISTLOCK_BACKEND to the servers with a follower
-//     first. distlock talks to the first server that answers, and Consul
-//     keeps a session on the node of the agent it was made through:
-//     destroyed when that node leaves the catalog (a failed server that
-//     autopilot removes). A scenario that kills the leader puts a follower
-//     first so that it kills Raft's leader, not the sessions' node.
 //   - killfirst: SIGKILL the first server of DISTLOCK_BACKEND (marked
-//     "killed"): the node the sessions are on.
+//     "killed"): the server distlock talks to.
 func cmdConsul(ts *testscript.TestScript, neg bool, args []string) {
 	st := stateOf(ts)
 	if neg || len(args) != 1 || st.consul == nil {
-		ts.Fatalf("usage: consul killleader|followerfirst|killfirst (the consul3 engine)")
+		ts.Fatalf("usage: consul killleader|killfirst (the consul3 engine)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), defaultWait)
 	defer cancel()
 	leader, err := st.consul.Leader(ctx)
 	ts.Check(err)
 	switch args[0] {
-	case "followerfirst":
-		addrs := []string{}
-		for _, p := range st.consul.Servers {
-			if p != leader {
-				addrs = append([]string{p.Addr()}, addrs...)
-			}
-		}
-		ts.Setenv("DISTLOCK_BACKEND", "consul://"+strings.Join(append(addrs, leader.Addr()), ","))
 	case "killleader":
 		harnessOf(ts).marks["killed"] = time.Now()
 		ts.Check(leader.Kill())
@@ -58,6 +44,6 @@ func cmdConsul(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		ts.Fatalf("no server of the cluster is at %s", first)
 	default:
-		ts.Fatalf("usage: consul killleader|followerfirst|killfirst")
+		ts.Fatalf("usage: consul killleader|killfirst")
 	}
 }

@@ -26,11 +26,9 @@
 // validity from just before each renewal is sent, so its command is gone
 // before the earliest moment the session could expire and anyone else
 // take the lock; a holder that died frees the key after between TTL and
-// 2×TTL. Sessions carry no health checks (a server's death does not
-// invalidate the sessions made through it) and a lock-delay of 1 ms,
-// Consul's smallest: lock-delay protects clients that learn late that they
-// lost a lock, which a distlock holder never is, and it would keep a
-// semaphore's freed slot idle for 15 s.
+// 2×TTL. Sessions carry no health checks and live on a catalog node of
+// distlock's own (sessionNode), so that no agent's failure ends them
+// before their TTL, and have a lock-delay of 1 ms (lockDelay says why).
 package consul
 
 import (
@@ -174,13 +172,19 @@ func answered(err error) bool {
 	return strings.Contains(s, "Unexpected response code") || strings.HasPrefix(s, "Failed request")
 }
 
-// refused: Consul answered that the token may not do this.
+// refused: Consul answered that the token may not do this (an HTTP 401 or
+// 403, or a transaction's "Permission denied"); never a failure to reach
+// it, whatever numbers its message holds.
 func refused(err error) bool {
 	if err == nil {
 		return false
 	}
+	var se api.StatusError
+	if errors.As(err, &se) {
+		return se.Code == 401 || se.Code == 403
+	}
 	s := err.Error()
-	return strings.Contains(s, "403") || strings.Contains(s, "401") ||
+	return strings.Contains(s, "response code: 403") || strings.Contains(s, "response code: 401") ||
 		strings.Contains(s, "Permission denied") || strings.Contains(s, "ACL not found")
 }
 

@@ -72,9 +72,6 @@ func (c *contender) step(ctx context.Context) (lock.Lease, bool, error) {
 		c.reset()
 	}
 	if c.sid == "" {
-		if c.req.TTL > maxLockDelay && !c.req.HeldAtOnce {
-			return nil, false, lock.Invalidf("--ttl %s is longer than Consul can honour: at most %s (Consul's greatest lock-delay, which keeps the lock from moving if a session ends early with its node)", c.req.TTL, maxLockDelay)
-		}
 		c.granted = time.Now()
 		sid, err := c.b.createSession(ctx, c.req.TTL)
 		if err != nil {

@@ -121,7 +121,7 @@ func (b *Backend) ttlCheck(ctx context.Context, ttl time.Duration) lock.Check {
 }
 
 func ttlVerdict(ttl time.Duration, err error) lock.Check {
-	c := lock.Check{Name: "session TTL"}
+	c := lock.Check{Name: "session-ttl"}
 	var bad *ttlError
 	switch {
 	case errors.As(err, &bad):

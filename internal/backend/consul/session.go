@@ -13,38 +13,39 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// maxLockDelay is Consul's greatest lock-delay.
-const maxLockDelay = 60 * time.Second
+// sessionNode is the catalog node every distlock session lives on: a node
+// of its own, registered by distlock (no agent, no health checks), which
+// no agent's failure or departure removes. Consul destroys a session
+// before its TTL when its node leaves the catalog, and on an agent's own
+// node that happens when the agent leaves, or is a failed server that
+// autopilot removes: the line would then move at once while the holder's
+// command runs until its next renewal
+// (consul3/session_server_killed_holder_keeps_lock).
+const sessionNode = "distlock-sessions"
 
-// lockDelay is a session's lock-delay: its TTL. Consul destroys a session
-// before its TTL when the session's node leaves the catalog (the agent it
-// was made through left, or was a failed server that autopilot removed),
-// and the lease's holder learns of it only at its next renewal, which may
-// not come before its validity ends, TTL after the last renewal it sent;
-// every holder claims a slot key (slot 0 for a mutex) with its session,
-// and after an invalidation nobody can claim that key for the lock-delay.
-// A release or a break deletes the keys first, so no delay follows them.
-func lockDelay(ttl time.Duration) time.Duration { return min(ttl, maxLockDelay) }
+// lockDelay is our sessions' lock-delay: Consul's smallest (the client
+// sends none for 0, and the server then applies its 15 s default).
+// Lock-delay protects clients that learn late that they lost a lock; a
+// distlock holder stops its command before its session can expire, its
+// sessions end early only by a release or a break, which hand over at once
+// on every engine, and a delay would keep a freed slot idle.
+const lockDelay = time.Millisecond
 
 // errSessionGone: Consul says the session no longer exists (expired,
 // destroyed by a break or a release).
 var errSessionGone = errors.New("the Consul session expired or was destroyed")
 
 // createSession makes a TTL session with behavior=delete and no health
-// checks. A TTL the servers refuse (below session_ttl_min, above 24 h) is
-// a usage error saying what they allow.
+// checks on sessionNode, registering that node first when Consul does not
+// know it (a new or emptied cluster). A TTL the servers refuse (below
+// session_ttl_min, above 24 h) is a usage error saying what they allow.
 func (b *Backend) createSession(ctx context.Context, ttl time.Duration) (string, error) {
-	var id string
-	err := b.call(func(c *api.Client) error {
-		var err error
-		id, _, err = c.Session().CreateNoChecks(&api.SessionEntry{
-			Name:      "distlock",
-			TTL:       ttl.String(),
-			Behavior:  api.SessionBehaviorDelete,
-			LockDelay: lockDelay(ttl),
-		}, wo(ctx))
-		return err
-	})
+	id, err := b.newSession(ctx, ttl)
+	if err != nil && strings.Contains(err.Error(), "Missing node registration") {
+		if err = b.registerNode(ctx); err == nil {
+			id, err = b.newSession(ctx, ttl)
+		}
+	}
 	if err != nil {
 		if bad := ttlRefused(ttl, err); bad != nil {
 			return "", bad
@@ -52,6 +53,34 @@ func (b *Backend) createSession(ctx context.Context, ttl time.Duration) (string,
 		return "", b.opError("create a session", err)
 	}
 	return id, nil
+}
+
+func (b *Backend) newSession(ctx context.Context, ttl time.Duration) (string, error) {
+	var id string
+	err := b.call(func(c *api.Client) error {
+		var err error
+		id, _, err = c.Session().CreateNoChecks(&api.SessionEntry{
+			Name:      "distlock",
+			Node:      sessionNode,
+			TTL:       ttl.String(),
+			Behavior:  api.SessionBehaviorDelete,
+			LockDelay: lockDelay,
+		}, wo(ctx))
+		return err
+	})
+	return id, err
+}
+
+// registerNode puts sessionNode in the catalog (the ACL token needs
+// node:write on it, as on the sessions).
+func (b *Backend) registerNode(ctx context.Context) error {
+	return b.call(func(c *api.Client) error {
+		_, err := c.Catalog().Register(&api.CatalogRegistration{
+			Node: sessionNode, Address: "127.0.0.1", SkipNodeUpdate: true,
+			NodeMeta: map[string]string{"distlock": "the node distlock's lock sessions live on"},
+		}, wo(ctx))
+		return err
+	})
 }
 
 // ttlBounds finds the bounds in Consul's "Invalid Session TTL '…', must
