@@ -576,6 +576,9 @@ func cmdDeadBeforeExpiry(ts *testscript.TestScript, neg bool, args []string) {
 	if ec == nil && !atDeath {
 		ts.Logf("process seen dead; %s later the server still had %s of the lease left", checked.Sub(d.dead).Round(100*time.Microsecond), h.ExpiresIn)
 	}
+	if st.sessions != nil { // Consul: the session's own earliest expiry
+		consulDeadBeforeExpiry(ts, st.sessions, args[1], want, d.dead)
+	}
 	if termFile != "" {
 		lo, err := time.ParseDuration(termMin)
 		ts.Check(err)

@@ -76,6 +76,9 @@ type engineState struct {
 	masters *server.RedisMasters
 	// consul is the consul3 engine's three servers.
 	consul *server.ConsulCluster
+	// sessions: when the consul engine's sessions were created and renewed,
+	// as its fault proxy forwarded them (commands_consul_sessions_test.go).
+	sessions *consulSessions
 	// harness is what the harness commands remember during the script
 	// (commands_test.go).
 	harness *harness
@@ -227,7 +230,11 @@ func engines() []*engine {
 				}
 				env.Defer(func() { p.Close() })
 				st.server = p
-				return st.proxyTo(env, "consul", p.Addr())
+				if err := st.proxyTo(env, "consul", p.Addr()); err != nil {
+					return err
+				}
+				st.sessions = tapConsulSessions(st.proxy)
+				return nil
 			},
 		},
 		{
