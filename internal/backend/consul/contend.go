@@ -164,12 +164,12 @@ func (c *contender) stopWaiting() {
 }
 
 // placeLost: the keep-alive heard that our session is gone.
-func (c *contender) placeLost() bool {
-	if c.lost == nil {
-		return false
-	}
+func (c *contender) placeLost() bool { return c.lost != nil && isClosed(c.lost) }
+
+// isClosed reports, without waiting, whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
 	select {
-	case <-c.lost:
+	case <-ch:
 		return true
 	default:
 		return false

@@ -157,23 +157,21 @@ func (b *Backend) cleanup(ctx context.Context, id string) {
 }
 
 // keepAlive renews id every ttl/3 until ctx ends (a waiter's session);
-// it closes lost when Consul says the session is gone.
+// it closes lost when Consul says the session is gone. Other failures
+// wait for the next round.
 func (b *Backend) keepAlive(ctx context.Context, id string, ttl time.Duration, lost chan<- struct{}) {
 	every := max(ttl/3, 50*time.Millisecond)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
+	for ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		kctx, cancel := context.WithTimeout(ctx, every)
-		err := b.renewSession(kctx, id)
-		cancel()
-		if errors.Is(err, errSessionGone) {
-			close(lost)
-			return
+		case <-time.After(every):
+			rctx, cancel := context.WithTimeout(ctx, every)
+			gone := errors.Is(b.renewSession(rctx, id), errSessionGone)
+			cancel()
+			if gone {
+				close(lost)
+				return
+			}
 		}
 	}
 }

@@ -91,36 +91,45 @@ func (c Config) apiConfig(addr string) *api.Config {
 // The ACL token goes where a URL's password goes, so that it is redacted
 // wherever the URL is shown. Errors are lock.ErrInvalid and never hold it.
 func ParseURL(raw string) (Config, error) {
-	var cfg Config
 	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok {
-		return cfg, lock.Invalidf("consul URL has no scheme: use %s", urlForm)
+	tls, known := map[string]bool{"consul": false, "consuls": true}[strings.ToLower(scheme)]
+	switch {
+	case !ok:
+		return Config{}, lock.Invalidf("consul URL has no scheme: use %s", urlForm)
+	case !known:
+		return Config{}, lock.Invalidf("consul URL scheme %q is not consul:// or consuls://", scheme)
 	}
-	switch strings.ToLower(scheme) {
-	case "consul":
-	case "consuls":
-		cfg.TLS = true
-	default:
-		return cfg, lock.Invalidf("consul URL scheme %q is not consul:// or consuls://", scheme)
-	}
-	authority, tail := rest, ""
+	// The authority ends at the first '/', '?' or '#'.
+	end := len(rest)
 	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		authority, tail = rest[:i], rest[i:]
+		end = i
 	}
+	cfg := Config{TLS: tls}
+	steps := []func() error{
+		func() error { return cfg.parseAuthority(rest[:end], rest[end:]) },
+		func() error { return cfg.parseTail(rest[end:]) },
+		cfg.checkTLS,
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return Config{}, err
+		}
+	}
+	return cfg, nil
+}
+
+// parseAuthority reads "[:TOKEN@]hosts"; tail is what follows it, where an
+// '@' means a token with an unescaped '/', '?' or '#' (said without
+// echoing any of it).
+func (cfg *Config) parseAuthority(authority, tail string) error {
 	if strings.Contains(tail, "@") && !strings.Contains(authority, "@") {
-		return cfg, lock.Invalidf("consul URL is malformed: percent-encode '/', '?', '#' and '@' in the token (%s)", urlForm)
+		return lock.Invalidf("consul URL is malformed: percent-encode '/', '?', '#' and '@' in the token (%s)", urlForm)
 	}
 	hosts, err := cfg.parseToken(authority)
 	if err != nil {
-		return Config{}, err
+		return err
 	}
-	if err := cfg.parseHosts(hosts); err != nil {
-		return Config{}, err
-	}
-	if err := cfg.parseTail(tail); err != nil {
-		return Config{}, err
-	}
-	return cfg, cfg.checkTLS()
+	return cfg.parseHosts(hosts)
 }
 
 // parseToken takes the token from ":TOKEN@" and returns the hosts after it.
@@ -172,26 +181,22 @@ func (cfg *Config) parseTail(tail string) error {
 	if err != nil {
 		return lock.Invalidf("consul URL query is malformed: use ?cacert=FILE&cert=FILE&key=FILE")
 	}
+	files := map[string]*string{"cacert": &cfg.CACert, "cert": &cfg.Cert, "key": &cfg.Key}
 	for name, vals := range q {
-		if len(vals) != 1 || vals[0] == "" {
+		dst, known := files[name]
+		switch {
+		case !known:
+			return lock.Invalidf("consul URL parameter %q is unknown: the parameters are cacert, cert and key", name)
+		case len(vals) != 1 || vals[0] == "":
 			return lock.Invalidf("consul URL parameter %q needs exactly one non-empty value", name)
 		}
-		switch name {
-		case "cacert":
-			cfg.CACert = vals[0]
-		case "cert":
-			cfg.Cert = vals[0]
-		case "key":
-			cfg.Key = vals[0]
-		default:
-			return lock.Invalidf("consul URL parameter %q is unknown: the parameters are cacert, cert and key", name)
-		}
+		*dst = vals[0]
 	}
 	return nil
 }
 
-// checkTLS validates the TLS file settings (ParseURL and the opener).
-func (c Config) checkTLS() error {
+// checkTLS validates the TLS file settings.
+func (c *Config) checkTLS() error {
 	if !c.TLS && (c.CACert != "" || c.Cert != "" || c.Key != "") {
 		return lock.Invalidf("consul TLS files (cacert, cert, key) need TLS: use consuls:// instead of consul://")
 	}

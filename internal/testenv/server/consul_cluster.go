@@ -42,28 +42,18 @@ func StartConsulCluster(dir string, n int) (c *ConsulCluster, err error) {
 			c.Close()
 		}
 	}()
+	var specs []spec
 	for i := range n {
 		sdir, err := prepareDir(filepath.Join(dir, "server"+strconv.Itoa(i)))
 		if err != nil {
 			return nil, err
 		}
 		extra := append([]string{"-server", "-bootstrap-expect", strconv.Itoa(n), "-data-dir", filepath.Join(sdir, "data")}, join...)
-		p := &Process{spec: consulSpec(bin, sdir, "consul server "+strconv.Itoa(i), ports[3*i:3*i+3], extra)}
-		p.mu.Lock()
-		err = p.launchLocked()
-		p.mu.Unlock()
-		if err != nil {
-			return nil, err
-		}
-		c.Servers = append(c.Servers, p)
+		specs = append(specs, consulSpec(bin, sdir, "consul server "+strconv.Itoa(i), ports[3*i:3*i+3], extra))
 	}
-	for _, p := range c.Servers { // a leader is elected only once all n joined
-		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-		err := waitReady(ctx, p.spec, p.pid, p.done)
-		cancel()
-		if err != nil {
-			return nil, err
-		}
+	// a leader is elected only once all n joined
+	if c.Servers, err = launchGroup(specs); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -43,27 +43,17 @@ func StartEtcdCluster(dir string, n int) (c *EtcdCluster, err error) {
 			c.Close()
 		}
 	}()
+	var specs []spec
 	for i := range n {
 		mdir, err := prepareDir(filepath.Join(dir, "member"+strconv.Itoa(i)))
 		if err != nil {
 			return nil, err
 		}
-		p := &Process{spec: etcdMemberSpec(bin, mdir, ports[2*i], ports[2*i+1], strings.Join(initial, ","), n)}
-		p.mu.Lock()
-		err = p.launchLocked()
-		p.mu.Unlock()
-		if err != nil {
-			return nil, err
-		}
-		c.Members = append(c.Members, p)
+		specs = append(specs, etcdMemberSpec(bin, mdir, ports[2*i], ports[2*i+1], strings.Join(initial, ","), n))
 	}
-	for _, p := range c.Members { // they elect a leader only once a quorum runs
-		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-		err := waitReady(ctx, p.spec, p.pid, p.done)
-		cancel()
-		if err != nil {
-			return nil, err
-		}
+	// they elect a leader only once a quorum runs
+	if c.Members, err = launchGroup(specs); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -204,6 +204,33 @@ func startFreshCleanup(build func() (spec, error), cleanup func() error) (*Proce
 	return nil, err
 }
 
+// launchGroup launches one server per spec, then waits until each one
+// answers: the members of one cluster answer only once a quorum of them
+// runs. It returns what it launched even with an error, for the caller to
+// close.
+func launchGroup(specs []spec) ([]*Process, error) {
+	var ps []*Process
+	for _, s := range specs {
+		p := &Process{spec: s}
+		p.mu.Lock()
+		err := p.launchLocked()
+		p.mu.Unlock()
+		if err != nil {
+			return ps, err
+		}
+		ps = append(ps, p)
+	}
+	for _, p := range ps {
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		err := waitReady(ctx, p.spec, p.pid, p.done)
+		cancel()
+		if err != nil {
+			return ps, err
+		}
+	}
+	return ps, nil
+}
+
 func (p *Process) runningLocked() bool {
 	if p.done == nil {
 		return false
