@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,9 +20,10 @@ type ConsulCluster struct {
 
 // StartConsulCluster starts n Consul servers, each with its data in
 // dir/server<i>, joined to each other over Serf, and returns once every
-// one of them knows the elected leader. Like StartEtcdCluster it does not
-// retry on other ports.
-func StartConsulCluster(dir string, n int) (c *ConsulCluster, err error) {
+// one of them knows the elected leader. A server that exits before it
+// answers most likely lost a race for one of its ports: the whole cluster
+// is started again on other ports, a few times.
+func StartConsulCluster(dir string, n int) (*ConsulCluster, error) {
 	bin, err := consulBinary()
 	if err != nil {
 		return nil, err
@@ -28,6 +31,26 @@ func StartConsulCluster(dir string, n int) (c *ConsulCluster, err error) {
 	if dir, err = prepareDir(dir); err != nil {
 		return nil, err
 	}
+	for range 3 {
+		var ps []*Process
+		ps, err = startConsulServers(bin, dir, n)
+		if err == nil {
+			return &ConsulCluster{Servers: ps}, nil
+		}
+		(&ConsulCluster{Servers: ps}).Close() // what was launched
+		if !errors.Is(err, errExited) {
+			break
+		}
+		for i := range n { // a fresh start: no data of the failed one
+			_ = os.RemoveAll(filepath.Join(dir, "server"+strconv.Itoa(i), "data"))
+		}
+	}
+	return nil, err
+}
+
+// startConsulServers launches n servers on newly chosen free ports and
+// waits until each knows the leader (elected only once all n joined).
+func startConsulServers(bin, dir string, n int) ([]*Process, error) {
 	ports, err := freePorts(3 * n)
 	if err != nil {
 		return nil, err
@@ -36,12 +59,6 @@ func StartConsulCluster(dir string, n int) (c *ConsulCluster, err error) {
 	for i := range n {
 		join = append(join, "-retry-join", net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[3*i+1])))
 	}
-	c = &ConsulCluster{}
-	defer func() {
-		if err != nil {
-			c.Close()
-		}
-	}()
 	var specs []spec
 	for i := range n {
 		sdir, err := prepareDir(filepath.Join(dir, "server"+strconv.Itoa(i)))
@@ -51,11 +68,7 @@ func StartConsulCluster(dir string, n int) (c *ConsulCluster, err error) {
 		extra := append([]string{"-server", "-bootstrap-expect", strconv.Itoa(n), "-data-dir", filepath.Join(sdir, "data")}, join...)
 		specs = append(specs, consulSpec(bin, sdir, "consul server "+strconv.Itoa(i), ports[3*i:3*i+3], extra))
 	}
-	// a leader is elected only once all n joined
-	if c.Servers, err = launchGroup(specs); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return launchGroup(specs)
 }
 
 // Addrs is every server's HTTP address, comma-separated, as a consul://

@@ -21,7 +21,7 @@ type EtcdCluster struct {
 // dir/member<i>, and returns once every member reports healthy and knows
 // all n. Unlike StartEtcd it does not retry on other ports: a member that
 // loses its port race fails the start.
-func StartEtcdCluster(dir string, n int) (c *EtcdCluster, err error) {
+func StartEtcdCluster(dir string, n int) (*EtcdCluster, error) {
 	bin, err := lookBinary("etcd")
 	if err != nil {
 		return nil, err
@@ -37,12 +37,6 @@ func StartEtcdCluster(dir string, n int) (c *EtcdCluster, err error) {
 	for i := range n {
 		initial = append(initial, etcdMemberName(ports[2*i+1])+"=http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*i+1])))
 	}
-	c = &EtcdCluster{}
-	defer func() {
-		if err != nil {
-			c.Close()
-		}
-	}()
 	var specs []spec
 	for i := range n {
 		mdir, err := prepareDir(filepath.Join(dir, "member"+strconv.Itoa(i)))
@@ -52,10 +46,12 @@ func StartEtcdCluster(dir string, n int) (c *EtcdCluster, err error) {
 		specs = append(specs, etcdMemberSpec(bin, mdir, ports[2*i], ports[2*i+1], strings.Join(initial, ","), n))
 	}
 	// they elect a leader only once a quorum runs
-	if c.Members, err = launchGroup(specs); err != nil {
+	ps, err := launchGroup(specs)
+	if err != nil {
+		(&EtcdCluster{Members: ps}).Close() // what was launched
 		return nil, err
 	}
-	return c, nil
+	return &EtcdCluster{Members: ps}, nil
 }
 
 func etcdMemberName(peerPort int) string { return "distlock-test-" + strconv.Itoa(peerPort) }
