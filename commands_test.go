@@ -41,6 +41,7 @@ func allCommands() map[string]func(ts *testscript.TestScript, neg bool, args []s
 		"sentinel":       cmdSentinel,       // commands_topology_test.go
 		"clustermasters": cmdClusterMasters, // commands_topology_test.go
 		"redlocknode":    cmdRedlockNode,    // commands_topology_test.go
+		"consul":         cmdConsul,         // commands_consul_test.go
 		"wipe":           cmdWipe,           // commands_wipe_test.go
 		// what the engine says
 		"tokensrise":       cmdTokensRise,
@@ -575,6 +576,9 @@ func cmdDeadBeforeExpiry(ts *testscript.TestScript, neg bool, args []string) {
 	if ec == nil && !atDeath {
 		ts.Logf("process seen dead; %s later the server still had %s of the lease left", checked.Sub(d.dead).Round(100*time.Microsecond), h.ExpiresIn)
 	}
+	if st.sessions != nil { // Consul: the session's own earliest expiry
+		consulDeadBeforeExpiry(ts, st.sessions, args[1], want, d.dead)
+	}
 	if termFile != "" {
 		lo, err := time.ParseDuration(termMin)
 		ts.Check(err)
@@ -641,6 +645,17 @@ func cmdRenewedAfter(ts *testscript.TestScript, neg bool, args []string) {
 			// a fresh timeout; see zookeeper/restart_keeps_session.)
 			ts.Logf("%s is still held by its session after %s+%s: the server heard from it after %s", args[1], args[0], ttl+slack, args[0])
 			return
+		case h.ExpiresIn < 0 && isConsul(stateOf(ts).engine):
+			// Consul deletes a session's keys once it has not heard from it
+			// for at least its TTL and at most twice that (its session
+			// timers run for 2×TTL): our entry still there past
+			// MARK+2×TTL+slack means the session was heard from after MARK.
+			if late := mark.Add(2*ttl + slack); time.Now().Before(late) {
+				time.Sleep(time.Until(late))
+				continue
+			}
+			ts.Logf("%s is still held by its session after %s+%s: the server heard from it after %s", args[1], args[0], 2*ttl+slack, args[0])
+			return
 		case h.ExpiresIn < 0 || !sent.Add(h.ExpiresIn).After(endsAfter):
 			last = fmt.Sprintf("it expires in %s", h.ExpiresIn)
 		default:
@@ -653,6 +668,9 @@ func cmdRenewedAfter(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// isConsul: e runs the Consul engine (a dev agent or a cluster).
+func isConsul(e *engine) bool { return e.kind == "consul" || e.family == "consul" }
 
 // heldby KEY TOKENFILE: the server itself (directly) says KEY is held by
 // the token in TOKENFILE.

@@ -31,6 +31,10 @@ type engine struct {
 	direct bool
 	// real: a real server process that can be stopped, killed and restarted.
 	real bool
+	// noExpiry: the engine cannot say when another client's lease expires
+	// (a ZooKeeper or Consul session's time left is the server's alone):
+	// status and busy lines show no "expires in" (the [expiry] condition).
+	noExpiry bool
 	// scheme is the scheme of the engine's URL: what the engine can do
 	// (scenarios' [fair], [semaphore]) is its entry's in the registry
 	// (internal/backend.Lookup).
@@ -70,6 +74,11 @@ type engineState struct {
 	cluster *server.RedisCluster
 	// masters are the redlock engine's independent Redis masters.
 	masters *server.RedisMasters
+	// consul is the consul3 engine's three servers.
+	consul *server.ConsulCluster
+	// sessions: when the consul engine's sessions were created and renewed,
+	// as its fault proxy forwarded them (commands_consul_sessions_test.go).
+	sessions *consulSessions
 	// harness is what the harness commands remember during the script
 	// (commands_test.go).
 	harness *harness
@@ -198,7 +207,7 @@ func engines() []*engine {
 			},
 		},
 		{
-			name: "zookeeper", scheme: "zk", kind: "zookeeper", real: true,
+			name: "zookeeper", scheme: "zk", kind: "zookeeper", real: true, noExpiry: true,
 			available: serverAvailable("zookeeper"),
 			start: func(env *testscript.Env, st *engineState) error {
 				p, err := server.StartZooKeeper(filepath.Join(env.WorkDir, ".zookeeper"))
@@ -208,6 +217,42 @@ func engines() []*engine {
 				env.Defer(func() { p.Close() })
 				st.server = p
 				return st.proxyTo(env, "zk", p.Addr())
+			},
+		},
+		{
+			// consul agent -dev: one server, its data in memory.
+			name: "consul", scheme: "consul", kind: "consul", real: true, noExpiry: true,
+			available: serverAvailable("consul"),
+			start: func(env *testscript.Env, st *engineState) error {
+				p, err := server.StartConsul(filepath.Join(env.WorkDir, ".consul"))
+				if err != nil {
+					return err
+				}
+				env.Defer(func() { p.Close() })
+				st.server = p
+				if err := st.proxyTo(env, "consul", p.Addr()); err != nil {
+					return err
+				}
+				st.sessions = tapConsulSessions(st.proxy)
+				return nil
+			},
+		},
+		{
+			// Three Consul servers (-bootstrap-expect 3); the URL names all
+			// three, with no proxy between, so that distlock follows a dead
+			// server's peers. st.server is the first server.
+			name: "consul3", scheme: "consul", kind: "consul3", family: "consul", real: true, direct: true, noExpiry: true,
+			available: serverAvailable("consul"),
+			start: func(env *testscript.Env, st *engineState) error {
+				c, err := server.StartConsulCluster(filepath.Join(env.WorkDir, ".consul3"), 3)
+				if err != nil {
+					return err
+				}
+				env.Defer(func() { c.Close() })
+				st.consul, st.server = c, c.Servers[0]
+				st.url = "consul://" + c.Addrs()
+				env.Setenv("DISTLOCK_DIRECT_BACKEND", st.url)
+				return nil
 			},
 		},
 		{

@@ -161,6 +161,9 @@ func params(e *engine, s suite) testscript.Params {
 			env.Values[stateKey{}] = st
 			env.Setenv("DISTLOCK_BACKEND", st.url)
 			env.Setenv("ENGINE", e.name)
+			// "no" where the engine cannot say when a lease expires (the
+			// [expiry] condition), for scenarios that test it in jq.
+			env.Setenv("EXPIRY", map[bool]string{true: "no", false: "yes"}[e.noExpiry])
 			// The checkout, for scenarios that run what the README and
 			// examples/ tell users to paste (read only).
 			env.Setenv("REPO", repoDir)
@@ -181,6 +184,9 @@ func params(e *engine, s suite) testscript.Params {
 			}
 			if cond == "real" {
 				return e.real, nil
+			}
+			if cond == "expiry" {
+				return !e.noExpiry, nil
 			}
 			if cond == "fair" {
 				return e.caps().Fair, nil

@@ -88,6 +88,7 @@ var registry = []*Engine{
 	&redisEngine, &sentinelEngine, &clusterEngine, &redlockEngine,
 	&etcdEngine,
 	&zkEngine,
+	&consulEngine,
 	&postgresEngine,
 	&mysqlEngine,
 }

@@ -7,8 +7,8 @@ import (
 	"github.com/distlock/distlock/internal/testenv/server"
 )
 
-// quorumEngine is a three-member etcd cluster or a three-server ZooKeeper
-// ensemble; distlock is given every member.
+// quorumEngine is a three-member etcd cluster, a three-server ZooKeeper
+// ensemble or three Consul servers; distlock is given every member.
 type quorumEngine struct {
 	members []*server.Process
 	u       string

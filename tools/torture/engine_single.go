@@ -9,8 +9,8 @@ import (
 	"github.com/distlock/distlock/internal/testenv/server"
 )
 
-// singleEngine is one server process (redis, etcd, zookeeper, postgres,
-// mariadb), each contender reaching it through a fault proxy of its own.
+// singleEngine is one server process (redis, etcd, zookeeper, a Consul
+// dev agent, postgres, mariadb), each contender reaching it through a fault proxy of its own.
 type singleEngine struct {
 	kind    string
 	dir     string
@@ -22,7 +22,7 @@ type singleEngine struct {
 func startSingle(kind, dir string, contenders int) (*singleEngine, error) {
 	start := map[string]func(string) (*server.Process, error){
 		"redis": server.StartRedis, "etcd": server.StartEtcd, "zookeeper": server.StartZooKeeper,
-		"postgres": server.StartPostgres, "mariadb": server.StartMariaDB,
+		"postgres": server.StartPostgres, "mariadb": server.StartMariaDB, "consul": server.StartConsul,
 	}[kind]
 	p, err := start(dir)
 	if err != nil {
@@ -49,6 +49,8 @@ func (e *singleEngine) url(i int) string {
 		return "etcd://" + addr
 	case "zookeeper":
 		return "zk://" + addr
+	case "consul":
+		return "consul://" + addr
 	case "postgres":
 		return "postgres://" + server.PostgresUser + "@" + addr + "/postgres?sslmode=disable"
 	}
@@ -65,7 +67,8 @@ func (e *singleEngine) restart() error {
 	return e.p.Restart()
 }
 
-// wipe: the server killed and started again without its data. PostgreSQL
+// wipe: the server killed and started again without its data (a Consul
+// dev agent keeps its data in memory: restart alone empties it). PostgreSQL
 // and MariaDB keep theirs in a private initdb'd directory that the tool
 // does not rebuild yet.
 func (e *singleEngine) wipe() error {
@@ -73,6 +76,8 @@ func (e *singleEngine) wipe() error {
 	switch e.kind {
 	case "redis":
 		return redisWipe(e.p, e.dir)
+	case "consul":
+		return e.p.Restart()
 	case "etcd":
 		data = filepath.Join(e.dir, "etcd.data")
 	case "zookeeper":

@@ -14,7 +14,7 @@ import (
 	"github.com/distlock/distlock/internal/testenv/server"
 )
 
-var engineNames = []string{"file", "redis", "redis-sentinel", "redis-sentinel-wait1", "redis-cluster", "redlock", "etcd", "etcd3", "zookeeper", "zookeeper3", "postgres", "mariadb"}
+var engineNames = []string{"file", "redis", "redis-sentinel", "redis-sentinel-wait1", "redis-cluster", "redlock", "etcd", "etcd3", "zookeeper", "zookeeper3", "consul", "consul3", "postgres", "mariadb"}
 
 // errUnsupported: this engine cannot suffer this fault (or the tool cannot
 // inflict it yet); the row is skipped with the reason.
@@ -47,7 +47,7 @@ func startEngine(name, dir string, contenders int, ttl time.Duration) (engine, e
 	switch name {
 	case "file":
 		return fileEngine{dir: filepath.Join(dir, "locks")}, nil
-	case "redis", "etcd", "zookeeper", "postgres", "mariadb":
+	case "redis", "etcd", "zookeeper", "consul", "postgres", "mariadb":
 		return startSingle(name, dir, contenders)
 	case "redis-sentinel", "redis-sentinel-wait1":
 		s, err := server.StartRedisSentinel(dir, 1)
@@ -83,6 +83,12 @@ func startEngine(name, dir string, contenders int, ttl time.Duration) (engine, e
 			return nil, err
 		}
 		return &quorumEngine{members: z.Servers, u: "zk://" + z.Addrs(), leader: z.Leader, closer: z.Close}, nil
+	case "consul3":
+		c, err := server.StartConsulCluster(dir, 3)
+		if err != nil {
+			return nil, err
+		}
+		return &quorumEngine{members: c.Servers, u: "consul://" + c.Addrs(), leader: c.Leader, closer: c.Close}, nil
 	case "redlock":
 		m, err := server.StartRedisMasters(dir, 3)
 		if err != nil {

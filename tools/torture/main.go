@@ -21,7 +21,9 @@
 // Engines: file, redis, redis-sentinel (master, one replica, three
 // sentinels), redis-sentinel-wait1 (the same with ?wait=1), redis-cluster
 // (three masters), redlock (three masters), etcd (one member), zookeeper
-// (one server), postgres, mariadb. Faults: none, pause-server (SIGSTOP of
+// (one server), consul (a dev agent; its data is in memory, so
+// restart-server empties it too), consul3 (three servers, kill-leader),
+// postgres, mariadb. Faults: none, pause-server (SIGSTOP of
 // every server process for 1.5–2 TTLs), partition-client (the holder's own
 // fault proxy holds its traffic as long), restart-server (data kept; Redis
 // with SHUTDOWN SAVE), wipe-server (data lost; Redlock: one master),

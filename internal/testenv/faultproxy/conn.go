@@ -14,6 +14,7 @@ const dialTimeout = 10 * time.Second
 // conn is one proxied connection: the accepted client side and, once
 // dialled, the server side.
 type conn struct {
+	id     uint64 // for a Tap: which connection a chunk was on
 	client net.Conn
 	done   chan struct{} // closed by abort
 	once   sync.Once
@@ -114,6 +115,9 @@ func (p *Proxy) pipe(c *conn, dst, src net.Conn, d direction) {
 			p.held[d].Add(int64(n))
 			open := p.waitOpen(c, d)
 			if open {
+				if tap := p.tap.Load(); tap != nil {
+					(*tap)(c.id, d == toServer, buf[:n], time.Now())
+				}
 				_, err := dst.Write(buf[:n])
 				open = err == nil
 				if !open {

@@ -43,6 +43,24 @@ type Proxy struct {
 	conns   map[*conn]struct{}
 
 	held [2]atomic.Int64 // bytes read and not yet written on, per direction
+
+	tap    atomic.Pointer[Tap]
+	nextID atomic.Uint64
+}
+
+// Tap sees every chunk the proxy forwards, just before it is written on:
+// conn numbers the connection, toServer says the direction, at is when
+// (the other side cannot have read it before). It must not keep data, and
+// must return quickly.
+type Tap func(conn uint64, toServer bool, data []byte, at time.Time)
+
+// SetTap makes f see every chunk forwarded from now on (nil: none).
+func (p *Proxy) SetTap(f Tap) {
+	if f == nil {
+		p.tap.Store(nil)
+		return
+	}
+	p.tap.Store(&f)
 }
 
 // New listens on 127.0.0.1:0 and forwards every accepted connection to
@@ -192,6 +210,7 @@ func (p *Proxy) acceptLoop() {
 			continue
 		}
 		c := newConn(nc)
+		c.id = p.nextID.Add(1)
 		p.mu.Lock()
 		switch {
 		case p.closed:

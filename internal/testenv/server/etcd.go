@@ -39,10 +39,14 @@ var etcdSingle = etcdTuning{token: "distlock-test", heartbeat: "10", election: "
 // etcdEnv is the test's environment without ETCD_* variables: etcd reads
 // its flags from them too and refuses to start when one conflicts with a
 // command-line flag.
-func etcdEnv() []string {
+func etcdEnv() []string { return envWithout("ETCD_") }
+
+// envWithout is the test's environment without the variables whose names
+// start with prefix.
+func envWithout(prefix string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ETCD_") {
+		if !strings.HasPrefix(kv, prefix) {
 			env = append(env, kv)
 		}
 	}

@@ -379,7 +379,7 @@ func prepareDir(dir string) (string, error) {
 }
 
 // Available reports nil when the binaries of server kind ("redis", "etcd",
-// "zookeeper", "postgres", "mariadb") are installed, else an error wrapping
+// "zookeeper", "postgres", "mariadb", "consul") are installed, else an error wrapping
 // ErrNoBinary that names what is missing.
 func Available(kind string) error {
 	var err error
@@ -400,6 +400,8 @@ func Available(kind string) error {
 		if _, err = lookSbin("mariadbd", "mysqld"); err == nil {
 			_, err = lookSbin("mariadb-install-db", "mysql_install_db")
 		}
+	case "consul":
+		_, err = consulBinary()
 	default:
 		err = fmt.Errorf("unknown server kind %q", kind)
 	}

@@ -1,0 +1,208 @@
+// Package consul is the Consul engine: a FIFO line of contenders per key
+// in Consul's KV store, each entry acquired by the contender's own session
+// (a TTL session with behavior=delete, so that it vanishes with it), with
+// fencing tokens by distlock's one token rule.
+//
+// # Layout
+//
+// Under root (the URL's path, then --prefix: "distlock" by default):
+//
+//	<root>/<url.PathEscape(KEY)>/<session ID>   one entry per contender; value: its record (JSON)
+//	<root>/<url.PathEscape(KEY)>#token          the key's last token (no session)
+//	<root>/<url.PathEscape(KEY)>#slot/<i>       a semaphore slot, acquired by its holder's session
+//	<root>#ledger/<url.PathEscape(KEY)>/<id>    the run ledger's entries (lock.Ledger)
+//
+// The line is the entries in order of their CreateIndex (Raft indexes only
+// rise). The first limit entries hold the lock (a mutex: the first); an
+// entry that reached that place takes over by writing its token into its
+// record (takeover.go). url.PathEscape escapes '/' and '#', so no escaped
+// key holds either: "#token" and "#slot/" are ours alone.
+//
+// # Sessions and time
+//
+// A session's TTL is --ttl. Consul promises never to expire a session
+// before its TTL has passed since the server took its last renewal, and
+// may keep it up to twice that (its timers run for 2×TTL). distlock counts
+// validity from just before each renewal is sent, so its command is gone
+// before the earliest moment the session could expire and anyone else
+// take the lock; a holder that died frees the key after between TTL and
+// 2×TTL. Sessions carry no health checks and live on a catalog node of
+// distlock's own (sessionNode), so that no agent's failure ends them
+// before their TTL, and have a lock-delay of 1 ms (lockDelay says why).
+package consul
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+const (
+	// DefaultPrefix namespaces lock keys when Config.Prefix is empty.
+	DefaultPrefix = "distlock"
+	// DefaultConnectTimeout is used when Config.ConnectTimeout is zero.
+	DefaultConnectTimeout = 5 * time.Second
+)
+
+// Guarantee is status's engine: line for Consul.
+const Guarantee = "Consul: linearizable (Raft); one holder at a time, across a leader's failover; a holder that dies frees the key after TTL to 2×TTL"
+
+// Backend is the Consul engine. It implements lock.Backend, lock.Ledger,
+// lock.SlotInspector and lock.Doctor.
+type Backend struct {
+	clients []*api.Client // one per server of the URL
+	idle    []interface{ CloseIdleConnections() }
+	dates   []*dateSeen  // per client: the Date header of its last answer
+	cur     atomic.Int32 // the server requests go to now
+	addrs   []string
+	root    string // the KV prefix, without a trailing '/'
+	connTO  time.Duration
+
+	closeOnce sync.Once
+}
+
+var (
+	_ lock.Backend       = (*Backend)(nil)
+	_ lock.Ledger        = (*Backend)(nil)
+	_ lock.SlotInspector = (*Backend)(nil)
+)
+
+// New makes a client per server and checks, within cfg.ConnectTimeout,
+// that one of them answers a read under the prefix (an unreachable
+// cluster, a bad token or a missing permission are reported here, as a
+// *lock.UnavailableError).
+func New(ctx context.Context, cfg Config) (*Backend, error) {
+	if len(cfg.Addrs) == 0 {
+		return nil, lock.Invalidf("consul: no servers given: use %s", urlForm)
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+	b := &Backend{addrs: cfg.Addrs, root: cfg.root(), connTO: cfg.ConnectTimeout}
+	for _, addr := range cfg.Addrs {
+		ac := cfg.apiConfig(addr)
+		hc, err := api.NewHttpClient(ac.Transport, ac.TLSConfig)
+		if err != nil {
+			return nil, lock.Invalidf("consul TLS: %v", err)
+		}
+		ds := &dateSeen{next: hc.Transport}
+		hc.Transport, ac.HttpClient = ds, hc
+		c, err := api.NewClient(ac)
+		if err != nil {
+			return nil, lock.Invalidf("consul: %v", err)
+		}
+		b.clients, b.idle, b.dates = append(b.clients, c), append(b.idle, ac.Transport), append(b.dates, ds)
+	}
+	cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	defer cancel()
+	var err error
+	for range b.clients { // each server once, until one answers
+		if err = b.call(func(c *api.Client) error {
+			_, _, err := c.KV().Keys(b.root+"/", "/", qo(cctx))
+			return err
+		}); err == nil {
+			return b, nil
+		}
+		if refused(err) || cctx.Err() != nil {
+			break
+		}
+	}
+	return nil, b.opError("connect", err)
+}
+
+// Guarantee implements lock.Backend.
+func (b *Backend) Guarantee() string { return Guarantee }
+
+// Close implements lock.Backend: it closes idle connections.
+func (b *Backend) Close() error {
+	b.closeOnce.Do(func() {
+		for _, t := range b.idle {
+			t.CloseIdleConnections()
+		}
+	})
+	return nil
+}
+
+// lineDir is the prefix of KEY's line entries ("<root>/<escaped KEY>/").
+func (b *Backend) lineDir(key string) string { return b.root + "/" + url.PathEscape(key) + "/" }
+
+// tokenKey is KEY's token counter.
+func (b *Backend) tokenKey(key string) string { return b.root + "/" + url.PathEscape(key) + "#token" }
+
+// slotDir is the prefix of KEY's semaphore slots.
+func (b *Backend) slotDir(key string) string { return b.root + "/" + url.PathEscape(key) + "#slot/" }
+
+// slotKey is KEY's slot i.
+func (b *Backend) slotKey(key string, i int) string { return b.slotDir(key) + strconv.Itoa(i) }
+
+// call runs f against the current server; when the server did not answer
+// (refused, reset, timed out), later calls go to the next server of the
+// URL, so that a client follows a dead server's peers.
+func (b *Backend) call(f func(c *api.Client) error) error {
+	i := b.cur.Load()
+	err := f(b.clients[i])
+	if err != nil && !answered(err) {
+		b.cur.CompareAndSwap(i, (i+1)%int32(len(b.clients)))
+	}
+	return err
+}
+
+// qo and wo bind a request to ctx.
+func qo(ctx context.Context) *api.QueryOptions { return (&api.QueryOptions{}).WithContext(ctx) }
+func wo(ctx context.Context) *api.WriteOptions { return (&api.WriteOptions{}).WithContext(ctx) }
+
+// answered: err is Consul's answer (an HTTP status), not a failure to
+// reach it.
+func answered(err error) bool {
+	var se api.StatusError
+	if errors.As(err, &se) {
+		return true
+	}
+	s := err.Error()
+	return strings.Contains(s, "Unexpected response code") || strings.HasPrefix(s, "Failed request")
+}
+
+// refused: Consul answered that the token may not do this (an HTTP 401 or
+// 403, or a transaction's "Permission denied"); never a failure to reach
+// it, whatever numbers its message holds.
+func refused(err error) bool {
+	if err == nil {
+		return false
+	}
+	var se api.StatusError
+	if errors.As(err, &se) {
+		return se.Code == 401 || se.Code == 403
+	}
+	s := err.Error()
+	return strings.Contains(s, "response code: 403") || strings.Contains(s, "response code: 401") ||
+		strings.Contains(s, "Permission denied") || strings.Contains(s, "ACL not found")
+}
+
+// opError wraps a failed request as a *lock.UnavailableError naming op and
+// the servers; a refusal (ACL) is marked so that nobody retries it.
+func (b *Backend) opError(op string, err error) error {
+	msg := fmt.Sprintf("consul at %s: %s: %v", strings.Join(b.addrs, ","), op, shortError(err))
+	if refused(err) {
+		msg += " (check the ACL token: the URL's password, DISTLOCK_PASSWORD, --password-file or CONSUL_HTTP_TOKEN)"
+	}
+	return &lock.UnavailableError{Msg: msg, Err: err, Refused: refused(err)}
+}
+
+// shortError drops the Go HTTP client's repetition of the URL.
+func shortError(err error) string {
+	s := err.Error()
+	if i := strings.LastIndex(s, ": "); i >= 0 && strings.Contains(s, "dial tcp") {
+		return s[i+2:]
+	}
+	return s
+}
