@@ -3,7 +3,6 @@ package consul
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -21,34 +20,34 @@ import (
 //
 // A transaction whose reply is lost may have been applied: Hold then reads
 // the entry back and acts on what is there (settle).
-func (l *Lease) Hold(ctx context.Context, d time.Duration, mode string) error {
+func (s *session) Hold(ctx context.Context, l *lock.Held, d time.Duration, mode string) (time.Duration, error) {
 	start := time.Now() // the hold's session lasts at least d from here
-	hsid, err := l.b.createSession(ctx, d)
+	hsid, err := s.b.createSession(ctx, d)
 	var short *ttlError
 	if errors.As(err, &short) && short.least() > d {
-		hsid, err = l.b.createSession(ctx, short.least())
+		hsid, err = s.b.createSession(ctx, short.least())
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
-	rec := l.rec
+	rec := s.rec
 	rec.Hold, rec.HoldMs, rec.TTLms, rec.HeldAt = mode, d.Milliseconds(), d.Milliseconds(), start
-	ops := append(moveOps(l.kvKey, rec.encode(), l.sid, hsid), moveOps(l.slotKey, []byte(hsid), l.sid, hsid)...)
-	ok, _, err := l.b.txn(ctx, "hold "+l.key, ops)
+	ops := append(moveOps(s.kvKey, rec.encode(), s.sid, hsid), moveOps(s.slotKey, []byte(hsid), s.sid, hsid)...)
+	ok, _, err := s.b.txn(ctx, "hold "+l.Key(), ops)
 	if err != nil {
-		ok, err = l.settle(ctx, hsid, err)
+		ok, err = s.settle(ctx, hsid, err)
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if !ok {
-		l.b.cleanup(ctx, hsid)
-		return fmt.Errorf("%s: %w", l.key, lock.ErrNotHeld)
+		s.b.cleanup(ctx, hsid)
+		return 0, l.NotOurs()
 	}
-	old := l.sid
-	l.sid, l.rec = hsid, rec
-	l.b.cleanup(ctx, old) // holds nothing now
-	return nil
+	old := s.sid
+	s.sid, s.rec = hsid, rec
+	s.b.cleanup(ctx, old) // holds nothing now
+	return d, nil
 }
 
 // moveOps move key, held by session from, to session to with value.
@@ -65,13 +64,13 @@ func moveOps(key string, value []byte, from, to string) api.TxnOps {
 // move was applied; by the old, it was not (the new session is destroyed
 // and txnErr returned); gone, the lease is. When it cannot tell it leaves
 // both sessions alone and returns txnErr.
-func (l *Lease) settle(ctx context.Context, hsid string, txnErr error) (bool, error) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.b.connTO)
+func (s *session) settle(ctx context.Context, hsid string, txnErr error) (bool, error) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.b.connTO)
 	defer cancel()
 	var kv *api.KVPair
-	if err := l.b.call(func(c *api.Client) error {
+	if err := s.b.call(func(c *api.Client) error {
 		var err error
-		kv, _, err = c.KV().Get(l.kvKey, qo(cctx))
+		kv, _, err = c.KV().Get(s.kvKey, qo(cctx))
 		return err
 	}); err != nil {
 		return false, txnErr
@@ -79,8 +78,8 @@ func (l *Lease) settle(ctx context.Context, hsid string, txnErr error) (bool, er
 	switch {
 	case kv != nil && kv.Session == hsid:
 		return true, nil
-	case kv != nil && kv.Session == l.sid:
-		l.b.cleanup(ctx, hsid)
+	case kv != nil && kv.Session == s.sid:
+		s.b.cleanup(ctx, hsid)
 		return false, txnErr
 	}
 	return false, nil

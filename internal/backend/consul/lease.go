@@ -11,53 +11,42 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// Lease is a held Consul lock: our line entry among the holders' places
-// (and a semaphore's slot key), both acquired by our session.
-type Lease struct {
+// session is the store of a held Consul lock (lock.Held over it): our
+// line entry among the holders' places (and a semaphore's slot key),
+// both acquired by our session, and the record our entry holds.
+type session struct {
 	b       *Backend
-	key     string
 	kvKey   string // our line entry
 	slotKey string // our slot key (a mutex's is slot 0)
 	sid     string
 	rec     record
-	granted time.Time
 }
 
-var (
-	_ lock.Lease   = (*Lease)(nil)
-	_ lock.Slotted = (*Lease)(nil)
-)
+var _ lock.LeaseStore = (*session)(nil)
 
-func (l *Lease) Key() string   { return l.key }
-func (l *Lease) Token() uint64 { return l.rec.Token }
-func (l *Lease) Owner() string { return l.rec.Owner }
-
-// Granted is the monotonic time taken just before the request that made
-// the lease valid: the session's creation, or a waiter's renewal sent
-// with its takeover.
-func (l *Lease) Granted() time.Time { return l.granted }
-
-// Slot implements lock.Slotted (0 for a mutex).
-func (l *Lease) Slot() int { return l.rec.Slot }
-
-// Alerts implements lock.Lease: Consul sends no news; renewals find out.
-func (l *Lease) Alerts() <-chan struct{} { return nil }
+// lease makes the lock.Lease of s on key, valid from granted.
+func (s *session) lease(key string, granted time.Time) lock.Lease {
+	return lock.NewLease(lock.Grant{
+		Key: key, Owner: s.rec.Owner, Token: s.rec.Token, TTL: time.Duration(s.rec.TTLms) * time.Millisecond,
+		Granted: granted, Slot: s.rec.Slot, Limit: s.rec.Limit,
+	}, s)
+}
 
 // Renew renews our session (a full TTL from when Consul takes it: at the
 // earliest when we sent it) and, alongside, checks that our entry is still
 // held by it: a break destroys the session, and an entry deleted by other
 // means must read as "not yours" too. Either answer of "gone" is
 // lock.ErrNotHeld; anything else is transient.
-func (l *Lease) Renew(ctx context.Context) error {
+func (s *session) Renew(ctx context.Context, l *lock.Held) error {
 	renewed := make(chan error, 1)
-	go func() { renewed <- l.b.renewSession(ctx, l.sid) }()
-	ok, _, err := l.b.txn(ctx, "check "+l.key, api.TxnOps{kvOp(api.KVCheckSession, l.kvKey, nil, 0, l.sid)})
+	go func() { renewed <- s.b.renewSession(ctx, s.sid) }()
+	ok, _, err := s.b.txn(ctx, "check "+l.Key(), api.TxnOps{kvOp(api.KVCheckSession, s.kvKey, nil, 0, s.sid)})
 	rerr := <-renewed
 	switch {
 	case errors.Is(rerr, errSessionGone):
-		return fmt.Errorf("%s: %w: %w", l.key, rerr, lock.ErrNotHeld)
+		return fmt.Errorf("%s: %w: %w", l.Key(), rerr, lock.ErrNotHeld)
 	case err == nil && !ok:
-		return fmt.Errorf("%s: our lock entry was deleted (broken?): %w", l.key, lock.ErrNotHeld)
+		return fmt.Errorf("%s: our lock entry was deleted (broken?): %w", l.Key(), lock.ErrNotHeld)
 	case rerr != nil:
 		return rerr
 	}
@@ -67,23 +56,18 @@ func (l *Lease) Renew(ctx context.Context) error {
 // Release deletes our entry and slot if our session still holds them, then
 // destroys the session (deleted first, the slot gets no lock-delay).
 // lock.ErrNotHeld when it no longer did.
-func (l *Lease) Release(ctx context.Context) error {
-	ok, _, err := l.b.txn(ctx, "release "+l.key, l.b.dropOps(l.kvKey, l.slotKey, l.sid))
+func (s *session) Release(ctx context.Context, l *lock.Held) error {
+	ok, _, err := s.b.txn(ctx, "release "+l.Key(), s.b.dropOps(s.kvKey, s.slotKey, s.sid))
 	// Destroy in any case: after a break it is gone already, and a failed
 	// destroy only leaves a session that expires by itself.
-	_ = l.b.destroySession(ctx, l.sid)
+	_ = s.b.destroySession(ctx, s.sid)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%s: %w", l.key, lock.ErrNotHeld)
+		return l.NotOurs()
 	}
 	return nil
-}
-
-// Handle implements lock.Lease.
-func (l *Lease) Handle() lock.Handle {
-	return lock.Handle{Key: l.key, Owner: l.rec.Owner, Token: l.rec.Token, TTLms: l.rec.TTLms}
 }
 
 // Resume implements lock.Backend: a holder of h.Key must still be h's
@@ -99,7 +83,8 @@ func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 		if e.rec.Owner != h.Owner || e.rec.Token != h.Token || e.kv.Session == "" {
 			continue
 		}
-		return &Lease{b: b, key: h.Key, kvKey: e.kv.Key, slotKey: b.slotKey(h.Key, e.rec.Slot), sid: e.kv.Session, rec: e.rec, granted: granted}, nil
+		s := &session{b: b, kvKey: e.kv.Key, slotKey: b.slotKey(h.Key, e.rec.Slot), sid: e.kv.Session, rec: e.rec}
+		return s.lease(h.Key, granted), nil
 	}
 	return nil, fmt.Errorf("%s: %w", h.Key, lock.ErrNotHeld)
 }

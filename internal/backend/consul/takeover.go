@@ -33,19 +33,19 @@ func (c *contender) takeOver(ctx context.Context, v view, me entry) (lock.Lease,
 		kvOp(api.KVCheckIndex, me.kv.Key, nil, me.kv.ModifyIndex, ""),
 		kvOp(api.KVLock, me.kv.Key, rec.encode(), 0, c.sid),
 	}
-	l := &Lease{b: c.b, key: c.req.Key, kvKey: me.kv.Key, slotKey: c.b.slotKey(c.req.Key, slot), sid: c.sid, rec: rec}
-	ops = append(ops, kvOp(api.KVCheckNotExists, l.slotKey, nil, 0, ""), kvOp(api.KVLock, l.slotKey, []byte(c.sid), 0, c.sid))
+	s := &session{b: c.b, kvKey: me.kv.Key, slotKey: c.b.slotKey(c.req.Key, slot), sid: c.sid, rec: rec}
+	ops = append(ops, kvOp(api.KVCheckNotExists, s.slotKey, nil, 0, ""), kvOp(api.KVLock, s.slotKey, []byte(c.sid), 0, c.sid))
 	sent := time.Now()
 	renewed := make(chan error, 1)
 	if c.waited {
 		go func() { renewed <- c.b.renewSession(ctx, c.sid) }()
 	}
 	ok, _, why, err := c.b.txnWhy(ctx, "take over "+c.req.Key, ops)
-	l.granted = c.granted
+	granted := c.granted
 	if c.waited {
 		rerr := <-renewed
 		if ok && err == nil {
-			l.granted, err = c.confirm(ctx, sent, rerr)
+			granted, err = c.confirm(ctx, sent, rerr)
 		}
 	}
 	if errors.Is(err, lock.ErrNotHeld) { // taken, then lost: read again (and join again)
@@ -57,7 +57,7 @@ func (c *contender) takeOver(ctx context.Context, v view, me entry) (lock.Lease,
 	if err != nil || !ok {
 		return nil, err == nil, err
 	}
-	return l, false, nil
+	return s.lease(c.req.Key, granted), false, nil
 }
 
 // confirm gives the time a waiter's lease counts from once it took over:

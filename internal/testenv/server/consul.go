@@ -50,6 +50,8 @@ func consulSpec(bin, dir, name string, ports []int, extra []string) spec {
 		"-hcl", fmt.Sprintf("session_ttl_min = %q", ConsulSessionTTLMin),
 		// Dev mode's quick Raft timing for the servers of a cluster too.
 		"-hcl", "performance { raft_multiplier = 1 }",
+		// No call home for a new version: the test machine has no way out.
+		"-hcl", "disable_update_check = true",
 		"-log-level", "warn",
 	)
 	return spec{
