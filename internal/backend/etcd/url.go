@@ -82,20 +82,12 @@ func ParseURL(raw string) (Config, error) {
 	if u.User == "" && u.Password != "" {
 		return Config{}, lock.Invalidf("etcd URL has a password but no user name: use etcd://USER:PASSWORD@host:port")
 	}
-	cfg := Config{Endpoints: u.Hosts, Username: u.User, Password: u.Password, TLS: u.TLS}
-	for name, vals := range u.Query {
-		if len(vals) != 1 || vals[0] == "" {
-			return Config{}, lock.Invalidf("etcd URL parameter %q needs exactly one non-empty value", name)
-		}
-		switch name {
-		case "cacert":
-			cfg.CACert = vals[0]
-		case "cert":
-			cfg.Cert = vals[0]
-		case "key":
-			cfg.Key = vals[0]
-		}
+	files, err := u.Single(urlSpec)
+	if err != nil {
+		return Config{}, err
 	}
+	cfg := Config{Endpoints: u.Hosts, Username: u.User, Password: u.Password, TLS: u.TLS,
+		CACert: files["cacert"], Cert: files["cert"], Key: files["key"]}
 	if err := cfg.checkTLS(); err != nil {
 		return Config{}, err
 	}
@@ -116,12 +108,4 @@ var urlSpec = urlx.Spec{
 const urlForm = "etcd://[user[:password]@]host:port[,host:port...][?cacert=FILE&cert=FILE&key=FILE]"
 
 // checkTLS validates the TLS file settings (shared by ParseURL and New).
-func (c Config) checkTLS() error {
-	if !c.TLS && (c.CACert != "" || c.Cert != "" || c.Key != "") {
-		return lock.Invalidf("etcd TLS files (cacert, cert, key) need TLS: use etcds:// instead of etcd://")
-	}
-	if (c.Cert == "") != (c.Key == "") {
-		return lock.Invalidf("etcd client certificate needs both cert and key files")
-	}
-	return nil
-}
+func (c Config) checkTLS() error { return urlSpec.CheckTLS(c.TLS, c.CACert, c.Cert, c.Key) }
