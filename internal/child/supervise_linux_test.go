@@ -169,7 +169,9 @@ func TestSuperviseLeaderExitAloneEnds(t *testing.T) {
 // outlives the lock.
 func TestSuperviseLeaderExitKillsWhatIsLeft(t *testing.T) {
 	const grace = 300 * time.Millisecond
-	p, s, dir := supervised(t, `(trap "" TERM; exec sleep 1000) & echo $! > "$D/pid"; exit 4`, Control{KillGrace: grace})
+	// The grandchild writes its pid only once it ignores SIGTERM: with
+	// the leader writing $! the SIGTERM could come before the trap.
+	p, s, dir := supervised(t, `sh -c 'trap "" TERM; echo $$ > "$D/pid"; exec sleep 1000' & exit 4`, Control{KillGrace: grace})
 	grandchild := readPIDFile(t, filepath.Join(dir, "pid"))
 	exited(t, p)
 	before := time.Now()
