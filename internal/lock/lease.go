@@ -19,8 +19,8 @@ package lock
 // The extras only some engines have come through optional interfaces of
 // the store: Alerter (ZooKeeper's watch on its own node), LeaseIDer
 // (etcd's lease id in the handle) and FileLocked (the file engine's
-// flocks; a lease implements lock.FileLocked only when its store does,
-// because the runner's timing depends on that answer).
+// flocks: Held.LockFiles is nil unless its store holds the lock on open
+// files, and the runner's timing depends on that answer).
 
 import (
 	"context"
@@ -82,26 +82,18 @@ type Held struct {
 var (
 	_ Lease      = (*Held)(nil)
 	_ Slotted    = (*Held)(nil)
-	_ FileLocked = (*heldFiles)(nil)
+	_ FileLocked = (*Held)(nil)
 )
 
-// NewLease makes the lease of g, renewed, released and held by s. It
-// implements FileLocked when s does.
+// NewLease makes the lease of g, renewed, released and held by s.
 func NewLease(g Grant, s LeaseStore) Lease {
-	h := &Held{g: g, ttl: g.TTL, store: s}
-	if _, ok := s.(FileLocked); ok {
-		return &heldFiles{h}
-	}
-	return h
+	return &Held{g: g, ttl: g.TTL, store: s}
 }
 
 // StoreOf is the store of a lease made by NewLease (nil for any other):
 // for an engine's own tests and diagnostics.
 func StoreOf(l Lease) LeaseStore {
-	switch h := l.(type) {
-	case *Held:
-		return h.store
-	case *heldFiles:
+	if h, ok := l.(*Held); ok {
 		return h.store
 	}
 	return nil
@@ -158,8 +150,12 @@ func (l *Held) Alerts() <-chan struct{} {
 	return nil
 }
 
-// heldFiles is a Held whose store holds its lock on open files.
-type heldFiles struct{ *Held }
-
-// LockFiles implements FileLocked.
-func (l *heldFiles) LockFiles() []*os.File { return l.store.(FileLocked).LockFiles() }
+// LockFiles implements FileLocked: the open files that hold the lock when
+// the store keeps it on open files (the file engine), nil for any other
+// store and once the lease is released.
+func (l *Held) LockFiles() []*os.File {
+	if f, ok := l.store.(FileLocked); ok {
+		return f.LockFiles()
+	}
+	return nil
+}

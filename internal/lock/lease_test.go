@@ -77,8 +77,8 @@ func TestHeldHandleFormat(t *testing.T) {
 // has them.
 func TestHeldExtrasComeFromTheStore(t *testing.T) {
 	plain := NewLease(testGrant, &holdStore{})
-	if _, ok := plain.(FileLocked); ok || plain.Alerts() != nil || plain.Handle().LeaseID != 0 {
-		t.Errorf("a plain store's lease: FileLocked %v, Alerts %v, LeaseID %d", ok, plain.Alerts(), plain.Handle().LeaseID)
+	if files := plain.(FileLocked).LockFiles(); files != nil || plain.Alerts() != nil || plain.Handle().LeaseID != 0 {
+		t.Errorf("a plain store's lease: LockFiles %v, Alerts %v, LeaseID %d", files, plain.Alerts(), plain.Handle().LeaseID)
 	}
 	if sl, ok := plain.(Slotted); !ok || sl.Slot() != -1 {
 		t.Errorf("Slot is not the grant's: %v", ok)

@@ -163,8 +163,9 @@ type Retry struct {
 // NoBound is Retry.After when the engine sets no time to try again.
 const NoBound = time.Duration(-1)
 
-// FileLocked is implemented by leases whose lock is a lock on open files
-// (the file engine's flock): the kernel keeps such a lock for as long as
+// FileLocked says whether a lease's lock is a lock on open files (the file
+// engine's flock): every lock.Held implements it, and LockFiles is nil
+// unless the engine's store keeps the lock on open files. The kernel keeps such a lock for as long as
 // any descriptor of those open files lives, in any process, and frees it
 // the moment the last one closes. A run hands duplicates of them to its
 // group watcher, which keeps them open until the command's process group
@@ -173,7 +174,7 @@ const NoBound = time.Duration(-1)
 // must never unlock it: unlocking any descriptor of the open file unlocks
 // them all; only the lease's Release or Hold may.
 type FileLocked interface {
-	// LockFiles returns the open files that hold the lease's lock, or nil
-	// once the lease has been released.
+	// LockFiles returns the open files that hold the lease's lock; nil
+	// when the lock is not on open files, or once the lease is released.
 	LockFiles() []*os.File
 }

@@ -200,8 +200,7 @@ func (r *run) releaseUnlessKept() {
 // keep starts the keeper, which renews the lease and says when it is
 // lost; a lease granted too late to leave time to run is lost already.
 func (r *run) keep() error {
-	_, fileLocked := r.lease.(lock.FileLocked)
-	timing := renew.Timing{TTL: r.cfg.Request.TTL, KillGrace: r.cfg.KillGrace, HeldWhileAlive: fileLocked}
+	timing := renew.Timing{TTL: r.cfg.Request.TTL, KillGrace: r.cfg.KillGrace, HeldWhileAlive: len(lockFiles(r.lease)) > 0}
 	r.keeper = renew.Start(r.lease, timing, r.log)
 	if time.Now().After(timing.TermAt(timing.ValidUntil(r.lease.Granted()))) {
 		r.keeper.Stop()
@@ -217,10 +216,7 @@ func (r *run) startCommand() error {
 	// its last descriptor closes: the group watcher keeps copies until the
 	// command's group is gone, so a SIGKILLed distlock does not free it
 	// while the command is still dying.
-	var keep []*os.File
-	if fl, ok := r.lease.(lock.FileLocked); ok {
-		keep = fl.LockFiles()
-	}
+	keep := lockFiles(r.lease)
 	p, err := child.Start(child.Spec{
 		Args: r.cfg.Args, Env: childEnv(r.cfg, r.lease), Unset: secretEnv,
 		Stdin: r.cfg.Stdin, Stdout: r.cfg.Stdout, Stderr: r.cfg.Stderr,
@@ -402,4 +398,13 @@ func retryLogger(log *slog.Logger, key string) func(error, int, time.Duration) {
 	return func(err error, attempt int, next time.Duration) {
 		log.Warn("engine error while waiting; trying again", "key", key, "attempt", attempt, "in", next.Round(time.Millisecond), "error", err)
 	}
+}
+
+// lockFiles is the open files that hold l's lock (lock.FileLocked), nil
+// when its lock is not on open files.
+func lockFiles(l lock.Lease) []*os.File {
+	if fl, ok := l.(lock.FileLocked); ok {
+		return fl.LockFiles()
+	}
+	return nil
 }
