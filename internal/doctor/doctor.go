@@ -153,32 +153,43 @@ func LockCycle(ctx context.Context, b lock.Backend, o Options) lock.Check {
 
 // heldAs checks that the engine shows l's key held by l.
 func heldAs(ctx context.Context, b lock.Backend, o Options, l lock.Lease) (lock.Check, bool) {
-	h, held, err := inspect(ctx, b, o)
-	switch {
-	case err != nil:
-		return lock.Check{Name: "lock", Status: lock.CheckProblem,
-			Detail: fmt.Sprintf("took %s but could not look it up: %s", o.Key, firstLine(err)),
-			Fix:    "status and list will fail the same way: check the engine's read permissions for the prefix"}, true
-	case !held || h.Token != l.Token():
-		return lock.Check{Name: "lock", Status: lock.CheckProblem,
-			Detail: fmt.Sprintf("took %s (token %d), but the engine shows it %s", o.Key, l.Token(), describe(h, held)),
-			Fix:    "another process is using the same key and prefix against another engine, or the engine lost the write: check for a proxy or replica between here and the engine"}, true
-	}
-	return lock.Check{}, false
+	return shows(ctx, b, o, look{
+		did:     fmt.Sprintf("took %s", o.Key),
+		readFix: "status and list will fail the same way: check the engine's read permissions for the prefix",
+		right:   func(h lock.Holder, held bool) bool { return held && h.Token == l.Token() },
+		wrong:   fmt.Sprintf("took %s (token %d), but the engine shows it ", o.Key, l.Token()),
+		fix:     "another process is using the same key and prefix against another engine, or the engine lost the write: check for a proxy or replica between here and the engine",
+	})
 }
 
 // freed checks that the engine shows the key free after a release.
 func freed(ctx context.Context, b lock.Backend, o Options) (lock.Check, bool) {
+	return shows(ctx, b, o, look{
+		did:     fmt.Sprintf("released %s", o.Key),
+		readFix: "check the engine's read permissions for the prefix and its health",
+		right:   func(_ lock.Holder, held bool) bool { return !held },
+		wrong:   fmt.Sprintf("released %s, but the engine still shows it ", o.Key),
+		fix:     "a release that does not free the lock makes every next run wait for the TTL: check for a proxy or replica between here and the engine",
+	})
+}
+
+// look is what LockCycle expects the engine to show after a step: right
+// says whether it does; did, wrong and the fixes word the problem.
+type look struct {
+	did, readFix, wrong, fix string
+	right                    func(h lock.Holder, held bool) bool
+}
+
+// shows reads the scratch key and returns the problem when it is not as
+// expected (true), or no check (false).
+func shows(ctx context.Context, b lock.Backend, o Options, e look) (lock.Check, bool) {
 	h, held, err := inspect(ctx, b, o)
 	switch {
 	case err != nil:
 		return lock.Check{Name: "lock", Status: lock.CheckProblem,
-			Detail: fmt.Sprintf("released %s but could not look it up: %s", o.Key, firstLine(err)),
-			Fix:    "check the engine's read permissions for the prefix and its health"}, true
-	case held:
-		return lock.Check{Name: "lock", Status: lock.CheckProblem,
-			Detail: fmt.Sprintf("released %s, but the engine still shows it %s", o.Key, describe(h, held)),
-			Fix:    "a release that does not free the lock makes every next run wait for the TTL: check for a proxy or replica between here and the engine"}, true
+			Detail: fmt.Sprintf("%s but could not look it up: %s", e.did, firstLine(err)), Fix: e.readFix}, true
+	case !e.right(h, held):
+		return lock.Check{Name: "lock", Status: lock.CheckProblem, Detail: e.wrong + describe(h, held), Fix: e.fix}, true
 	}
 	return lock.Check{}, false
 }
