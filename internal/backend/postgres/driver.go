@@ -72,36 +72,11 @@ func eachRow(rows pgx.Rows, each func(sqlstore.Row) error) error {
 	return rows.Err()
 }
 
-// CreateSchema implements sqlstore.Driver.
-func (d driver) CreateSchema(ctx context.Context) error { return d.b.createSchema(ctx) }
-
 // IsUndefined implements sqlstore.Driver.
 func (d driver) IsUndefined(err error) bool { return isUndefined(err) }
-
-// Unavailable implements sqlstore.Driver.
-func (d driver) Unavailable(err error) error { return d.b.unavailable(err) }
 
 // isUndefined: the table or the sequence does not exist (yet).
 func isUndefined(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "42704")
-}
-
-// createSchema runs schema.sql in one transaction, serialized among
-// concurrent creators by an advisory lock (two CREATE ... IF NOT EXISTS at
-// once can otherwise collide in the catalog).
-func (b *Backend) createSchema(ctx context.Context) error {
-	err := b.with(ctx, func(c *pgx.Conn) error {
-		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('distlock schema', 0))"); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx, schemaSQL, pgx.QueryExecModeSimpleProtocol)
-			return err
-		})
-	})
-	if err != nil {
-		return b.unavailable(err)
-	}
-	return nil
 }

@@ -52,7 +52,7 @@ func (s *Store) try(ctx context.Context, req lock.Request, waiting bool) (lock.L
 		return err
 	})
 	if s.d.Driver.IsUndefined(err) {
-		return nil, -1, s.unavailable(err) // still missing once created
+		return nil, -1, s.Unavailable(err) // still missing once created
 	}
 	if err != nil {
 		return nil, soonest, err
@@ -94,7 +94,7 @@ func (s *Store) attempt(ctx context.Context, req lock.Request, limit int, waitin
 		return nil, -1, err // withSchema creates the schema and tries again
 	}
 	if err != nil {
-		return nil, -1, s.unavailable(err)
+		return nil, -1, s.Unavailable(err)
 	}
 	if n != 1 {
 		return nil, -1, fmt.Errorf("%s: the acquire statement gave %d result rows, want 1", s.d.Name, n)
@@ -138,7 +138,7 @@ func (s *Store) QueueLen(ctx context.Context, key string) (int64, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, s.unavailable(err)
+		return 0, s.Unavailable(err)
 	}
 	return n, nil
 }

@@ -22,12 +22,8 @@ func (s *Store) Inspect(ctx context.Context, key string) (lock.Holder, bool, err
 
 // List implements lock.Backend: one row per held key, its oldest live lease.
 func (s *Store) List(ctx context.Context, keyPrefix string) ([]lock.Holder, error) {
-	pattern := keyPrefix
-	if s.d.KeyPattern != nil {
-		pattern = s.d.KeyPattern(keyPrefix)
-	}
 	var out []lock.Holder
-	err := s.holders(ctx, s.d.SQL.List, []any{s.d.Prefix, pattern}, func(r *slotRow) {
+	err := s.holders(ctx, s.d.SQL.List, []any{s.d.Prefix, keyPrefix}, func(r *slotRow) {
 		if len(out) > 0 && out[len(out)-1].Key == r.key {
 			return // a semaphore's younger holder: the oldest describes it
 		}
@@ -79,7 +75,7 @@ func (s *Store) holders(ctx context.Context, query string, args []any, each func
 		return nil
 	}
 	if err != nil {
-		return s.unavailable(err)
+		return s.Unavailable(err)
 	}
 	return nil
 }
@@ -115,7 +111,7 @@ func (s *Store) Break(ctx context.Context, key string, token uint64) (lock.Holde
 		return lock.Holder{}, lock.ErrNotHeld
 	}
 	if err != nil {
-		return lock.Holder{}, s.unavailable(err)
+		return lock.Holder{}, s.Unavailable(err)
 	}
 	if n > 0 {
 		return broken, nil
@@ -140,7 +136,7 @@ func (s *Store) LeaseLeft(ctx context.Context, key string, token uint64) (left t
 		return 0, false, nil
 	}
 	if err != nil {
-		return 0, false, s.unavailable(err)
+		return 0, false, s.Unavailable(err)
 	}
 	return time.Duration(us) * time.Microsecond, true, nil
 }

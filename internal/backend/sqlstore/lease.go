@@ -26,7 +26,7 @@ func (r row) exec(ctx context.Context, query string, args ...any) error {
 		return lock.ErrNotHeld // the table was dropped: so was our row
 	}
 	if err != nil {
-		return r.s.unavailable(err)
+		return r.s.Unavailable(err)
 	}
 	if n != 1 {
 		return lock.ErrNotHeld
@@ -62,7 +62,7 @@ func (s *Store) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
 		return nil, lock.ErrNotHeld
 	}
 	if err != nil {
-		return nil, s.unavailable(err)
+		return nil, s.Unavailable(err)
 	}
 	req := lock.Request{Key: h.Key, Owner: h.Owner, TTL: time.Duration(ttlMs) * time.Millisecond}
 	return s.lease(req, h.Token, granted, int(slot), int(limit)), nil
