@@ -34,9 +34,9 @@ const placeLasts = 2 * time.Second
 // dialect is MySQL/MariaDB as the SQL store speaks it: database/sql
 // (driver.go), the statements of this package's .sql files; no
 // notifications, so waiters only poll.
-func (b *Backend) dialect() sqlstore.Dialect {
+func (b *Backend) dialect(prefix, addr string) sqlstore.Dialect {
 	return sqlstore.Dialect{
-		Name: "mysql", Addr: b.addr, Prefix: b.prefix,
+		Name: "mysql", Addr: addr, Prefix: prefix,
 		Driver:     driver{b},
 		SQL:        queries,
 		PollCap:    pollCap,

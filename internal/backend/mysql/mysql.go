@@ -85,10 +85,7 @@ func ParseURL(raw string) (Config, error) {
 // (internal/backend/sqlstore) speaking MySQL (dialect.go).
 type Backend struct {
 	*sqlstore.Store
-	db      *sql.DB
-	prefix  string
-	addr    string
-	timeout time.Duration
+	db *sql.DB
 }
 
 // New connects and checks that the database answers within
@@ -111,8 +108,8 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	}
 	c.Params["time_zone"] = "'+00:00'"
 	c.Logger = quietLogger{}
-	b := &Backend{prefix: cmp.Or(cfg.Prefix, "distlock"), addr: c.Addr, timeout: timeout}
-	b.Store = sqlstore.New(b.dialect())
+	b := &Backend{}
+	b.Store = sqlstore.New(b.dialect(cmp.Or(cfg.Prefix, "distlock"), c.Addr))
 	connector, err := mysqldrv.NewConnector(c)
 	if err != nil {
 		return nil, lock.Invalidf("mysql URL: %v", err)

@@ -34,17 +34,16 @@ const placeLasts = 3 * pollCap
 
 // dialect is PostgreSQL as the SQL store speaks it: pgx (driver.go), the
 // statements of this package's .sql files, NOTIFY on every release and
-// break (notify.go).
-func (b *Backend) dialect() sqlstore.Dialect {
+// break (notify.go); addr (host:port) names the server in messages.
+func (b *Backend) dialect(addr string) sqlstore.Dialect {
 	return sqlstore.Dialect{
-		Name: "postgres", Addr: b.addr, Prefix: b.prefix,
+		Name: "postgres", Addr: addr, Prefix: b.prefix,
 		Driver:     driver{b},
 		SQL:        queries,
 		PollCap:    pollCap,
 		PlaceLasts: placeLasts,
 		Wake:       b.notify,
 		WakeArgs:   func(key string) []any { return []any{b.channel(key)} },
-		BreakExtra: 1, // pg_notify's
 		Classify:   classify,
 		Grants:     "create distlock_lease, distlock_waiter, distlock_key_token, distlock_ledger and distlock_token once as their owner (README, PostgreSQL), then grant distlock's user SELECT, INSERT, UPDATE, DELETE on the tables and USAGE on the sequence",
 		// Each request of a distlock process needs a connection (for the

@@ -72,7 +72,6 @@ type Backend struct {
 	*sqlstore.Store
 	connCfg *pgx.ConnConfig
 	prefix  string
-	addr    string // host:port, for messages
 	timeout time.Duration
 	// listenAfter (unix ns): a waiter polls without trying to LISTEN
 	// until then (notify.go).
@@ -106,10 +105,9 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	b := &Backend{
 		connCfg: cc,
 		prefix:  cmp.Or(cfg.Prefix, "distlock"),
-		addr:    net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port))),
 		timeout: timeout,
 	}
-	b.Store = sqlstore.New(b.dialect())
+	b.Store = sqlstore.New(b.dialect(net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port)))))
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := b.with(pctx, func(c *pgx.Conn) error { return c.Ping(pctx) }); err != nil {

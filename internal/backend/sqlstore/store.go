@@ -38,8 +38,8 @@ type Driver interface {
 
 // Queries are an engine's statements, one .sql file each (ReadQueries).
 // "Holder columns" are owner, token, host, pid, username, command, note,
-// acquired (a timestamp, or µs since 1970), ttl_ms, hold and the ms left
-// (by the database's clock).
+// acquired (µs since 1970), ttl_ms, hold and the ms left (by the
+// database's clock).
 type Queries struct {
 	Schema, Acquire, Renew, Hold, Release, Resume, Leases, List, Break,
 	Leave, QueueLen, LeaseLeft, PutEntry, Entries, DeleteEntries, Clock string
@@ -63,7 +63,7 @@ func ReadQueries(fsys fs.FS) Queries {
 		{"resume", &q.Resume},               // prefix, key, owner, token: slot, limit, ttl_ms
 		{"leases", &q.Leases},               // prefix, key: key, holder columns, limit, slot
 		{"list", &q.List},                   // prefix, key prefix: the same, by key then token
-		{"break", &q.Break},                 // prefix, key, token (0: any), WakeArgs: key, holder columns, BreakExtra
+		{"break", &q.Break},                 // prefix, key, token (0: any), WakeArgs: key, holder columns, limit, slot
 		{"leave", &q.Leave},                 // prefix, key, owner
 		{"queue_len", &q.QueueLen},          // prefix, key: a count
 		{"lease_left", &q.LeaseLeft},        // prefix, key, token: µs left (<0 expired)
@@ -97,8 +97,6 @@ type Dialect struct {
 	// WakeArgs (optional) are Release's and Break's last arguments
 	// (PostgreSQL: the key's NOTIFY channel).
 	WakeArgs func(key string) []any
-	// BreakExtra is how many columns Break gives after the holder's.
-	BreakExtra int
 	// Classify says what an error of the engine is (failure.go).
 	Classify func(err error) Failure
 	// Grants says what to create and grant when the user may not use the
