@@ -79,6 +79,7 @@ var failures = map[uint16]sqlstore.Kind{
 	1049: sqlstore.NoDatabase,
 	1142: sqlstore.NoPermission,
 	1040: sqlstore.NoConnection, // ER_CON_COUNT_ERROR
+	1146: sqlstore.Undefined,    // ER_NO_SUCH_TABLE
 }
 
 // classify implements sqlstore.Dialect.Classify. The driver's errors

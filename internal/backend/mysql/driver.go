@@ -3,9 +3,6 @@ package mysql
 import (
 	"context"
 	sqldriver "database/sql/driver"
-	"errors"
-
-	mysqldrv "github.com/go-sql-driver/mysql"
 
 	"github.com/distlock/distlock/internal/backend/sqlstore"
 )
@@ -39,15 +36,6 @@ func (d driver) Query(ctx context.Context, query string, args []any, each func(s
 // transaction, serialized by the counter row distlock_token.
 func (d driver) Acquire(ctx context.Context, query string, args []any, each func(sqlstore.Row) error) error {
 	return d.b.multi(ctx, query, args, each)
-}
-
-// IsUndefined implements sqlstore.Driver.
-func (d driver) IsUndefined(err error) bool { return isUndefined(err) }
-
-// isUndefined: a table does not exist (yet).
-func isUndefined(err error) bool {
-	var me *mysqldrv.MySQLError
-	return errors.As(err, &me) && me.Number == 1146
 }
 
 // multi runs a multi-statement query on a connection of its own and hands

@@ -65,7 +65,8 @@ var failures = map[string]sqlstore.Kind{
 	"28P01": sqlstore.BadCredentials, "28000": sqlstore.BadCredentials,
 	"3D000": sqlstore.NoDatabase,
 	"42501": sqlstore.NoPermission,
-	"53300": sqlstore.NoConnection, // too many clients, or the slots left are reserved
+	"53300": sqlstore.NoConnection,                           // too many clients, or the slots left are reserved
+	"42P01": sqlstore.Undefined, "42704": sqlstore.Undefined, // a table, the sequence
 }
 
 // classify implements sqlstore.Dialect.Classify. pgx's errors never hold

@@ -27,6 +27,7 @@ const (
 	NoConnection               // every connection the server allows is in use
 	Timeout                    // the server did not answer in time
 	Unreachable                // no answer at all: Msg is the cause
+	Undefined                  // a table (or sequence) does not exist (yet)
 )
 
 // Unavailable turns a connection, auth or server failure into one line

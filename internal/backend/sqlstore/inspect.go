@@ -71,7 +71,7 @@ func (s *Store) holders(ctx context.Context, query string, args []any, each func
 		each(&r)
 		return nil
 	})
-	if s.d.Driver.IsUndefined(err) {
+	if s.undefined(err) {
 		return nil
 	}
 	if err != nil {

@@ -22,7 +22,7 @@ func (s *Store) lease(req lock.Request, token uint64, granted time.Time, slot, l
 // exec runs an owner-checked update or delete: one matched row means ours.
 func (r row) exec(ctx context.Context, query string, args ...any) error {
 	n, err := r.s.d.Driver.Exec(ctx, query, args...)
-	if r.s.d.Driver.IsUndefined(err) {
+	if r.s.undefined(err) {
 		return lock.ErrNotHeld // the table was dropped: so was our row
 	}
 	if err != nil {
@@ -58,7 +58,7 @@ func (s *Store) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
 	granted := time.Now()
 	var slot, limit, ttlMs int64
 	err := s.queryRow(ctx, s.d.SQL.Resume, []any{s.d.Prefix, h.Key, h.Owner, int64(h.Token)}, &slot, &limit, &ttlMs)
-	if errors.Is(err, errNoRows) || s.d.Driver.IsUndefined(err) {
+	if errors.Is(err, errNoRows) || s.undefined(err) {
 		return nil, lock.ErrNotHeld
 	}
 	if err != nil {

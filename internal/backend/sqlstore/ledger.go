@@ -51,7 +51,7 @@ func (s *Store) Entries(ctx context.Context, key string) (map[string][]byte, err
 		out[id] = data
 		return nil
 	})
-	if s.d.Driver.IsUndefined(err) {
+	if s.undefined(err) {
 		return map[string][]byte{}, nil
 	}
 	if err != nil {
@@ -69,7 +69,7 @@ func (s *Store) DeleteEntries(ctx context.Context, key string, ids []string) err
 		return nil
 	}
 	_, err := s.d.Driver.Exec(ctx, s.d.SQL.DeleteEntries, s.d.Prefix, key, strings.Join(ids, ","))
-	if err != nil && !s.d.Driver.IsUndefined(err) {
+	if err != nil && !s.undefined(err) {
 		return s.Unavailable(err)
 	}
 	return nil

@@ -32,8 +32,6 @@ type Driver interface {
 	// Acquire runs Queries.Acquire as one transaction, serialized with
 	// the key's other acquirers, and calls each for its row.
 	Acquire(ctx context.Context, query string, args []any, each func(Row) error) error
-	// IsUndefined: err says a table (or sequence) does not exist (yet).
-	IsUndefined(err error) bool
 }
 
 // Queries are an engine's statements, one .sql file each (ReadQueries).
@@ -141,13 +139,18 @@ func New(d Dialect) *Store {
 // because a table is missing ("created on first use").
 func (s *Store) withSchema(ctx context.Context, op func() error) error {
 	err := op()
-	if !s.d.Driver.IsUndefined(err) {
+	if !s.undefined(err) {
 		return err
 	}
 	if _, err := s.d.Driver.Exec(ctx, s.d.SQL.Schema); err != nil {
 		return s.Unavailable(err)
 	}
 	return op()
+}
+
+// undefined: err says a table (or sequence) does not exist (yet).
+func (s *Store) undefined(err error) bool {
+	return err != nil && s.d.Classify(err).Kind == Undefined
 }
 
 // errNoRows: a query that gives one row gave none.
