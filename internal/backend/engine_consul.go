@@ -1,10 +1,6 @@
 package backend
 
-import (
-	"cmp"
-
-	"github.com/distlock/distlock/internal/backend/consul"
-)
+import "github.com/distlock/distlock/internal/backend/consul"
 
 // consulEngine: the ACL token is the URL's password, else
 // DISTLOCK_PASSWORD or --password-file, else CONSUL_HTTP_TOKEN (read by
@@ -14,8 +10,6 @@ var consulEngine = opens(Engine{
 	Guarantee: consul.Guarantee, Caps: every,
 	Lists:  "one recursive KV read of the prefix",
 	Checks: "leader and peers, Raft applied index moving, session TTL bounds for --ttl, clock offset (the leader's Date header)",
-}, consul.ParseURL, consul.New, func(cfg *consul.Config, opts Options) {
-	cfg.Token = cmp.Or(cfg.Token, opts.Password)
-	cfg.Prefix = opts.Prefix
-	cfg.ConnectTimeout = opts.ConnectTimeout
+}, consul.ParseURL, consul.New, func(c *consul.Config) settings {
+	return settings{secret: &c.Token, prefix: &c.Prefix, timeout: &c.ConnectTimeout}
 })

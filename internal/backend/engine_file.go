@@ -32,12 +32,11 @@ func openFile(_ context.Context, rawURL string, opts Options) (lock.Backend, err
 	if u.Path != "" && !strings.HasPrefix(u.Path, "/") {
 		return nil, lock.Invalidf("backend URL %q is a relative path: use file:///abs/path (three slashes) for a lock directory", Redact(rawURL))
 	}
+	open := file.Open
 	if opts.Doctor {
-		b := file.OpenForDoctor(u.Path, opts.Prefix)
-		b.SetLogger(opts.Log)
-		return b, nil
+		open = func(dir, prefix string) (*file.Backend, error) { return file.OpenForDoctor(dir, prefix), nil }
 	}
-	b, err := file.Open(u.Path, opts.Prefix)
+	b, err := open(u.Path, opts.Prefix)
 	if err != nil {
 		return nil, err
 	}

@@ -6,9 +6,10 @@ import "github.com/distlock/distlock/internal/backend/postgres"
 // and ~/.pgpass give none.
 var postgresEngine = opens(Engine{
 	Scheme: "postgres", Aliases: []string{"postgresql"}, Form: "postgres://USER@HOST:PORT/DB", Name: "PostgreSQL",
-	Guarantee: postgres.Guarantee, Caps: every,
-	Lists:  "one query",
-	Checks: "clock offset (the database's clock times the leases)",
-}, postgres.ParseURL, postgres.New, func(cfg *postgres.Config, opts Options) {
-	cfg.Password, cfg.Prefix, cfg.ConnectTimeout = opts.Password, opts.Prefix, opts.ConnectTimeout
+	Guarantee: postgres.Guarantee, Caps: every, Lists: "one query", Checks: sqlChecks,
+}, postgres.ParseURL, postgres.New, func(c *postgres.Config) settings {
+	return settings{secret: &c.Password, prefix: &c.Prefix, timeout: &c.ConnectTimeout}
 })
+
+// sqlChecks are the SQL engines' doctor checks (internal/backend/sqlstore).
+const sqlChecks = "clock offset (the database's clock times the leases)"

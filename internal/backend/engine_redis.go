@@ -1,7 +1,6 @@
 package backend
 
 import (
-	"cmp"
 	"strings"
 
 	"github.com/distlock/distlock/internal/backend/redis"
@@ -15,7 +14,7 @@ var (
 		Guarantee: redis.Guarantee(redis.Single, 0), Caps: every,
 		Lists:  "SCAN, never KEYS, which would block the server (on a cluster, every master)",
 		Checks: "maxmemory-policy, persistence, replicas, Sentinel/Cluster behind a plain URL, ACL permissions, clock offset (TIME)",
-	}, redis.ParseURL, redis.New, fillRedis)
+	}, redis.ParseURL, redis.New, redisSettings)
 	sentinelEngine = redisTopology("redis+sentinel", "redis+sentinel://HOST:PORT,…/MASTER", "Redis behind Sentinels",
 		redis.Sentinel, redis.ParseSentinelURL)
 	clusterEngine = redisTopology("redis+cluster", "redis+cluster://HOST:PORT,…", "a Redis Cluster",
@@ -27,9 +26,8 @@ var (
 		Form: "redlock://HOST:PORT,HOST:PORT,HOST:PORT", Name: "Redlock over independent Redis masters",
 		Guarantee: redis.RedlockGuarantee(3),
 		Caps:      Caps{Holds: true, Doctor: true},
-	}, redis.ParseRedlockURL, redis.OpenRedlock, func(cfg *redis.RedlockConfig, opts Options) {
-		cfg.Password = cmp.Or(cfg.Password, opts.Password)
-		cfg.Prefix, cfg.ConnectTimeout = opts.Prefix, opts.ConnectTimeout
+	}, redis.ParseRedlockURL, redis.OpenRedlock, func(c *redis.RedlockConfig) settings {
+		return settings{secret: &c.Password, prefix: &c.Prefix, timeout: &c.ConnectTimeout}
 	})
 )
 
@@ -41,11 +39,10 @@ func redisTopology(scheme, form, name string, topo redis.Topology, parse func(st
 		Scheme: scheme, TLS: "rediss" + strings.TrimPrefix(scheme, "redis"), TLSParam: true,
 		Form: form, Name: name,
 		Guarantee: redis.Guarantee(topo, 0), Caps: every,
-	}, parse, redis.New, fillRedis)
+	}, parse, redis.New, redisSettings)
 }
 
-// fillRedis: the URL's password wins over the options'.
-func fillRedis(cfg *redis.Config, opts Options) {
-	cfg.Password = cmp.Or(cfg.Password, opts.Password)
-	cfg.Prefix, cfg.ConnectTimeout = opts.Prefix, opts.ConnectTimeout
+// redisSettings: the URL's password wins over the options'.
+func redisSettings(c *redis.Config) settings {
+	return settings{secret: &c.Password, prefix: &c.Prefix, timeout: &c.ConnectTimeout}
 }

@@ -8,6 +8,6 @@ var zkEngine = opens(Engine{
 	Guarantee: zookeeper.Guarantee, Caps: every,
 	Lists:  "listing the prefix's node",
 	Checks: "the session timeout granted for --ttl, TTL nodes allowed (holds), clock offset (the mtime of a write)",
-}, zookeeper.ParseURL, zookeeper.New, func(cfg *zookeeper.Config, opts Options) {
-	cfg.Prefix, cfg.ConnectTimeout = opts.Prefix, opts.ConnectTimeout
+}, zookeeper.ParseURL, zookeeper.New, func(c *zookeeper.Config) settings {
+	return settings{prefix: &c.Prefix, timeout: &c.ConnectTimeout}
 })

@@ -1,8 +1,11 @@
 package backend
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/distlock/distlock/internal/lock"
@@ -60,25 +63,46 @@ type Caps struct {
 // every is all four capabilities.
 var every = Caps{Semaphore: true, Fair: true, Holds: true, Doctor: true}
 
-// opens is e with its open and kind: open parses a URL with parse, lets
-// fill set in the parsed config what the options decide, and connects with
-// connect; kind is connect's backend type.
-func opens[C any, B lock.Backend](e Engine, parse func(string) (C, error), connect func(context.Context, C) (B, error), fill func(*C, Options)) Engine {
+// opens is e with its open and kind: open parses a URL with parse, sets in
+// the parsed config what the options decide (where fill points), and
+// connects with connect; kind is connect's backend type.
+func opens[C any, B lock.Backend](e Engine, parse func(string) (C, error), connect func(context.Context, C) (B, error), fill func(*C) settings) Engine {
 	e.open = func(ctx context.Context, rawURL string, opts Options) (lock.Backend, error) {
 		cfg, err := parse(rawURL)
 		if err != nil {
 			return nil, err
 		}
-		fill(&cfg, opts)
+		fill(&cfg).set(opts)
 		b, err := connect(ctx, cfg)
 		if err != nil {
-			return nil, err
+			return nil, err // not b: a nil *B is not a nil lock.Backend
 		}
 		return b, nil
 	}
 	var none B // a nil pointer
 	e.kind = none
 	return e
+}
+
+// settings point into an engine's parsed config at what the options set:
+// the secret (password or token) and the TLS files where the URL gave
+// none (nil: the engine takes none from the options), the prefix and the
+// connect timeout.
+type settings struct {
+	secret, caCert, cert, key, prefix *string
+	timeout                           *time.Duration
+}
+
+func (s settings) set(opts Options) {
+	for _, f := range []struct {
+		to   *string
+		from string
+	}{{s.secret, opts.Password}, {s.caCert, opts.EtcdCACert}, {s.cert, opts.EtcdCert}, {s.key, opts.EtcdKey}} {
+		if f.to != nil {
+			*f.to = cmp.Or(*f.to, f.from)
+		}
+	}
+	*s.prefix, *s.timeout = opts.Prefix, opts.ConnectTimeout
 }
 
 // registry is every engine, in the order help lists them: the default
@@ -115,15 +139,7 @@ func Lookup(scheme string) (Engine, bool) {
 
 // has reports whether scheme is one of e's (any case).
 func (e *Engine) has(scheme string) bool {
-	if strings.EqualFold(scheme, e.Scheme) || (e.TLS != "" && strings.EqualFold(scheme, e.TLS)) {
-		return true
-	}
-	for _, a := range e.Aliases {
-		if strings.EqualFold(scheme, a) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(e.Schemes(), func(s string) bool { return strings.EqualFold(s, scheme) })
 }
 
 // Schemes are e's schemes as users write them: Scheme, then its TLS

@@ -1,24 +1,26 @@
 package mysql
 
 import (
-	_ "embed"
-	"strings"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
 	"time"
+
+	mysqldrv "github.com/go-sql-driver/mysql"
 
 	"github.com/distlock/distlock/internal/backend/sqlstore"
 )
 
+// queries are the statements the SQL store runs (sqlstore.ReadQueries).
+// Times are µs since 1970 by the database's clock (the session's time
+// zone is UTC, so there is no daylight-saving ambiguity).
 var (
-	//go:embed schema.sql
-	schemaSQL string
-	//go:embed acquire.sql
-	acquireSQL string
-	//go:embed ledger_put.sql
-	putEntrySQL string
-	//go:embed ledger_entries.sql
-	entriesSQL string
-	//go:embed ledger_delete.sql
-	deleteEntriesSQL string
+	//go:embed *.sql
+	sqlFiles embed.FS
+	queries  = sqlstore.ReadQueries(sqlFiles)
 )
 
 // pollCap caps a waiter's backoff (MySQL has no notifications); a waiter
@@ -30,19 +32,19 @@ const pollCap = 250 * time.Millisecond
 const placeLasts = 2 * time.Second
 
 // dialect is MySQL/MariaDB as the SQL store speaks it: database/sql
-// (driver.go), its statements (queries.go, acquire.sql, ledger_*.sql); no
+// (driver.go), the statements of this package's .sql files; no
 // notifications, so waiters only poll.
-func (b *Backend) dialect() sqlstore.Dialect {
+func (b *Backend) dialect(prefix, addr string) sqlstore.Dialect {
 	return sqlstore.Dialect{
-		Name:       "mysql",
-		Prefix:     b.prefix,
+		Name: "mysql", Addr: addr, Prefix: prefix,
 		Driver:     driver{b},
 		SQL:        queries,
 		PollCap:    pollCap,
 		PlaceLasts: placeLasts,
-		KeyPattern: likePrefix,
-		EntryIDs:   func(ids []string) any { return strings.Join(ids, ",") },
-		Clock:      sqlstore.Clock{Name: "SYSDATE(6)", Read: b.readClock},
+		Classify:   classify,
+		Grants:     "create distlock_token, distlock_lease, distlock_waiter and distlock_ledger once (README, MySQL), then grant distlock's user SELECT, INSERT, UPDATE, DELETE on them",
+		TooMany:    "its max_connections (151 by default) are all in use; raise it (SET GLOBAL max_connections = N, and in the server's config file)",
+		ClockName:  "SYSDATE(6)",
 		Connections: sqlstore.Connections{
 			Reads: "max_connections and Threads_connected",
 			Fix:   "raise it (SET GLOBAL max_connections = N, and in the server's config file)",
@@ -51,9 +53,46 @@ func (b *Backend) dialect() sqlstore.Dialect {
 	}
 }
 
-// likePrefix is a LIKE pattern (escape character '!') matching what
-// starts with p.
-func likePrefix(p string) string {
-	r := strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")
-	return r.Replace(p) + "%"
+// connections implements sqlstore.Connections.Read: Threads_connected
+// (its own connection among them) and max_connections, on one connection.
+func (b *Backend) connections(ctx context.Context) (setting string, used, limit int, err error) {
+	conn, err := b.db.Conn(ctx)
+	if err != nil {
+		return "", 0, 0, err
+	}
+	defer conn.Close()
+	var name, n string
+	if err := conn.QueryRowContext(ctx, "SELECT @@max_connections").Scan(&limit); err != nil {
+		return "", 0, 0, err
+	}
+	if err := conn.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Threads_connected'").Scan(&name, &n); err != nil {
+		return "", 0, 0, err
+	}
+	used, err = strconv.Atoi(n)
+	return "max_connections", used, limit, err
+}
+
+// failures are the error numbers the store words on their own; any other
+// is a ServerError.
+var failures = map[uint16]sqlstore.Kind{
+	1045: sqlstore.BadCredentials, 1044: sqlstore.BadCredentials,
+	1049: sqlstore.NoDatabase,
+	1142: sqlstore.NoPermission,
+	1040: sqlstore.NoConnection, // ER_CON_COUNT_ERROR
+	1146: sqlstore.Undefined,    // ER_NO_SUCH_TABLE
+}
+
+// classify implements sqlstore.Dialect.Classify. The driver's errors
+// never hold the password.
+func classify(err error) sqlstore.Failure {
+	var me *mysqldrv.MySQLError
+	var opErr *net.OpError
+	switch {
+	case errors.As(err, &me):
+		return sqlstore.Failure{Kind: failures[me.Number], Msg: me.Message, Code: fmt.Sprintf("error %d", me.Number)}
+	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &opErr) && opErr.Timeout()):
+		return sqlstore.Failure{Kind: sqlstore.Timeout}
+	default:
+		return sqlstore.Failure{Kind: sqlstore.Unreachable, Msg: sqlstore.Cause(err, false)}
+	}
 }

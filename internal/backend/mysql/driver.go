@@ -3,9 +3,6 @@ package mysql
 import (
 	"context"
 	sqldriver "database/sql/driver"
-	"errors"
-
-	mysqldrv "github.com/go-sql-driver/mysql"
 
 	"github.com/distlock/distlock/internal/backend/sqlstore"
 )
@@ -15,7 +12,8 @@ import (
 type driver struct{ b *Backend }
 
 // Exec implements sqlstore.Driver: the rows matched (ClientFoundRows), so
-// that a renewal in the same microsecond still counts.
+// that a renewal in the same microsecond still counts. A script
+// (schema.sql) is one multi-statement query.
 func (d driver) Exec(ctx context.Context, query string, args ...any) (int64, error) {
 	res, err := d.b.db.ExecContext(ctx, query, args...)
 	if err != nil {
@@ -40,25 +38,8 @@ func (d driver) Acquire(ctx context.Context, query string, args []any, each func
 	return d.b.multi(ctx, query, args, each)
 }
 
-// CreateSchema implements sqlstore.Driver: schema.sql.
-func (d driver) CreateSchema(ctx context.Context) error {
-	return d.b.multi(ctx, schemaSQL, nil, nil)
-}
-
-// IsUndefined implements sqlstore.Driver.
-func (d driver) IsUndefined(err error) bool { return isUndefined(err) }
-
-// Unavailable implements sqlstore.Driver.
-func (d driver) Unavailable(err error) error { return d.b.unavailable(err) }
-
-// isUndefined: a table does not exist (yet).
-func isUndefined(err error) bool {
-	var me *mysqldrv.MySQLError
-	return errors.As(err, &me) && me.Number == 1146
-}
-
 // multi runs a multi-statement query on a connection of its own and hands
-// the rows of every result set that has columns to each (may be nil). If
+// the rows of every result set that has columns to each. If
 // anything fails, the connection is thrown away, never returned to the
 // pool: a transaction left open by a statement that failed half-way would
 // hold its locks (the server rolls it back when the connection closes).
@@ -81,10 +62,8 @@ func (b *Backend) multi(ctx context.Context, query string, args []any, each func
 	for {
 		if cols, _ := rows.Columns(); len(cols) > 0 {
 			for rows.Next() {
-				if each != nil {
-					if err := each(rows.Scan); err != nil {
-						return err
-					}
+				if err := each(rows.Scan); err != nil {
+					return err
 				}
 			}
 		}

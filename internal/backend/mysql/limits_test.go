@@ -65,7 +65,7 @@ func fillConnections(t *testing.T, addr string) []*sql.Conn {
 	for range 20 {
 		c, err := db.Conn(ctx(t))
 		var me *mysqldrv.MySQLError
-		if errors.As(err, &me) && me.Number == tooManyConnections {
+		if errors.As(err, &me) && me.Number == 1040 {
 			return conns
 		}
 		if err != nil {

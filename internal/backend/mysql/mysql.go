@@ -19,7 +19,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"net"
 	"net/url"
 	"strings"
@@ -86,10 +85,7 @@ func ParseURL(raw string) (Config, error) {
 // (internal/backend/sqlstore) speaking MySQL (dialect.go).
 type Backend struct {
 	*sqlstore.Store
-	db      *sql.DB
-	prefix  string
-	addr    string
-	timeout time.Duration
+	db *sql.DB
 }
 
 // New connects and checks that the database answers within
@@ -112,8 +108,8 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	}
 	c.Params["time_zone"] = "'+00:00'"
 	c.Logger = quietLogger{}
-	b := &Backend{prefix: cmp.Or(cfg.Prefix, "distlock"), addr: c.Addr, timeout: timeout}
-	b.Store = sqlstore.New(b.dialect())
+	b := &Backend{}
+	b.Store = sqlstore.New(b.dialect(cmp.Or(cfg.Prefix, "distlock"), c.Addr))
 	connector, err := mysqldrv.NewConnector(c)
 	if err != nil {
 		return nil, lock.Invalidf("mysql URL: %v", err)
@@ -129,7 +125,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	defer cancel()
 	if err := b.db.PingContext(pctx); err != nil {
 		b.db.Close()
-		return nil, b.unavailable(err)
+		return nil, b.Unavailable(err)
 	}
 	return b, nil
 }
@@ -144,33 +140,8 @@ const Guarantee = "MySQL/MariaDB: exclusive while this database (its primary) li
 // Close implements lock.Backend.
 func (b *Backend) Close() error { return b.db.Close() }
 
-// unavailable turns a connection, auth or server failure into one line
-// that says what to do. The driver's errors never hold the password.
-func (b *Backend) unavailable(err error) error {
-	var me *mysqldrv.MySQLError
-	var opErr *net.OpError
-	switch {
-	case errors.As(err, &me) && (me.Number == 1045 || me.Number == 1044):
-		return &lock.UnavailableError{Msg: fmt.Sprintf("mysql at %s refused the credentials (%s): check the user and password in --backend, DISTLOCK_PASSWORD or --password-file", b.addr, me.Message), Err: err, Refused: true}
-	case errors.As(err, &me) && me.Number == 1049:
-		return &lock.UnavailableError{Msg: fmt.Sprintf("mysql at %s: %s: check the database in --backend", b.addr, me.Message), Err: err}
-	case errors.As(err, &me) && (me.Number == 1142 || me.Number == 1044):
-		return &lock.UnavailableError{Msg: fmt.Sprintf("mysql at %s: %s: create distlock_token, distlock_lease, distlock_waiter and distlock_ledger once (README, MySQL), then grant distlock's user SELECT, INSERT, UPDATE, DELETE on them", b.addr, me.Message), Err: err, Refused: true}
-	case errors.As(err, &me) && me.Number == tooManyConnections:
-		return b.tooManyConnections(me, err)
-	case errors.As(err, &me):
-		return &lock.UnavailableError{Msg: fmt.Sprintf("mysql at %s: %s (error %d)", b.addr, me.Message, me.Number), Err: err}
-	case errors.Is(err, context.DeadlineExceeded):
-		return &lock.UnavailableError{Msg: fmt.Sprintf("mysql at %s did not answer in time: check that it is up and reachable, or raise --connect-timeout", b.addr), Err: err}
-	case errors.As(err, &opErr) && opErr.Timeout():
-		return &lock.UnavailableError{Msg: fmt.Sprintf("mysql at %s did not answer in time: check that it is up and reachable, or raise --connect-timeout", b.addr), Err: err}
-	case errors.As(err, &opErr) && opErr.Err != nil:
-		return &lock.UnavailableError{Msg: fmt.Sprintf("cannot reach mysql at %s: %s: check --backend and that the server is up", b.addr, opErr.Err), Err: err}
-	default:
-		return &lock.UnavailableError{Msg: fmt.Sprintf("cannot reach mysql at %s: %s: check --backend and that the server is up", b.addr, sqlstore.FirstLine(err.Error())), Err: err}
-	}
-}
-
+// quietLogger drops the driver's own log lines: distlock reports its
+// failures itself.
 type quietLogger struct{}
 
 func (quietLogger) Print(...any) {}

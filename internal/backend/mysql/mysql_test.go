@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -421,5 +422,31 @@ func TestKeysAreBytewise(t *testing.T) {
 	hs, err := b.List(ctx(t), "")
 	if err != nil || len(hs) != 4 {
 		t.Fatalf("List = %+v, %v; want 4 locks", hs, err)
+	}
+}
+
+// List's key prefix is literal: LIKE's wildcards ('%', '_') and its escape
+// character ('!') in it match only themselves (list.sql escapes them).
+func TestListPrefixIsLiteral(t *testing.T) {
+	b := open(t, startServer(t).Addr(), "t")
+	for _, k := range []string{"a%b", "axb", "a_c", "abc", "a!d", "a!!d"} {
+		if _, err := lock.TryOnce(ctx(t), b, request(k, "o-"+k, 5*time.Second)); err != nil {
+			t.Fatalf("%q: %v", k, err)
+		}
+	}
+	for prefix, want := range map[string][]string{
+		"a%": {"a%b"}, "a_": {"a_c"}, "a!": {"a!!d", "a!d"}, "a!!": {"a!!d"}, "a": {"a!!d", "a!d", "a%b", "a_c", "abc", "axb"},
+	} {
+		hs, err := b.List(ctx(t), prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, h := range hs {
+			got = append(got, h.Key)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("List(%q) = %q, want %q", prefix, got, want)
+		}
 	}
 }

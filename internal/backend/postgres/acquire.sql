@@ -79,7 +79,7 @@ WITH live AS (
 )
 SELECT g.slot, g.token, (SELECT lock_limit FROM other_limit),
        h.owner, h.token, h.host, h.pid, h.username, h.command, h.note,
-       h.acquired_at, h.ttl_ms, h.hold,
+       (extract(epoch FROM h.acquired_at) * 1000000)::bigint, h.ttl_ms, h.hold,
        (extract(epoch FROM h.expires_at - clock_timestamp()) * 1000)::bigint,
        (SELECT (extract(epoch FROM min(expires_at) - clock_timestamp()) * 1000)::bigint FROM live),
        n.host, n.pid

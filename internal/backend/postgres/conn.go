@@ -33,3 +33,20 @@ func closeConn(conn *pgx.Conn) {
 	_ = conn.PgConn().Conn().SetDeadline(time.Now().Add(100 * time.Millisecond))
 	_ = conn.Close(ctx)
 }
+
+// connections implements sqlstore.Connections.Read.
+func (b *Backend) connections(ctx context.Context) (setting string, used, limit int, err error) {
+	err = b.with(ctx, func(c *pgx.Conn) error {
+		setting, used, limit, err = headroom(ctx, c)
+		return err
+	})
+	return setting, used, limit, err
+}
+
+// headroom reads, on c, the connection limit for distlock's role, as the
+// doctor names it, and the connections in use, c's own among them
+// (headroom.sql).
+func headroom(ctx context.Context, c *pgx.Conn) (setting string, used, limit int, err error) {
+	err = c.QueryRow(ctx, headroomSQL).Scan(&setting, &used, &limit)
+	return setting, used, limit, err
+}

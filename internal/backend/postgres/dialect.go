@@ -1,43 +1,27 @@
 package postgres
 
 import (
-	_ "embed"
+	"context"
+	"embed"
+	"errors"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/distlock/distlock/internal/backend/sqlstore"
 )
 
 var (
-	//go:embed schema.sql
-	schemaSQL string
+	// The statements the SQL store runs (sqlstore.ReadQueries), and
+	// PostgreSQL's own: the key lock sent before acquire.sql (driver.go)
+	// and the connection headroom (conn.go).
+	//go:embed *.sql
+	sqlFiles embed.FS
+	queries  = sqlstore.ReadQueries(sqlFiles)
 	//go:embed keylock.sql
 	keyLockSQL string
-	//go:embed acquire.sql
-	acquireSQL string
-	//go:embed renew.sql
-	renewSQL string
-	//go:embed hold.sql
-	holdSQL string
-	//go:embed release.sql
-	releaseSQL string
-	//go:embed resume.sql
-	resumeSQL string
-	//go:embed leases.sql
-	leasesSQL string
-	//go:embed list.sql
-	listSQL string
-	//go:embed break.sql
-	breakSQL string
-	//go:embed leave.sql
-	leaveLineSQL string
 	//go:embed headroom.sql
 	headroomSQL string
-	//go:embed ledger_put.sql
-	putEntrySQL string
-	//go:embed ledger_entries.sql
-	entriesSQL string
-	//go:embed ledger_delete.sql
-	deleteEntriesSQL string
 )
 
 // pollCap caps a waiter's backoff; a waiter steps (and so refreshes its
@@ -50,38 +34,52 @@ const placeLasts = 3 * pollCap
 
 // dialect is PostgreSQL as the SQL store speaks it: pgx (driver.go), the
 // statements of this package's .sql files, NOTIFY on every release and
-// break (notify.go).
-func (b *Backend) dialect() sqlstore.Dialect {
+// break (notify.go); addr (host:port) names the server in messages.
+func (b *Backend) dialect(addr string) sqlstore.Dialect {
 	return sqlstore.Dialect{
-		Name:   "postgres",
-		Prefix: b.prefix,
-		Driver: driver{b},
-		SQL: sqlstore.Queries{
-			Acquire:       acquireSQL,
-			Renew:         renewSQL,
-			Hold:          holdSQL,
-			Release:       releaseSQL,
-			Resume:        resumeSQL,
-			Leases:        leasesSQL,
-			List:          listSQL,
-			Break:         breakSQL,
-			Leave:         leaveLineSQL,
-			QueueLen:      "SELECT count(*) FROM distlock_waiter WHERE prefix = $1 AND lock_key = $2",
-			LeaseLeft:     "SELECT (extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::bigint FROM distlock_lease WHERE prefix = $1 AND lock_key = $2 AND token = $3",
-			PutEntry:      putEntrySQL,
-			Entries:       entriesSQL,
-			DeleteEntries: deleteEntriesSQL,
-		},
+		Name: "postgres", Addr: addr, Prefix: b.prefix,
+		Driver:     driver{b},
+		SQL:        queries,
 		PollCap:    pollCap,
 		PlaceLasts: placeLasts,
 		Wake:       b.notify,
 		WakeArgs:   func(key string) []any { return []any{b.channel(key)} },
-		BreakExtra: 1, // pg_notify's
-		Clock:      sqlstore.Clock{Name: "clock_timestamp()", Read: b.readClock},
+		Classify:   classify,
+		Grants:     "create distlock_lease, distlock_waiter, distlock_key_token, distlock_ledger and distlock_token once as their owner (README, PostgreSQL), then grant distlock's user SELECT, INSERT, UPDATE, DELETE on the tables and USAGE on the sequence",
+		// Each request of a distlock process needs a connection (for the
+		// time of the request: conn.go), and a waiter one more, held, to
+		// listen for releases while the server has room (notify.go).
+		TooMany:   "its max_connections (100 by default) are all in use; raise max_connections in postgresql.conf and restart the server, put a pooler (PgBouncer, session mode) in front",
+		ClockName: "clock_timestamp()",
 		Connections: sqlstore.Connections{
 			Reads: "max_connections and pg_stat_activity",
 			Fix:   "raise max_connections in postgresql.conf and restart the server, or put a pooler (PgBouncer, session mode) in front",
 			Read:  b.connections,
 		},
+	}
+}
+
+// failures are the SQLSTATEs the store words on their own; any other is
+// a ServerError.
+var failures = map[string]sqlstore.Kind{
+	"28P01": sqlstore.BadCredentials, "28000": sqlstore.BadCredentials,
+	"3D000": sqlstore.NoDatabase,
+	"42501": sqlstore.NoPermission,
+	"53300": sqlstore.NoConnection,                           // too many clients, or the slots left are reserved
+	"42P01": sqlstore.Undefined, "42704": sqlstore.Undefined, // a table, the sequence
+}
+
+// classify implements sqlstore.Dialect.Classify. pgx's errors never hold
+// the password; only the innermost cause is kept, without the connection
+// string.
+func classify(err error) sqlstore.Failure {
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr):
+		return sqlstore.Failure{Kind: failures[pgErr.Code], Msg: pgErr.Message, Code: "SQLSTATE " + pgErr.Code}
+	case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
+		return sqlstore.Failure{Kind: sqlstore.Timeout}
+	default:
+		return sqlstore.Failure{Kind: sqlstore.Unreachable, Msg: sqlstore.Cause(err, true)}
 	}
 }

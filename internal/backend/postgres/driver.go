@@ -2,10 +2,8 @@ package postgres
 
 import (
 	"context"
-	"errors"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/distlock/distlock/internal/backend/sqlstore"
 )
@@ -38,27 +36,24 @@ func (d driver) Query(ctx context.Context, query string, args []any, each func(s
 // prefix and key) and the acquire statement as one batch: one round
 // trip, one implicit transaction, committed when the batch is closed.
 func (d driver) Acquire(ctx context.Context, query string, args []any, each func(sqlstore.Row) error) error {
-	return d.b.with(ctx, func(c *pgx.Conn) error { return sendAcquire(ctx, c, query, args, each) })
-}
-
-// sendAcquire sends the key lock and the acquire statement as one batch on c.
-func sendAcquire(ctx context.Context, c *pgx.Conn, query string, args []any, each func(sqlstore.Row) error) error {
-	batch := &pgx.Batch{}
-	batch.Queue(keyLockSQL, args[0], args[1])
-	batch.Queue(query, args...)
-	br := c.SendBatch(ctx, batch)
-	defer br.Close()
-	if _, err := br.Exec(); err != nil {
-		return err
-	}
-	rows, err := br.Query()
-	if err != nil {
-		return err
-	}
-	if err := eachRow(rows, each); err != nil {
-		return err
-	}
-	return br.Close() // commits
+	return d.b.with(ctx, func(c *pgx.Conn) error {
+		batch := &pgx.Batch{}
+		batch.Queue(keyLockSQL, args[0], args[1])
+		batch.Queue(query, args...)
+		br := c.SendBatch(ctx, batch)
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		if err := eachRow(rows, each); err != nil {
+			return err
+		}
+		return br.Close() // commits
+	})
 }
 
 // eachRow hands every row to each, then closes rows.
@@ -70,38 +65,4 @@ func eachRow(rows pgx.Rows, each func(sqlstore.Row) error) error {
 		}
 	}
 	return rows.Err()
-}
-
-// CreateSchema implements sqlstore.Driver.
-func (d driver) CreateSchema(ctx context.Context) error { return d.b.createSchema(ctx) }
-
-// IsUndefined implements sqlstore.Driver.
-func (d driver) IsUndefined(err error) bool { return isUndefined(err) }
-
-// Unavailable implements sqlstore.Driver.
-func (d driver) Unavailable(err error) error { return d.b.unavailable(err) }
-
-// isUndefined: the table or the sequence does not exist (yet).
-func isUndefined(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "42704")
-}
-
-// createSchema runs schema.sql in one transaction, serialized among
-// concurrent creators by an advisory lock (two CREATE ... IF NOT EXISTS at
-// once can otherwise collide in the catalog).
-func (b *Backend) createSchema(ctx context.Context) error {
-	err := b.with(ctx, func(c *pgx.Conn) error {
-		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('distlock schema', 0))"); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx, schemaSQL, pgx.QueryExecModeSimpleProtocol)
-			return err
-		})
-	})
-	if err != nil {
-		return b.unavailable(err)
-	}
-	return nil
 }

@@ -1,7 +1,8 @@
 -- The holder (oldest live lease) of every key of prefix $1 that starts
 -- with $2, then its limit and slot. $1 prefix, $2 key prefix ('' = all).
 SELECT DISTINCT ON (lock_key)
-       lock_key, owner, token, host, pid, username, command, note, acquired_at, ttl_ms, hold,
+       lock_key, owner, token, host, pid, username, command, note,
+       (extract(epoch FROM acquired_at) * 1000000)::bigint, ttl_ms, hold,
        (extract(epoch FROM expires_at - clock_timestamp()) * 1000)::bigint,
        lock_limit, slot
 FROM distlock_lease

@@ -67,7 +67,7 @@ func (b *Backend) listen(ctx context.Context, key string) (*pgx.Conn, error) {
 	defer cancel()
 	conn, err := pgx.ConnectConfig(cctx, b.connCfg)
 	if err != nil {
-		return nil, b.unavailable(err)
+		return nil, b.Unavailable(err)
 	}
 	_, used, limit, err := headroom(cctx, conn)
 	if err == nil && float64(limit-used) < lock.HeadroomShare*float64(limit) {
@@ -79,7 +79,7 @@ func (b *Backend) listen(ctx context.Context, key string) (*pgx.Conn, error) {
 	}
 	if err != nil {
 		closeConn(conn)
-		return nil, b.unavailable(err)
+		return nil, b.Unavailable(err)
 	}
 	return conn, nil
 }

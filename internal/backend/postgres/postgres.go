@@ -20,7 +20,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"strconv"
 	"sync/atomic"
@@ -73,7 +72,6 @@ type Backend struct {
 	*sqlstore.Store
 	connCfg *pgx.ConnConfig
 	prefix  string
-	addr    string // host:port, for messages
 	timeout time.Duration
 	// listenAfter (unix ns): a waiter polls without trying to LISTEN
 	// until then (notify.go).
@@ -107,14 +105,13 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	b := &Backend{
 		connCfg: cc,
 		prefix:  cmp.Or(cfg.Prefix, "distlock"),
-		addr:    net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port))),
 		timeout: timeout,
 	}
-	b.Store = sqlstore.New(b.dialect())
+	b.Store = sqlstore.New(b.dialect(net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port)))))
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := b.with(pctx, func(c *pgx.Conn) error { return c.Ping(pctx) }); err != nil {
-		return nil, b.unavailable(err)
+		return nil, b.Unavailable(err)
 	}
 	return b, nil
 }
@@ -129,43 +126,3 @@ const Guarantee = "PostgreSQL: exclusive while this database (its primary) lives
 // Close implements lock.Backend: there is no connection to close, each
 // request closed its own.
 func (b *Backend) Close() error { return nil }
-
-// unavailable turns a connection, auth or server failure into one line that
-// says what to do. pgx's errors never hold the password, but only the
-// innermost cause is kept, without the connection string.
-func (b *Backend) unavailable(err error) error {
-	var pgErr *pgconn.PgError
-	switch {
-	case errors.As(err, &pgErr) && (pgErr.Code == "28P01" || pgErr.Code == "28000"):
-		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s refused the credentials (%s): check the user and password in --backend, DISTLOCK_PASSWORD or --password-file", b.addr, pgErr.Message), Err: err, Refused: true}
-	case errors.As(err, &pgErr) && pgErr.Code == "3D000":
-		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s: %s: check the database in --backend", b.addr, pgErr.Message), Err: err}
-	case errors.As(err, &pgErr) && pgErr.Code == "42501":
-		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s: %s: create distlock_lease, distlock_waiter, distlock_key_token, distlock_ledger and distlock_token once as their owner (README, PostgreSQL), then grant distlock's user SELECT, INSERT, UPDATE, DELETE on the tables and USAGE on the sequence", b.addr, pgErr.Message), Err: err, Refused: true}
-	case errors.As(err, &pgErr) && pgErr.Code == tooManyClients:
-		return b.tooManyClients(pgErr, err)
-	case errors.As(err, &pgErr):
-		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s: %s (SQLSTATE %s)", b.addr, pgErr.Message, pgErr.Code), Err: err}
-	case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
-		return &lock.UnavailableError{Msg: fmt.Sprintf("postgres at %s did not answer in time: check that it is up and reachable, or raise --connect-timeout", b.addr), Err: err}
-	default:
-		return &lock.UnavailableError{Msg: fmt.Sprintf("cannot reach postgres at %s: %s: check --backend and that the server is up", b.addr, innermost(err)), Err: err}
-	}
-}
-
-// innermost is the cause's text: pgx wraps it in messages that repeat the
-// user, database and address. A network error is told by its system call
-// ("connect: connection refused", "read: connection reset by peer").
-func innermost(err error) string {
-	var opErr *net.OpError
-	if errors.As(err, &opErr) && opErr.Err != nil {
-		return opErr.Err.Error()
-	}
-	for {
-		u := errors.Unwrap(err)
-		if u == nil {
-			return sqlstore.FirstLine(err.Error())
-		}
-		err = u
-	}
-}

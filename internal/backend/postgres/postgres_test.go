@@ -340,7 +340,7 @@ func TestConcurrentAcquirersOneWinner(t *testing.T) {
 
 // A release wakes the key's waiters (NOTIFY), and so does one that finds
 // its row expired (nobody took it over): that one reports it not held,
-// but deletes the row all the same.
+// but deletes the row all the same. A break wakes them too.
 func TestNotifyWakesOnRelease(t *testing.T) {
 	p := startServer(t)
 	b := open(t, p.Addr(), "t")
@@ -385,6 +385,13 @@ func TestNotifyWakesOnRelease(t *testing.T) {
 		t.Fatalf("after the release of an expired lease: found %v, err %v; want the row deleted", found, err)
 	}
 	woken("the release of an expired lease")
+	if _, err := lock.TryOnce(ctx(t), b, request("n", "o", 5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Break(ctx(t), "n", 0); err != nil {
+		t.Fatal(err)
+	}
+	woken("the break")
 }
 
 func TestHoldResumeAndList(t *testing.T) {

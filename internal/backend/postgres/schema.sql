@@ -5,6 +5,11 @@
 -- distlock_key_token and distlock_ledger, and USAGE on the sequence
 -- distlock_token. Every statement creates only what is missing: running
 -- it again on an older deployment adds what it lacks (distlock_ledger).
+-- distlock sends it as one script, one implicit transaction, serialized
+-- among concurrent creators by the advisory lock below (two CREATE ... IF
+-- NOT EXISTS at once can otherwise collide in the catalog).
+
+SELECT pg_advisory_xact_lock(hashtextextended('distlock schema', 0));
 
 -- Fencing tokens: the last token of each key. The statement that grants
 -- sets it to max(last + 1, the database's clock in microseconds since

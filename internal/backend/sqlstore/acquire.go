@@ -37,27 +37,39 @@ func (s *Store) leaveLine(req lock.Request) {
 	_, _ = s.d.Driver.Exec(ctx, s.d.SQL.Leave, s.d.Prefix, req.Key, req.Owner)
 }
 
-// try makes one attempt and also reports, when busy, the time left on the
-// live lease that expires first (<0 unknown): a semaphore's slot frees
-// then even if its holder is not the oldest.
+// try makes one attempt, Queries.Acquire: one round trip, one
+// transaction (with the schema created first if it is missing). It also
+// reports, when busy, the time left on the live lease that expires first
+// (<0 unknown): a semaphore's slot frees then even if its holder is not
+// the oldest.
 func (s *Store) try(ctx context.Context, req lock.Request, waiting bool) (lock.Lease, time.Duration, error) {
 	limit := max(1, req.Limit)
+	granted := time.Now()
+	args := []any{s.d.Prefix, req.Key, req.Owner, req.TTL.Milliseconds(), int64(limit),
+		req.Meta.Host, int64(req.Meta.PID), req.Meta.User, req.Meta.Command, req.Meta.Note,
+		waiting, s.d.PlaceLasts.Milliseconds()}
 	var (
-		l       lock.Lease
-		soonest time.Duration
-		err     error
+		r attemptRow
+		n int
 	)
-	err = s.withSchema(ctx, func() error {
-		l, soonest, err = s.attempt(ctx, req, limit, waiting)
-		return err
+	err := s.withSchema(ctx, func() error {
+		n = 0
+		return s.d.Driver.Acquire(ctx, s.d.SQL.Acquire, args, func(scan Row) error {
+			n++
+			return scan(r.dest()...)
+		})
 	})
-	if s.d.Driver.IsUndefined(err) {
-		return nil, -1, s.unavailable(err) // still missing once created
-	}
 	if err != nil {
-		return nil, soonest, err
+		return nil, -1, s.Unavailable(err) // a table still missing once created too
 	}
-	return l, -1, nil
+	if n != 1 {
+		return nil, -1, fmt.Errorf("%s: the acquire statement gave %d result rows, want 1", s.d.Name, n)
+	}
+	if r.slot.Valid && r.token.Valid {
+		return s.lease(req, uint64(r.token.Int64), granted, int(r.slot.Int64), limit), -1, nil
+	}
+	left, err := r.busy(s.d.Name, req.Key, limit)
+	return nil, left, err
 }
 
 // attemptRow is the one row of Queries.Acquire.
@@ -71,39 +83,6 @@ type attemptRow struct {
 func (r *attemptRow) dest() []any {
 	dest := append([]any{&r.slot, &r.token, &r.have}, r.hr.dest()...)
 	return append(dest, &r.soonest, &r.nextHost, &r.nextPID)
-}
-
-// attempt runs Queries.Acquire: one round trip, one transaction. A table
-// that is missing comes back as it is, for withSchema; any other failure
-// of the database as unavailable.
-func (s *Store) attempt(ctx context.Context, req lock.Request, limit int, waiting bool) (lock.Lease, time.Duration, error) {
-	granted := time.Now()
-	var (
-		r attemptRow
-		n int
-	)
-	err := s.d.Driver.Acquire(ctx, s.d.SQL.Acquire, []any{
-		s.d.Prefix, req.Key, req.Owner, req.TTL.Milliseconds(), int64(limit),
-		req.Meta.Host, int64(req.Meta.PID), req.Meta.User, req.Meta.Command, req.Meta.Note,
-		waiting, s.d.PlaceLasts.Milliseconds(),
-	}, func(scan Row) error {
-		n++
-		return scan(r.dest()...)
-	})
-	if s.d.Driver.IsUndefined(err) {
-		return nil, -1, err // withSchema creates the schema and tries again
-	}
-	if err != nil {
-		return nil, -1, s.unavailable(err)
-	}
-	if n != 1 {
-		return nil, -1, fmt.Errorf("%s: the acquire statement gave %d result rows, want 1", s.d.Name, n)
-	}
-	if r.slot.Valid && r.token.Valid {
-		return s.lease(req, uint64(r.token.Int64), granted, int(r.slot.Int64), limit), -1, nil
-	}
-	left, err := r.busy(s.d.Name, req.Key, limit)
-	return nil, left, err
 }
 
 // busy is why the attempt granted nothing, and the time left on the live
@@ -134,11 +113,11 @@ func (r *attemptRow) busy(engine, key string, limit int) (time.Duration, error) 
 func (s *Store) QueueLen(ctx context.Context, key string) (int64, error) {
 	var n int64
 	err := s.queryRow(ctx, s.d.SQL.QueueLen, []any{s.d.Prefix, key}, &n)
-	if s.d.Driver.IsUndefined(err) {
+	if s.undefined(err) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, s.unavailable(err)
+		return 0, s.Unavailable(err)
 	}
 	return n, nil
 }

@@ -8,25 +8,23 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-var _ lock.Doctor = (*Store)(nil)
-
-// Doctor implements lock.Doctor: the server's clock, which judges every
-// lease's expiry, against ours; the connections free.
+// Doctor implements lock.Doctor (the registry's tests check that it does):
+// the server's clock, which judges every lease's expiry, against ours
+// (lock.ReadClock: best of a few round trips); the connections free.
 func (s *Store) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Check {
-	return []lock.Check{s.clockCheck(ctx, req), s.headroomCheck(ctx, req)}
-}
-
-// clockCheck reads the server's clock (lock.ReadClock: best of a few
-// round trips).
-func (s *Store) clockCheck(ctx context.Context, req lock.DoctorRequest) lock.Check {
 	newCtx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, req.Timeout) }
-	offset, unc, best, err := lock.ReadClock(newCtx, s.d.Clock.Read)
+	clock := lock.Check{Name: "clock", Status: lock.CheckWarning, Fix: "make sure both clocks are synchronised (NTP)"}
+	offset, unc, best, err := lock.ReadClock(newCtx, func(ctx context.Context) (time.Time, error) {
+		var us int64
+		err := s.queryRow(ctx, s.d.SQL.Clock, nil, &us)
+		return time.UnixMicro(us), err
+	})
 	if err != nil {
-		return lock.Check{Name: "clock", Status: lock.CheckWarning,
-			Detail: "cannot read the server's clock (" + s.d.Clock.Name + "): " + err.Error(),
-			Fix:    "make sure both clocks are synchronised (NTP)"}
+		clock.Detail = "cannot read the server's clock (" + s.d.ClockName + "): " + err.Error()
+	} else {
+		clock = lock.ClockOffsetCheck(offset, unc, req.TTL, fmt.Sprintf("%s, best of %d round trips: %s", s.d.ClockName, lock.ClockReadings, best.Round(time.Microsecond)))
 	}
-	return lock.ClockOffsetCheck(offset, unc, req.TTL, fmt.Sprintf("%s, best of %d round trips: %s", s.d.Clock.Name, lock.ClockReadings, best.Round(time.Microsecond)))
+	return []lock.Check{clock, s.headroomCheck(ctx, req)}
 }
 
 // headroomCheck compares the connections in use with the server's limit.

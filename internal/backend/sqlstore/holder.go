@@ -2,24 +2,21 @@ package sqlstore
 
 import (
 	"database/sql"
-	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/distlock/distlock/internal/lock"
 )
 
 // holderRow scans the holder columns (Queries): owner, token, host, pid,
-// username, command, note, acquired, ttl_ms, hold, expires_in_ms. They are
-// NULL when no holder was joined.
+// username, command, note, acquired (µs since 1970), ttl_ms, hold,
+// expires_in_ms. They are NULL when no holder was joined.
 type holderRow struct {
-	owner, host, user, command, note, hold sql.NullString
-	token, pid, ttlMs, expiresMs           sql.NullInt64
-	acquired                               instant
+	owner, host, user, command, note, hold   sql.NullString
+	token, pid, acquiredUs, ttlMs, expiresMs sql.NullInt64
 }
 
 func (r *holderRow) dest() []any {
-	return []any{&r.owner, &r.token, &r.host, &r.pid, &r.user, &r.command, &r.note, &r.acquired, &r.ttlMs, &r.hold, &r.expiresMs}
+	return []any{&r.owner, &r.token, &r.host, &r.pid, &r.user, &r.command, &r.note, &r.acquiredUs, &r.ttlMs, &r.hold, &r.expiresMs}
 }
 
 // holder builds the Holder; ok is false when the columns were NULL.
@@ -29,8 +26,8 @@ func (r *holderRow) holder(key string) (lock.Holder, bool) {
 	}
 	h := lock.Holder{Key: key, Owner: r.owner.String, Token: uint64(r.token.Int64), ExpiresIn: -1, Hold: r.hold.String,
 		Meta: lock.Meta{Host: r.host.String, PID: int(r.pid.Int64), User: r.user.String, Command: r.command.String, Note: r.note.String}}
-	if r.acquired.valid {
-		h.AcquiredAt = r.acquired.t
+	if r.acquiredUs.Valid {
+		h.AcquiredAt = time.UnixMicro(r.acquiredUs.Int64)
 	}
 	if r.ttlMs.Valid {
 		h.TTL = time.Duration(r.ttlMs.Int64) * time.Millisecond
@@ -61,33 +58,4 @@ func (r *slotRow) holder(key string) (lock.Holder, bool) {
 		h.Limit, h.Slot = r.limit, r.slot
 	}
 	return h, ok
-}
-
-// instant scans a moment as the engines give it: a timestamp
-// (PostgreSQL's timestamptz) or µs since 1970 (MySQL's BIGINT, as a
-// number or as its text).
-type instant struct {
-	t     time.Time
-	valid bool
-}
-
-// Scan implements sql.Scanner.
-func (i *instant) Scan(v any) error {
-	switch v := v.(type) {
-	case nil:
-		*i = instant{}
-	case time.Time:
-		*i = instant{t: v, valid: true}
-	case int64:
-		*i = instant{t: time.UnixMicro(v), valid: true}
-	case []byte:
-		us, err := strconv.ParseInt(string(v), 10, 64)
-		if err != nil {
-			return fmt.Errorf("sqlstore: a moment in µs is not a number: %w", err)
-		}
-		*i = instant{t: time.UnixMicro(us), valid: true}
-	default:
-		return fmt.Errorf("sqlstore: cannot scan %T as a moment", v)
-	}
-	return nil
 }

@@ -8,27 +8,6 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// The moment a lease was granted scans from either engine's column: a
-// timestamp (PostgreSQL) or µs since 1970, as a number or its text (MySQL).
-func TestInstantScan(t *testing.T) {
-	at := time.Date(2030, 1, 2, 3, 4, 5, 6000, time.UTC)
-	for _, v := range []any{at, at.UnixMicro(), []byte("1893553445000006")} {
-		var i instant
-		if err := i.Scan(v); err != nil || !i.valid || !i.t.Equal(at) {
-			t.Errorf("Scan(%T %v) = %v, %+v; want %s", v, v, err, i, at)
-		}
-	}
-	i := instant{t: at, valid: true}
-	if err := i.Scan(nil); err != nil || i.valid {
-		t.Errorf("Scan(nil) = %v, %+v; want not valid", err, i)
-	}
-	for _, v := range []any{[]byte("soon"), 1.5} {
-		if err := i.Scan(v); err == nil {
-			t.Errorf("Scan(%T %v) succeeded", v, v)
-		}
-	}
-}
-
 func TestHolderFromRow(t *testing.T) {
 	if _, ok := (&holderRow{}).holder("k"); ok {
 		t.Error("a row of NULLs made a holder")
@@ -38,7 +17,7 @@ func TestHolderFromRow(t *testing.T) {
 	at := time.UnixMicro(1893553445000006)
 	r := slotRow{key: "k", limit: 3, slot: 2, hr: holderRow{
 		owner: str("o"), host: str("h"), user: str("u"), command: str("c"), note: str("n"), hold: str("min-hold"),
-		token: num(7), pid: num(42), ttlMs: num(3000), expiresMs: num(1500), acquired: instant{t: at, valid: true},
+		token: num(7), pid: num(42), ttlMs: num(3000), expiresMs: num(1500), acquiredUs: num(at.UnixMicro()),
 	}}
 	h, ok := r.holder("k")
 	want := lock.Holder{Key: "k", Owner: "o", Token: 7, Hold: "min-hold", AcquiredAt: at, TTL: 3 * time.Second,

@@ -10,24 +10,10 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// Inspect implements lock.Backend: the oldest live lease of key (for a
-// semaphore, the holder with the lowest token).
-func (s *Store) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
-	leases, err := s.leases(ctx, key)
-	if err != nil || len(leases) == 0 {
-		return lock.Holder{}, false, err // with no table yet: free
-	}
-	return leases[0], true, nil
-}
-
 // List implements lock.Backend: one row per held key, its oldest live lease.
 func (s *Store) List(ctx context.Context, keyPrefix string) ([]lock.Holder, error) {
-	pattern := keyPrefix
-	if s.d.KeyPattern != nil {
-		pattern = s.d.KeyPattern(keyPrefix)
-	}
 	var out []lock.Holder
-	err := s.holders(ctx, s.d.SQL.List, []any{s.d.Prefix, pattern}, func(r *slotRow) {
+	err := s.holders(ctx, s.d.SQL.List, []any{s.d.Prefix, keyPrefix}, func(r *slotRow) {
 		if len(out) > 0 && out[len(out)-1].Key == r.key {
 			return // a semaphore's younger holder: the oldest describes it
 		}
@@ -40,6 +26,16 @@ func (s *Store) List(ctx context.Context, keyPrefix string) ([]lock.Holder, erro
 	}
 	lock.SortHolders(out)
 	return out, nil
+}
+
+// Inspect implements lock.Backend: the oldest live lease of key (for a
+// semaphore, the holder with the lowest token).
+func (s *Store) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
+	leases, err := s.leases(ctx, key)
+	if err != nil || len(leases) == 0 {
+		return lock.Holder{}, false, err // with no table yet: free
+	}
+	return leases[0], true, nil
 }
 
 // InspectSlots implements lock.SlotInspector in one query: every live
@@ -64,7 +60,7 @@ func (s *Store) leases(ctx context.Context, key string) ([]lock.Holder, error) {
 	return out, nil
 }
 
-// holders runs a query of slot rows (Leases, List) and hands each row to
+// holders runs a query of slot rows (Leases, List, Break) and hands each row to
 // each; with no table yet there are none.
 func (s *Store) holders(ctx context.Context, query string, args []any, each func(*slotRow)) error {
 	err := s.d.Driver.Query(ctx, query, args, func(scan Row) error {
@@ -75,11 +71,11 @@ func (s *Store) holders(ctx context.Context, query string, args []any, each func
 		each(&r)
 		return nil
 	})
-	if s.d.Driver.IsUndefined(err) {
+	if s.undefined(err) {
 		return nil
 	}
 	if err != nil {
-		return s.unavailable(err)
+		return s.Unavailable(err)
 	}
 	return nil
 }
@@ -89,36 +85,17 @@ func (s *Store) holders(ctx context.Context, query string, args []any, each func
 // key; it returns the holder broken (the oldest, when several were), and
 // wakes the waiters (on an engine that can).
 func (s *Store) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
-	var (
-		broken lock.Holder
-		n      int
-	)
-	err := s.d.Driver.Query(ctx, s.d.SQL.Break, s.wakeArgs(key, s.d.Prefix, key, int64(token)), func(scan Row) error {
-		var (
-			k  string
-			hr holderRow
-		)
-		dest := append([]any{&k}, hr.dest()...)
-		for range s.d.BreakExtra {
-			dest = append(dest, new(any))
+	var broken []lock.Holder
+	err := s.holders(ctx, s.d.SQL.Break, s.wakeArgs(key, s.d.Prefix, key, int64(token)), func(r *slotRow) {
+		if h, ok := r.hr.holder(key); ok {
+			broken = append(broken, h)
 		}
-		if err := scan(dest...); err != nil {
-			return err
-		}
-		if h, ok := hr.holder(key); ok && n == 0 {
-			broken = h
-		}
-		n++
-		return nil
 	})
-	if s.d.Driver.IsUndefined(err) {
-		return lock.Holder{}, lock.ErrNotHeld
-	}
 	if err != nil {
-		return lock.Holder{}, s.unavailable(err)
+		return lock.Holder{}, err
 	}
-	if n > 0 {
-		return broken, nil
+	if len(broken) > 0 {
+		return broken[0], nil
 	}
 	h, held, err := s.Inspect(ctx, key)
 	if err != nil {
@@ -140,7 +117,7 @@ func (s *Store) LeaseLeft(ctx context.Context, key string, token uint64) (left t
 		return 0, false, nil
 	}
 	if err != nil {
-		return 0, false, s.unavailable(err)
+		return 0, false, s.Unavailable(err)
 	}
 	return time.Duration(us) * time.Microsecond, true, nil
 }

@@ -22,11 +22,11 @@ func (s *Store) lease(req lock.Request, token uint64, granted time.Time, slot, l
 // exec runs an owner-checked update or delete: one matched row means ours.
 func (r row) exec(ctx context.Context, query string, args ...any) error {
 	n, err := r.s.d.Driver.Exec(ctx, query, args...)
-	if r.s.d.Driver.IsUndefined(err) {
+	if r.s.undefined(err) {
 		return lock.ErrNotHeld // the table was dropped: so was our row
 	}
 	if err != nil {
-		return r.s.unavailable(err)
+		return r.s.Unavailable(err)
 	}
 	if n != 1 {
 		return lock.ErrNotHeld
@@ -58,11 +58,11 @@ func (s *Store) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
 	granted := time.Now()
 	var slot, limit, ttlMs int64
 	err := s.queryRow(ctx, s.d.SQL.Resume, []any{s.d.Prefix, h.Key, h.Owner, int64(h.Token)}, &slot, &limit, &ttlMs)
-	if errors.Is(err, errNoRows) || s.d.Driver.IsUndefined(err) {
+	if errors.Is(err, errNoRows) || s.undefined(err) {
 		return nil, lock.ErrNotHeld
 	}
 	if err != nil {
-		return nil, s.unavailable(err)
+		return nil, s.Unavailable(err)
 	}
 	req := lock.Request{Key: h.Key, Owner: h.Owner, TTL: time.Duration(ttlMs) * time.Millisecond}
 	return s.lease(req, h.Token, granted, int(slot), int(limit)), nil

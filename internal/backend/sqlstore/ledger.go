@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/distlock/distlock/internal/lock"
 )
@@ -30,7 +31,7 @@ func (s *Store) PutEntry(ctx context.Context, key, id string, data []byte) error
 		return err
 	})
 	if err != nil {
-		return s.unavailable(err)
+		return s.Unavailable(err)
 	}
 	return nil
 }
@@ -50,30 +51,26 @@ func (s *Store) Entries(ctx context.Context, key string) (map[string][]byte, err
 		out[id] = data
 		return nil
 	})
-	if s.d.Driver.IsUndefined(err) {
+	if s.undefined(err) {
 		return map[string][]byte{}, nil
 	}
 	if err != nil {
-		return nil, s.unavailable(err)
+		return nil, s.Unavailable(err)
 	}
 	return out, nil
 }
 
 // DeleteEntries implements lock.Ledger: one delete of every id that can
-// name an entry (the others cannot be there, and a comma in one would
-// split it in MySQL's list).
+// name an entry, joined by commas (lock.ValidEntryID: an id holds none;
+// the others cannot be there).
 func (s *Store) DeleteEntries(ctx context.Context, key string, ids []string) error {
 	ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !lock.ValidEntryID(id) })
 	if len(ids) == 0 {
 		return nil
 	}
-	var arg any = ids
-	if s.d.EntryIDs != nil {
-		arg = s.d.EntryIDs(ids)
-	}
-	_, err := s.d.Driver.Exec(ctx, s.d.SQL.DeleteEntries, s.d.Prefix, key, arg)
-	if err != nil && !s.d.Driver.IsUndefined(err) {
-		return s.unavailable(err)
+	_, err := s.d.Driver.Exec(ctx, s.d.SQL.DeleteEntries, s.d.Prefix, key, strings.Join(ids, ","))
+	if err != nil && !s.undefined(err) {
+		return s.Unavailable(err)
 	}
 	return nil
 }

@@ -2,20 +2,20 @@
 // lease is a row of distlock_lease whose expiry the database's clock
 // judges; the lease (renew, release, hold, handle, resume), inspect, list,
 // slots and break, the fair polling acquire (a place in distlock_waiter),
-// the run ledger (distlock_ledger) and the doctor's checks. Each engine (internal/backend/postgres,
-// internal/backend/mysql) supplies a Dialect: its statements (its own
-// .sql files, embedded in its package), how it reaches the database, how
-// it names failures, and what it has that the other has not (PostgreSQL's
-// LISTEN/NOTIFY wake-ups).
+// the run ledger (distlock_ledger), the schema created on first use, the
+// doctor's checks and the one-line failures. Each engine
+// (internal/backend/postgres, internal/backend/mysql) supplies a Dialect:
+// its statements (its own .sql files, embedded in its package), how it
+// reaches the database, what its errors mean, and what it has that the
+// other has not (PostgreSQL's LISTEN/NOTIFY wake-ups).
 package sqlstore
 
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"strings"
 	"time"
-
-	"github.com/distlock/distlock/internal/lock"
 )
 
 // Row scans the current row of a result into dest.
@@ -23,8 +23,8 @@ type Row func(dest ...any) error
 
 // Driver runs an engine's statements on its client library.
 type Driver interface {
-	// Exec runs an owner-checked update or delete and returns how many
-	// rows it matched.
+	// Exec runs a statement (or a script, given no arguments) and returns
+	// how many rows it matched.
 	Exec(ctx context.Context, query string, args ...any) (int64, error)
 	// Query runs query and calls each for every row it gives (of every
 	// result set, for a multi-statement query).
@@ -32,62 +32,57 @@ type Driver interface {
 	// Acquire runs Queries.Acquire as one transaction, serialized with
 	// the key's other acquirers, and calls each for its row.
 	Acquire(ctx context.Context, query string, args []any, each func(Row) error) error
-	// CreateSchema creates the tables (on first use).
-	CreateSchema(ctx context.Context) error
-	// IsUndefined: err says a table (or sequence) does not exist (yet).
-	IsUndefined(err error) bool
-	// Unavailable turns a failure into the one line that says what to do.
-	Unavailable(err error) error
 }
 
-// Queries are an engine's statements, each given the arguments listed.
+// Queries are an engine's statements, one .sql file each (ReadQueries).
 // "Holder columns" are owner, token, host, pid, username, command, note,
-// acquired (a timestamp, or µs since 1970), ttl_ms, hold and the ms left
-// (by the database's clock).
+// acquired (µs since 1970), ttl_ms, hold and the ms left (by the
+// database's clock).
 type Queries struct {
-	// Acquire: prefix, key, owner, ttl_ms, limit, host, pid, user,
-	// command, note, waiting (bool), place_ms. One row: the granted slot
-	// and token (NULL when not granted), the limit in use when it is not
-	// ours, the oldest live holder's columns, the ms until the soonest
-	// live lease expires, the first live waiter ahead of us (host, pid).
-	Acquire string
-	// Renew: ttl_ms, prefix, key, slot, owner. Matches our live row.
-	Renew string
-	// Hold: ms, ms, mode, prefix, key, slot, owner. Matches our live row.
-	Hold string
-	// Release: prefix, key, slot, owner, Dialect.WakeArgs. Matches our row
-	// only if it was still live.
-	Release string
-	// Resume: prefix, key, owner, token. Our live row's slot, limit, ttl_ms.
-	Resume string
-	// Leases: prefix, key. Every live lease of the key, the oldest (lowest
-	// token) first: key, holder columns, limit, slot.
-	Leases string
-	// List: prefix, Dialect.KeyPattern(key prefix). Live leases by key,
-	// then token (the oldest first): key, holder columns, limit, slot.
-	List string
-	// Break: prefix, key, token (0: any), Dialect.WakeArgs. The live
-	// leases deleted, oldest first: key, holder columns, then
-	// Dialect.BreakExtra columns.
-	Break string
-	// Leave: prefix, key, owner. A waiter's place given back.
-	Leave string
-	// QueueLen: prefix, key. The count of places in the key's line.
-	QueueLen string
-	// LeaseLeft: prefix, key, token. The µs left on that lease (<0 expired).
-	LeaseLeft string
-	// PutEntry: prefix, key, id, data. Creates or replaces that row of
-	// the run ledger (ledger.go).
-	PutEntry string
-	// Entries: prefix, key. Every entry of the key's ledger: id, data.
-	Entries string
-	// DeleteEntries: prefix, key, Dialect.EntryIDs(ids). Deletes those.
-	DeleteEntries string
+	Schema, Acquire, Renew, Hold, Release, Resume, Leases, List, Break,
+	Leave, QueueLen, LeaseLeft, PutEntry, Entries, DeleteEntries, Clock string
+}
+
+// ReadQueries reads an engine's statements from fsys, <name>.sql each, as
+// named below with the arguments the store gives them (each file's header
+// says what it does and gives back). A file missing is a broken build: it
+// panics.
+func ReadQueries(fsys fs.FS) Queries {
+	var q Queries
+	for _, f := range []struct {
+		name string
+		to   *string
+	}{
+		{"schema", &q.Schema},               // none: creates what is missing
+		{"acquire", &q.Acquire},             // prefix, key, owner, ttl_ms, limit, host, pid, user, command, note, waiting, place_ms
+		{"renew", &q.Renew},                 // ttl_ms, prefix, key, slot, owner
+		{"hold", &q.Hold},                   // ms, ms, mode, prefix, key, slot, owner
+		{"release", &q.Release},             // prefix, key, slot, owner, WakeArgs
+		{"resume", &q.Resume},               // prefix, key, owner, token: slot, limit, ttl_ms
+		{"leases", &q.Leases},               // prefix, key: key, holder columns, limit, slot
+		{"list", &q.List},                   // prefix, key prefix: the same, by key then token
+		{"break", &q.Break},                 // prefix, key, token (0: any), WakeArgs: key, holder columns, limit, slot
+		{"leave", &q.Leave},                 // prefix, key, owner
+		{"queue_len", &q.QueueLen},          // prefix, key: a count
+		{"lease_left", &q.LeaseLeft},        // prefix, key, token: µs left (<0 expired)
+		{"ledger_put", &q.PutEntry},         // prefix, key, id, data
+		{"ledger_entries", &q.Entries},      // prefix, key: id, data
+		{"ledger_delete", &q.DeleteEntries}, // prefix, key, ids joined by commas
+		{"clock", &q.Clock},                 // none: the server's clock in µs since 1970
+	} {
+		b, err := fs.ReadFile(fsys, f.name+".sql")
+		if err != nil {
+			panic(err)
+		}
+		*f.to = string(b)
+	}
+	return q
 }
 
 // Dialect is what an engine tells the store.
 type Dialect struct {
 	Name   string // "postgres", "mysql": starts the store's own messages
+	Addr   string // host:port, for messages
 	Prefix string // the namespace (--prefix)
 	Driver Driver
 	SQL    Queries
@@ -100,23 +95,15 @@ type Dialect struct {
 	// WakeArgs (optional) are Release's and Break's last arguments
 	// (PostgreSQL: the key's NOTIFY channel).
 	WakeArgs func(key string) []any
-	// BreakExtra is how many columns Break gives after the holder's.
-	BreakExtra int
-	// KeyPattern (optional) is List's argument for a key prefix (MySQL: a
-	// LIKE pattern); the prefix itself when nil.
-	KeyPattern func(keyPrefix string) string
-	// EntryIDs (optional) is DeleteEntries' argument for a list of entry
-	// ids (MySQL: one comma-separated string); the ids themselves (a
-	// text array) when nil.
-	EntryIDs    func(ids []string) any
-	Clock       Clock
+	// Classify says what an error of the engine is (failure.go).
+	Classify func(err error) Failure
+	// Grants says what to create and grant when the user may not use the
+	// tables; TooMany why no connection is left and how to raise the
+	// limit.
+	Grants, TooMany string
+	// ClockName is the clock Queries.Clock reads, as the doctor names it.
+	ClockName   string
 	Connections Connections
-}
-
-// Clock reads the server's clock, which judges every lease's expiry.
-type Clock struct {
-	Name string // as the doctor names it: "clock_timestamp()"
-	Read func(ctx context.Context) (time.Time, error)
 }
 
 // Connections reads how many of the server's connections are in use.
@@ -152,22 +139,18 @@ func New(d Dialect) *Store {
 // because a table is missing ("created on first use").
 func (s *Store) withSchema(ctx context.Context, op func() error) error {
 	err := op()
-	if !s.d.Driver.IsUndefined(err) {
+	if !s.undefined(err) {
 		return err
 	}
-	if err := s.d.Driver.CreateSchema(ctx); err != nil {
-		return err
+	if _, err := s.d.Driver.Exec(ctx, s.d.SQL.Schema); err != nil {
+		return s.Unavailable(err)
 	}
 	return op()
 }
 
-// unavailable is the Driver's one line for err, unless err is one already.
-func (s *Store) unavailable(err error) error {
-	var ue *lock.UnavailableError
-	if errors.As(err, &ue) {
-		return err
-	}
-	return s.d.Driver.Unavailable(err)
+// undefined: err says a table (or sequence) does not exist (yet).
+func (s *Store) undefined(err error) bool {
+	return err != nil && s.d.Classify(err).Kind == Undefined
 }
 
 // errNoRows: a query that gives one row gave none.

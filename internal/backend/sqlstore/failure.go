@@ -1,0 +1,76 @@
+package sqlstore
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// Failure is what an engine's error means (Dialect.Classify): its Kind,
+// the server's message (for Unreachable, the cause) and the server's code
+// as the engine names it ("SQLSTATE 53300", "error 1040").
+type Failure struct {
+	Kind      Kind
+	Msg, Code string
+}
+
+// Kind sorts the failures that Unavailable words differently.
+type Kind int
+
+const (
+	ServerError    Kind = iota // any other error the server answered with
+	BadCredentials             // authentication refused
+	NoDatabase                 // the URL's database does not exist
+	NoPermission               // the user may not use or create the tables
+	NoConnection               // every connection the server allows is in use
+	Timeout                    // the server did not answer in time
+	Unreachable                // no answer at all: Msg is the cause
+	Undefined                  // a table (or sequence) does not exist (yet)
+)
+
+// Unavailable turns a connection, auth or server failure into one line
+// that says what to do, unless err is one already. It never holds the
+// password: the engines' errors do not, and only their message is kept.
+func (s *Store) Unavailable(err error) error {
+	var ue *lock.UnavailableError
+	if errors.As(err, &ue) {
+		return err
+	}
+	f := s.d.Classify(err)
+	at := s.d.Name + " at " + s.d.Addr
+	ue = &lock.UnavailableError{Err: err, Refused: f.Kind == BadCredentials || f.Kind == NoPermission}
+	switch f.Kind {
+	case BadCredentials:
+		ue.Msg = fmt.Sprintf("%s refused the credentials (%s): check the user and password in --backend, DISTLOCK_PASSWORD or --password-file", at, f.Msg)
+	case NoDatabase:
+		ue.Msg = fmt.Sprintf("%s: %s: check the database in --backend", at, f.Msg)
+	case NoPermission:
+		ue.Msg = fmt.Sprintf("%s: %s: %s", at, f.Msg, s.d.Grants)
+	case NoConnection:
+		ue.Msg = fmt.Sprintf("%s has no connection left (%s, %s): %s, or run fewer distlock processes at once", at, f.Msg, f.Code, s.d.TooMany)
+	case Timeout:
+		ue.Msg = at + " did not answer in time: check that it is up and reachable, or raise --connect-timeout"
+	case Unreachable:
+		ue.Msg = fmt.Sprintf("cannot reach %s: %s: check --backend and that the server is up", at, f.Msg)
+	default:
+		ue.Msg = fmt.Sprintf("%s: %s (%s)", at, f.Msg, f.Code)
+	}
+	return ue
+}
+
+// Cause is the text of err's cause, for Unreachable: a network error told
+// by its system call ("connect: connection refused"), else the first line
+// of the innermost error when unwrap is set (client libraries wrap it in
+// messages that repeat the user, database and address), else of err.
+func Cause(err error, unwrap bool) string {
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Err != nil {
+		return opErr.Err.Error()
+	}
+	for unwrap && errors.Unwrap(err) != nil {
+		err = errors.Unwrap(err)
+	}
+	return FirstLine(err.Error())
+}
