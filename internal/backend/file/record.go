@@ -21,9 +21,12 @@ package file
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
-	"log/slog"
+	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/distlock/distlock/internal/lock"
@@ -61,104 +64,135 @@ func withRecordLock(ctx context.Context, path string, fn func() error) error {
 	return fn()
 }
 
-// ownRecord names one holder's record: the sidecar at path naming owner
-// with token, and the key's record lock.
-type ownRecord struct {
-	key, owner string
-	token      uint64
-	path       string // the sidecar
-	lockPath   string // the key's record lock
+// namesHolder reports whether the record at path names the holder with
+// owner and token.
+func namesHolder(path, owner string, token uint64) (bool, error) {
+	m, ok, err := readMeta(path)
+	return ok && m.Owner == owner && m.Token == token, err
 }
 
-// names reports whether the record at r.path names r's holder.
-func (r ownRecord) names() (bool, error) {
-	m, ok, err := readMeta(r.path)
+// removeRecord is Break's record work: it removes s's record, under the
+// key's record lock, when it still names s's holder with its token; removed
+// is false when it does not (the holder let go meanwhile). A slot seen
+// without a record is broken already: removed, with nothing to remove.
+func (b *Backend) removeRecord(ctx context.Context, key string, s slotHolder) (removed bool, err error) {
+	if !s.ok {
+		return true, nil
+	}
+	err = withRecordLock(ctx, b.keyPaths(key).recLock(), func() error {
+		ours, err := namesHolder(s.path, s.m.Owner, s.m.Token)
+		if err != nil || !ours {
+			return err
+		}
+		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		removed = true
+		return nil
+	})
+	return removed, err
+}
+
+// meta is a holder's record (sidecar), of a mutex and of a semaphore slot
+// alike; written atomically by rename.
+type meta struct {
+	Key        string    `json:"key"`
+	Owner      string    `json:"owner"`
+	Token      uint64    `json:"token"`
+	Host       string    `json:"host"`
+	PID        int       `json:"pid"`
+	User       string    `json:"user"`
+	Command    string    `json:"command"`
+	Note       string    `json:"note"`
+	AcquiredAt time.Time `json:"acquired_at"`
+	RenewedAt  time.Time `json:"renewed_at"`
+	TTLms      int64     `json:"ttl_ms"`
+	// Hold is set when no process holds the flock any more and the lock is
+	// kept until RenewedAt+TTL (lock.HoldMinHold, lock.HoldHandle).
+	Hold string `json:"hold,omitempty"`
+	// Limit and Slot are a semaphore holder's (slots.go): the --limit it
+	// asked for, which every holder must agree on, and its slot. A mutex is
+	// slot 0 of 1 and records neither, as every distlock version writes it.
+	Limit int `json:"limit,omitempty"`
+	Slot  int `json:"slot,omitempty"`
+
+	// touched is the record's modification time, as read. A renewal that
+	// cannot rewrite the record (a full lock directory) touches it instead
+	// (record.go), so the later of the two is the last renewal seen.
+	touched time.Time
+}
+
+// heldWithoutProcess reports whether m is a hold (min-hold, handle) that
+// has not expired yet.
+func (m meta) heldWithoutProcess(now time.Time) bool {
+	return m.Hold != "" && now.Before(m.RenewedAt.Add(time.Duration(m.TTLms)*time.Millisecond))
+}
+
+func (m meta) holder(now time.Time) lock.Holder {
+	ttl := time.Duration(m.TTLms) * time.Millisecond
+	renewed := m.RenewedAt
+	if m.Hold == "" && m.touched.After(renewed) {
+		renewed = m.touched // a hold is never renewed: it ends at RenewedAt+TTL
+	}
+	return lock.Holder{
+		Key:        m.Key,
+		Owner:      m.Owner,
+		Token:      m.Token,
+		Meta:       lock.Meta{Host: m.Host, PID: m.PID, User: m.User, Command: m.Command, Note: m.Note},
+		AcquiredAt: m.AcquiredAt,
+		TTL:        ttl,
+		ExpiresIn:  max(0, renewed.Add(ttl).Sub(now)),
+		Hold:       m.Hold,
+	}
+}
+
+// readMeta reads the record at path and its modification time; ok is false
+// when there is none, or it is torn or foreign (no holder named).
+func readMeta(path string) (m meta, ok bool, err error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return m, false, nil
+	}
 	if err != nil {
-		return false, err
+		return m, false, err
 	}
-	return ok && m.Owner == r.owner && m.Token == r.token, nil
-}
-
-// renew is Renew's record work: under the record lock, the record must
-// still name us (a break removes it: lock.ErrNotHeld), and write rewrites
-// it. The flock is the lock and cannot expire, so a record that names us
-// but cannot be rewritten (a full or read-only lock directory) does not
-// cost the lock: renew then touches the record (its mtime keeps status
-// honest when the file system allows that much) and returns the write's
-// error as unwritten with err nil. The caller warns.
-//
-// A record lock that cannot be taken (stuck, or its file cannot be made)
-// leaves renew a plain read: ours or not, nothing written.
-func (r ownRecord) renew(ctx context.Context, write func() error) (unwritten, err error) {
-	f, lerr := lockRecord(ctx, r.lockPath)
-	if lerr != nil {
-		if ctx.Err() != nil {
-			return nil, lerr
-		}
-		ours, err := r.names()
-		if err != nil {
-			return nil, err
-		}
-		if !ours {
-			return nil, lock.ErrNotHeld
-		}
-		return fmt.Errorf("cannot lock the record: %w", lerr), nil
-	}
-	defer unlockClose(f)
-	ours, err := r.names()
+	defer f.Close()
+	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return m, false, err
 	}
-	if !ours {
-		return nil, lock.ErrNotHeld
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return m, false, err
 	}
-	if werr := write(); werr != nil {
-		now := time.Now()
-		if terr := os.Chtimes(r.path, now, now); terr != nil {
-			return fmt.Errorf("%w (touching it failed too: status shows the lock overdue, though it is held)", werr), nil
-		}
-		return werr, nil
+	if json.Unmarshal(b, &m) != nil {
+		return meta{}, false, nil
 	}
-	return nil, nil
+	m.touched = st.ModTime()
+	return m, true, nil
 }
 
-// release is Release's and Hold's record work: under the record lock, when
-// the record still names us, change (remove it, or write a hold) runs; then
-// letGo lets go of the flock, still under the record lock, so that a break
-// never sees the flock held by a holder whose record is already gone. A
-// record lock that cannot be taken does not keep the flock: letGo always
-// runs.
-func (r ownRecord) release(ctx context.Context, change func() error, letGo func()) (ours bool, err error) {
-	f, lerr := lockRecord(ctx, r.lockPath)
-	if lerr == nil {
-		defer unlockClose(f)
+// writeMeta writes m to path by a rename: a reader sees the old record or
+// the new one. Records are not fsync'd: a crash ends their holders too.
+func writeMeta(path string, m meta) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
 	}
-	defer letGo()
-	ours, err = r.names()
-	if err != nil || !ours {
-		return ours, err
+	tmp := path + ".tmp" + strconv.Itoa(os.Getpid())
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
 	}
-	return true, change()
-}
-
-// write is an acquisition's record work: the first record of a new holder,
-// written under the record lock, so that a break comparing an older
-// holder's token never removes it.
-func (r ownRecord) write(ctx context.Context, write func() error) error {
-	return withRecordLock(ctx, r.lockPath, write)
-}
-
-// recordWarner logs a renewal's unwritten record once per streak.
-type recordWarner struct {
-	failing bool
-}
-
-func (w *recordWarner) note(log *slog.Logger, key string, unwritten error) {
-	switch {
-	case unwritten != nil && !w.failing:
-		log.Warn("cannot write the lock record; keeping the lock, which the kernel holds while distlock runs (a break is still seen)", "key", key, "error", unwritten)
-	case unwritten == nil && w.failing:
-		log.Info("lock record written again", "key", key)
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	w.failing = unwritten != nil
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }

@@ -19,8 +19,10 @@ const tokenWidth = 21
 // nextToken reads the key's counter, computes max(counter+1, now in µs)
 // (lock.NextToken, the rule of every engine),
 // and persists it (fsync'd) before returning, so tokens never go backwards
-// even if the counter file is lost and the clock is sane. Call it only
-// while holding the key's flock.
+// even if the counter file is lost and the clock is sane. One counter
+// serves every limit: call it only under the key's exclusive flock (a
+// mutex) or its short flock (a semaphore, slots.go), so writers never
+// overlap.
 func nextToken(path string, now time.Time) (uint64, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
