@@ -44,28 +44,25 @@ func (b *Backend) grant(ctx context.Context, req lock.Request, slot int, files [
 	if err != nil {
 		return nil, fmt.Errorf("fencing counter for %s: %w", req.Key, err)
 	}
-	m := meta{
-		Key: req.Key, Owner: req.Owner, Token: tok,
-		Host: req.Meta.Host, PID: req.Meta.PID, User: req.Meta.User, Command: req.Meta.Command, Note: req.Meta.Note,
-		AcquiredAt: now, RenewedAt: now, TTLms: req.TTL.Milliseconds(),
-	}
+	m := meta{Key: req.Key, Record: lock.NewRecord(req, now), Token: tok, RenewedAt: now}
+	m.QueuedAt = time.Time{} // no line: a holder has never queued
 	if req.Limit > 1 {
 		m.Limit, m.Slot = req.Limit, slot
 	}
 	_, recordPath := p.slot(req.Limit, slot)
-	l, st := b.newLease(files, m, recordPath, granted)
-	if err := withRecordLock(ctx, st.recLock, func() error { return writeMeta(recordPath, m) }); err != nil {
+	l := b.newLease(files, m, recordPath, granted)
+	if err := withRecordLock(ctx, p.recLock(), func() error { return writeMeta(recordPath, m) }); err != nil {
 		return nil, fmt.Errorf("holder metadata for %s: %w", req.Key, err)
 	}
 	return l, nil
 }
 
 // newLease makes the lease of the slot m names, whose flocks files hold
-// and whose record is at metaPath; st is its store.
-func (b *Backend) newLease(files []*os.File, m meta, metaPath string, granted time.Time) (l lock.Lease, st *slotLock) {
-	st = &slotLock{files: files, meta: m, metaPath: metaPath, recLock: b.keyPaths(m.Key).recLock(), log: b.log}
+// and whose record is at metaPath.
+func (b *Backend) newLease(files []*os.File, m meta, metaPath string, granted time.Time) lock.Lease {
+	st := &slotLock{files: files, meta: m, metaPath: metaPath, recLock: b.keyPaths(m.Key).recLock(), log: b.log}
 	g := lock.Grant{Key: m.Key, Owner: m.Owner, Token: m.Token, TTL: time.Duration(m.TTLms) * time.Millisecond, Granted: granted, Slot: m.Slot, Limit: m.Limit}
-	return lock.NewLease(g, st), st
+	return lock.NewLease(g, st)
 }
 
 // LockFiles implements lock.FileLocked: the flock'd lock files.
@@ -122,14 +119,14 @@ func (l *slotLock) Renew(ctx context.Context, _ *lock.Held) error {
 	if err := l.ours(); err != nil {
 		return err
 	}
-	m := l.meta
-	m.RenewedAt = time.Now()
-	if unwritten != nil {
-		unwritten = fmt.Errorf("cannot lock the record: %w", unwritten)
-	} else if unwritten = writeMeta(l.metaPath, m); unwritten == nil {
-		l.meta = m
-	} else if err := os.Chtimes(l.metaPath, m.RenewedAt, m.RenewedAt); err != nil {
-		unwritten = fmt.Errorf("%w (touching it failed too: status shows the lock overdue, though it is held)", unwritten)
+	if unwritten == nil {
+		m := l.meta
+		m.RenewedAt = time.Now()
+		if unwritten = writeMeta(l.metaPath, m); unwritten == nil {
+			l.meta = m
+		} else if err := os.Chtimes(l.metaPath, m.RenewedAt, m.RenewedAt); err != nil {
+			unwritten = fmt.Errorf("%w (touching it failed too: status shows the lock overdue, though it is held)", unwritten)
+		}
 	}
 	l.warn(unwritten)
 	return nil
@@ -235,6 +232,5 @@ func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 		}
 		return nil, lock.ErrNotHeld
 	}
-	l, _ := b.newLease([]*os.File{f}, m, p.record(), granted)
-	return l, nil
+	return b.newLease([]*os.File{f}, m, p.record(), granted), nil
 }

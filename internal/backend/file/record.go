@@ -1,29 +1,18 @@
 package file
 
-// The record lock: every read-check-write of a key's records.
-//
-// A holder's record (the sidecar "<base>.json" of a mutex, or
-// "<base>#slot<i>.json" of a semaphore slot, paths.go) names it. Break
-// removes it; renewals, releases, holds and acquisitions check it and
-// write or remove it. Each of these is a read, a comparison and a write,
-// and two of them interleaved go wrong: a break that inspected one holder
-// removes the record of the next, or a renewal that read the record before
-// a break writes it back after. So every writer and remover of a key's
-// records holds "<base>#rec.lock" (flock LOCK_EX) from its read to its
-// write: a break is a compare-and-delete, and a renewal after a break
-// sees it.
-//
-// The record lock is held for a read and a small write (microseconds),
-// never while waiting for anything else, and it is always the innermost
-// lock (taken under a key's flock or its semaphore lock, or under none,
-// never the other way round). Waiting for it polls, bounded by the caller's context and by
-// recordLockWait.
+// The record lock: every read-check-write of a key's records (a break's
+// compare-and-delete, a renewal's check and rewrite, a release, a hold, an
+// acquisition's first write) holds the key's "<base>#rec.lock" (flock
+// LOCK_EX) from its read to its write. Interleaved, a break that inspected
+// one holder would remove the next one's record, or a renewal that read
+// the record before a break would write it back after. It is held for
+// microseconds, never while waiting for anything else, and always
+// innermost (under a key's flock or short flock, or none).
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"strconv"
@@ -36,29 +25,16 @@ import (
 // it for microseconds: waiting this long means one of them is stopped.
 const recordLockWait = time.Second
 
-// lockRecord takes the record lock at path. The file is opened read-only
-// (a flock needs no write access) so that a lock directory that has become
-// read-only still lets renewals check their record.
+// lockRecord takes the key's record lock at path.
 func lockRecord(ctx context.Context, path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := pollFlock(ctx, f, recordLockWait, 20*time.Microsecond, 5*time.Millisecond); err != nil {
-		return nil, err
-	}
-	return f, nil
+	return lockBrief(ctx, path, recordLockWait, 20*time.Microsecond, 5*time.Millisecond)
 }
 
-// withRecordLock runs fn under the record lock at path. Errors taking the
-// lock are *lock.UnavailableError, except the context's own.
+// withRecordLock runs fn under the record lock at path.
 func withRecordLock(ctx context.Context, path string, fn func() error) error {
 	f, err := lockRecord(ctx, path)
 	if err != nil {
-		if ctx.Err() != nil {
-			return err
-		}
-		return &lock.UnavailableError{Msg: fmt.Sprintf("cannot lock %s: %v", path, err), Err: err}
+		return err
 	}
 	defer unlockClose(f)
 	return fn()
@@ -93,20 +69,15 @@ func (b *Backend) removeRecord(ctx context.Context, key string, s slotHolder) (r
 	return removed, err
 }
 
-// meta is a holder's record (sidecar), of a mutex and of a semaphore slot
-// alike; written atomically by rename.
+// meta is a holder's record, of a mutex and of a semaphore slot alike;
+// written atomically by rename. Its fields are read by name, by every
+// distlock version: the key, lock.Record's (owner, who, since when, TTL),
+// the token and the last renewal.
 type meta struct {
-	Key        string    `json:"key"`
-	Owner      string    `json:"owner"`
-	Token      uint64    `json:"token"`
-	Host       string    `json:"host"`
-	PID        int       `json:"pid"`
-	User       string    `json:"user"`
-	Command    string    `json:"command"`
-	Note       string    `json:"note"`
-	AcquiredAt time.Time `json:"acquired_at"`
-	RenewedAt  time.Time `json:"renewed_at"`
-	TTLms      int64     `json:"ttl_ms"`
+	Key string `json:"key"`
+	lock.Record
+	Token     uint64    `json:"token"`
+	RenewedAt time.Time `json:"renewed_at"`
 	// Hold is set when no process holds the flock any more and the lock is
 	// kept until RenewedAt+TTL (lock.HoldMinHold, lock.HoldHandle).
 	Hold string `json:"hold,omitempty"`
@@ -129,21 +100,13 @@ func (m meta) heldWithoutProcess(now time.Time) bool {
 }
 
 func (m meta) holder(now time.Time) lock.Holder {
-	ttl := time.Duration(m.TTLms) * time.Millisecond
+	h := m.Record.Holder(m.Key)
 	renewed := m.RenewedAt
 	if m.Hold == "" && m.touched.After(renewed) {
 		renewed = m.touched // a hold is never renewed: it ends at RenewedAt+TTL
 	}
-	return lock.Holder{
-		Key:        m.Key,
-		Owner:      m.Owner,
-		Token:      m.Token,
-		Meta:       lock.Meta{Host: m.Host, PID: m.PID, User: m.User, Command: m.Command, Note: m.Note},
-		AcquiredAt: m.AcquiredAt,
-		TTL:        ttl,
-		ExpiresIn:  max(0, renewed.Add(ttl).Sub(now)),
-		Hold:       m.Hold,
-	}
+	h.Token, h.Hold, h.ExpiresIn = m.Token, m.Hold, max(0, renewed.Add(h.TTL).Sub(now))
+	return h
 }
 
 // readMeta reads the record at path and its modification time; ok is false
@@ -179,15 +142,13 @@ func writeMeta(path string, m meta) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp" + strconv.Itoa(os.Getpid())
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	return writeRenamed(path, path+".tmp"+strconv.Itoa(os.Getpid()), b)
+}
+
+// writeRenamed writes data to tmp and renames it over path: a reader sees
+// the old file or the new one, never a part.
+func writeRenamed(path, tmp string, data []byte) error {
+	err := os.WriteFile(tmp, data, 0o600)
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}

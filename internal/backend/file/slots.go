@@ -1,27 +1,15 @@
 package file
 
-// One acquisition for every limit: a mutex is a semaphore of one.
-//
-// Slot 0 of 1 (a mutex) is the key's own "<base>.lock", held exclusively,
-// with its record "<base>.json", as every distlock version has them: an
-// older and a newer distlock on one machine exclude each other and read
-// each other's records. Slot i of a semaphore holds its own
-// "<base>#slot<i>.lock" exclusively (record "<base>#slot<i>.json") and the
-// key's "<base>.lock" shared, for as long as it is held: the kernel keeps
-// the two modes apart, and an acquirer that meets the other mode is refused
-// with a *lock.LimitMismatchError. The separator is '#' because baseName
-// escapes it in every key but keeps '.': with ".slot0.lock", KEY's slot 0
-// and the key "KEY.slot0" would share a file.
-//
-// Every look at slot files (a semaphore's acquisition, inspection, break)
-// runs under the short flock "<base>#sem.lock", held for a few file
-// operations, never while a command runs, so that the limit check, the
-// choice of the lowest free slot and the fencing counter update are one
-// step. A mutex needs none: its slot's flock is that step.
-//
-// A slot kept by a hold (--min-hold, a CI handle) holds no flock: its
-// record says so, and is written before the flock goes (lease.go), so a
-// scan that takes a slot's flock and then reads its record sees the hold.
+// One acquisition for every limit: a mutex is a semaphore of one
+// (docs/ARCHITECTURE.md, "file", has the layout). Slot 0 of 1 is the key's
+// own "<base>.lock", held exclusively, as every distlock version has it; a
+// semaphore's slot i holds "<base>#slot<i>.lock" exclusively and the key's
+// lock file shared, so the kernel keeps the two modes apart. ('#', which
+// baseName escapes in keys, keeps slot files apart from every key's own.)
+// Every look at slot files runs under the key's short flock, so a
+// semaphore's limit check, slot choice and token are one step. A hold's
+// record is written before its flocks go (lease.go), so a scan that takes
+// a slot's flock and then reads its record sees the hold.
 
 import (
 	"context"
@@ -40,19 +28,9 @@ const shortLockWait = 5 * time.Second
 // maxLimit bounds slot scans (run --limit allows 1..1000).
 const maxLimit = 1000
 
-// lockShort takes the key's short flock, polling so that ctx is honoured.
+// lockShort takes the key's short flock.
 func lockShort(ctx context.Context, p keyPaths) (*os.File, error) {
-	f, err := openLock(p.semLock(), true)
-	if err != nil {
-		return nil, err
-	}
-	if err := pollFlock(ctx, f, shortLockWait, 100*time.Microsecond, 10*time.Millisecond); err != nil {
-		if errors.Is(err, errStuck) {
-			return nil, &lock.UnavailableError{Msg: err.Error(), Err: err}
-		}
-		return nil, err
-	}
-	return f, nil
+	return lockBrief(ctx, p.semLock(), shortLockWait, 100*time.Microsecond, 10*time.Millisecond)
 }
 
 // tryOnce makes one attempt at req: the lowest free slot of req.Limit (a
