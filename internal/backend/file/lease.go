@@ -30,7 +30,7 @@ type slotLock struct {
 
 var (
 	_ lock.LeaseStore = (*slotLock)(nil)
-	_ lock.FileLocked = (*slotLock)(nil) // so the lease is lock.FileLocked
+	_ lock.FileLocked = (*slotLock)(nil) // the lease hands its flock'd files to the group watcher
 )
 
 // grant makes the lease of req on slot, whose flocks files hold: a new
