@@ -41,40 +41,41 @@ var networkFS = map[string]bool{
 // mountCheck finds the filesystem that holds the lock directory in the
 // mount table at path (/proc/self/mountinfo) and judges its type.
 func (b *Backend) mountCheck(path string) lock.Check {
-	const name = "filesystem"
+	c := lock.Check{Name: "filesystem", Status: lock.CheckWarning,
+		Fix: "make sure the lock directory is on a local disk (not NFS, CIFS or FUSE): flock(2) there is the local kernel's"}
 	dir, err := filepath.EvalSymlinks(b.dir)
 	if err == nil {
 		dir, err = filepath.Abs(dir)
 	}
 	if err != nil {
-		return lock.Check{Name: name, Status: lock.CheckProblem,
-			Detail: fmt.Sprintf("cannot resolve the lock directory %s: %v", b.dir, errors.Unwrap(err)),
-			Fix:    "give --backend file://DIR a directory that exists and that this user can reach"}
+		c.Status, c.Detail = lock.CheckProblem, fmt.Sprintf("cannot resolve the lock directory %s: %v", b.dir, errors.Unwrap(err))
+		c.Fix = "give --backend file://DIR a directory that exists and that this user can reach"
+		return c
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return lock.Check{Name: name, Status: lock.CheckWarning,
-			Detail: fmt.Sprintf("cannot read the mount table (%s) to find the filesystem of %s", path, dir),
-			Fix:    "make sure the lock directory is on a local disk (not NFS, CIFS or FUSE): flock(2) there is the local kernel's"}
+		c.Detail = fmt.Sprintf("cannot read the mount table (%s) to find the filesystem of %s", path, dir)
+		return c
 	}
 	defer f.Close()
 	m, ok, err := mountOf(f, dir)
 	if err != nil || !ok {
-		return lock.Check{Name: name, Status: lock.CheckWarning,
-			Detail: fmt.Sprintf("cannot find the filesystem of %s in %s", dir, path),
-			Fix:    "make sure the lock directory is on a local disk (not NFS, CIFS or FUSE)"}
+		c.Detail = fmt.Sprintf("cannot find the filesystem of %s in %s", dir, path)
+		return c
 	}
-	detail := fmt.Sprintf("%s is on %s (%s, mounted at %s)", dir, m.fsType, m.source, m.point)
+	c.Detail = fmt.Sprintf("%s is on %s (%s, mounted at %s)", dir, m.fsType, m.source, m.point)
 	switch {
 	case networkFS[m.fsType]:
-		return lock.Check{Name: name, Status: lock.CheckProblem, Detail: detail + ": a network filesystem",
-			Fix: "use a directory on a local disk (file://DIR): the file engine locks one machine, and flock(2) on " + m.fsType +
-				" is emulated by a lock protocol that does not free a dead holder's lock at once; to lock across machines use redis:// or etcd://"}
+		c.Status, c.Detail = lock.CheckProblem, c.Detail+": a network filesystem"
+		c.Fix = "use a directory on a local disk (file://DIR): the file engine locks one machine, and flock(2) on " + m.fsType +
+			" is emulated by a lock protocol that does not free a dead holder's lock at once; to lock across machines use redis:// or etcd://"
 	case strings.HasPrefix(m.fsType, "fuse"):
-		return lock.Check{Name: name, Status: lock.CheckWarning, Detail: detail + ": a FUSE filesystem, whose flock(2) is whatever its daemon makes of it",
-			Fix: "use a directory on a local disk (file://DIR), such as the default under $XDG_RUNTIME_DIR or /tmp"}
+		c.Detail += ": a FUSE filesystem, whose flock(2) is whatever its daemon makes of it"
+		c.Fix = "use a directory on a local disk (file://DIR), such as the default under $XDG_RUNTIME_DIR or /tmp"
+	default:
+		c.Status, c.Detail, c.Fix = lock.CheckOK, c.Detail+": local", ""
 	}
-	return lock.Check{Name: name, Status: lock.CheckOK, Detail: detail + ": local"}
+	return c
 }
 
 // mount is one line of /proc/self/mountinfo.

@@ -3,8 +3,8 @@
 // lease cannot outlive its process; the TTL only drives renewal (which
 // checks that the sidecar still names us) and what status shows. Every
 // read-check-write of a sidecar holds the key's record lock (record.go).
-// A mutex is a semaphore of one (semaphore.go): one lease type (lease.go)
-// and one record type (meta.go) serve every limit.
+// A mutex is a semaphore of one: one acquisition (slots.go), one lease
+// (lease.go) and one record (record.go) serve every limit.
 package file
 
 import (
@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/distlock/distlock/internal/lock"
@@ -32,27 +31,24 @@ type Backend struct {
 
 // Open uses dir ("" = DefaultDir()), creating it with mode 0700.
 func Open(dir, prefix string) (*Backend, error) {
-	if dir == "" {
-		dir = DefaultDir()
+	b := OpenForDoctor(dir, prefix)
+	if b.dirErr != nil {
+		return nil, b.dirErr
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, &lock.UnavailableError{Msg: fmt.Sprintf("cannot create lock directory %s: %v", dir, errors.Unwrap(err)), Err: err}
-	}
-	host, _ := os.Hostname()
-	return &Backend{dir: dir, prefix: prefix, host: host, log: slog.Default()}, nil
+	return b, nil
 }
 
 // OpenForDoctor is Open for distlock doctor: a directory that cannot be
 // created is a failed check to report, not a reason to stop, so it returns
 // the backend all the same (its locks then fail as Open would have).
 func OpenForDoctor(dir, prefix string) *Backend {
-	b, err := Open(dir, prefix)
-	if err != nil {
-		if dir == "" {
-			dir = DefaultDir()
-		}
-		host, _ := os.Hostname()
-		return &Backend{dir: dir, prefix: prefix, host: host, log: slog.Default(), dirErr: err}
+	if dir == "" {
+		dir = DefaultDir()
+	}
+	host, _ := os.Hostname()
+	b := &Backend{dir: dir, prefix: prefix, host: host, log: slog.Default()}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		b.dirErr = &lock.UnavailableError{Msg: fmt.Sprintf("cannot create lock directory %s: %v", dir, errors.Unwrap(err)), Err: err}
 	}
 	return b
 }
@@ -90,56 +86,8 @@ func (b *Backend) Contend(req lock.Request) lock.Contender {
 		return l, lock.HolderExpiry(err), err
 	}}
 	if req.Limit <= 1 {
-		lockPath, _ := b.keyPaths(req.Key).slot(1, 0)
+		lockPath := b.keyPaths(req.Key).lock()
 		p.Wake = func(ctx context.Context) (<-chan struct{}, func(), error) { return watchReleases(ctx, lockPath) }
 	}
 	return p
-}
-
-// tryOnce makes one attempt at req: a mutex (tryMutex) or a semaphore
-// (semaphore.go), both granted as a Lease (lease.go).
-func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, error) {
-	if req.Limit > 1 {
-		return b.trySemaphore(ctx, req)
-	}
-	return b.tryMutex(ctx, req)
-}
-
-// tryMutex takes slot 0 of 1: the key's lock file, exclusively.
-func (b *Backend) tryMutex(ctx context.Context, req lock.Request) (lock.Lease, error) {
-	lockPath, recordPath := b.keyPaths(req.Key).slot(1, 0)
-	f, err := openLock(lockPath, true)
-	if err != nil {
-		return nil, err
-	}
-	granted := time.Now()
-	if taken, err := tryFlock(f, syscall.LOCK_EX); !taken {
-		f.Close()
-		if err != nil {
-			return nil, err
-		}
-		s := slotHolder{mutex: true, path: recordPath}.read(req.Key)
-		if !s.ok { // no mutex holder on record: semaphore slots may share the file
-			if have, ok := b.slotLimit(ctx, req.Key); ok {
-				return nil, &lock.LimitMismatchError{Key: req.Key, Want: 1, Have: have}
-			}
-		}
-		return nil, &lock.BusyError{Holder: s.holder(req.Key, time.Now())}
-	}
-	if s := (slotHolder{mutex: true, path: recordPath}).read(req.Key); s.kept() {
-		unlockClose(f)
-		return nil, &lock.BusyError{Holder: s.holder(req.Key, time.Now())}
-	}
-	// A semaphore slot kept by a hold holds no shared flock on lockPath.
-	if b.keptSlot(req.Key) {
-		unlockClose(f)
-		have, _ := b.slotLimit(ctx, req.Key)
-		return nil, &lock.LimitMismatchError{Key: req.Key, Want: 1, Have: max(have, 2)}
-	}
-	l, err := b.grant(ctx, req, 0, []*os.File{f}, granted)
-	if err != nil {
-		unlockClose(f)
-		return nil, err
-	}
-	return l, nil
 }

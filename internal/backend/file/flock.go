@@ -25,6 +25,25 @@ func openLock(path string, create bool) (*os.File, error) {
 	return f, nil
 }
 
+// lockBrief takes the flock at path (the record lock, the short flock) for
+// a step of a few file operations, polling (pollFlock).
+// The file is opened read-only (a flock needs no write access), so that a
+// lock directory that has become read-only still lets renewals check their
+// record. Errors are *lock.UnavailableError, except the context's own.
+func lockBrief(ctx context.Context, path string, wait, delay, most time.Duration) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
+	if err == nil {
+		err = pollFlock(ctx, f, wait, delay, most)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, &lock.UnavailableError{Msg: fmt.Sprintf("cannot lock %s: %v", path, err), Err: err}
+	}
+	return f, nil
+}
+
 // errStuck: a short-held flock (a key's record lock or semaphore lock)
 // stayed taken for as long as its wait allows.
 var errStuck = errors.New("a distlock process holding it is stuck (stopped?)")

@@ -2,6 +2,12 @@ package file
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/distlock/distlock/internal/lock"
@@ -31,26 +37,23 @@ func (s slotHolder) read(key string) slotHolder {
 // handle): no process holds its flock then.
 func (s slotHolder) kept() bool { return s.ok && s.m.heldWithoutProcess(time.Now()) }
 
+// limit is the --limit of s's holder, as far as its record and slot tell.
+func (s slotHolder) limit() int {
+	if s.mutex {
+		return 1
+	}
+	return max(2, s.m.Limit, s.slot+1)
+}
+
 func (s slotHolder) holder(key string, now time.Time) lock.Holder {
 	h := lock.Holder{Key: key, ExpiresIn: -1}
 	if s.ok {
 		h = s.m.holder(now)
 	}
 	if !s.mutex { // a mutex's holder has Limit and Slot 0
-		h.Slot, h.Limit = s.slot, max(2, s.m.Limit, s.slot+1)
+		h.Slot, h.Limit = s.slot, s.limit()
 	}
 	return h
-}
-
-// probe describes slot s of key, whose lock file is lockPath, and reports
-// whether it is held right now: by a process (its flock), or by a hold.
-func probe(key, lockPath string, s slotHolder) (slotHolder, bool, error) {
-	locked, err := isLocked(lockPath)
-	if err != nil {
-		return s, false, err
-	}
-	s = s.read(key)
-	return s, locked || s.kept(), nil
 }
 
 // oldest is the holder with the lowest fencing token (the one that has held
@@ -66,22 +69,25 @@ func oldest(hs []slotHolder) slotHolder {
 }
 
 // holders describes who holds key right now, slot by slot: the held slots
-// of a semaphore, else the mutex's holder, else nobody.
+// of a semaphore, else the mutex's holder (its flock taken, or a hold),
+// else nobody.
 func (b *Backend) holders(ctx context.Context, key string) ([]slotHolder, error) {
 	if held, err := b.semHolders(ctx, key); err != nil || len(held) > 0 {
 		return held, err
 	}
-	lockPath, recordPath := b.keyPaths(key).slot(1, 0)
-	s, held, err := probe(key, lockPath, slotHolder{mutex: true, path: recordPath})
-	if err != nil || !held {
+	p := b.keyPaths(key)
+	locked, err := isLocked(p.lock())
+	if err != nil {
 		return nil, err
 	}
-	return []slotHolder{s}, nil
+	if s := (slotHolder{mutex: true, path: p.record()}).read(key); locked || s.kept() {
+		return []slotHolder{s}, nil
+	}
+	return nil, nil
 }
 
 // Inspect implements lock.Backend: the holder, or a semaphore's oldest
-// holder (lowest token). Status shows one holder of a semaphore: the
-// oldest, not all of them (InspectSlots gives them all).
+// holder (lowest token); InspectSlots gives them all.
 func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
 	held, err := b.holders(ctx, key)
 	if err != nil || len(held) == 0 {
@@ -100,7 +106,123 @@ func (b *Backend) InspectSlots(ctx context.Context, key string) ([]lock.Holder, 
 	now := time.Now()
 	out := make([]lock.Holder, len(held))
 	for i, s := range held {
-		out[i] = s.holder(key, now) // heldSlots scans slots in order
+		out[i] = s.holder(key, now)
 	}
 	return out, nil
+}
+
+// List implements lock.Backend by scanning the lock directory for records:
+// one that is a key's own (ownSidecar, not a copy or a foreign file) names
+// a key to Inspect, which lists it when it is held right now. A record
+// whose flock is free and that keeps no hold was left by a holder that
+// died: the kernel dropped its flock, and it is not listed.
+func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, error) {
+	ents, err := os.ReadDir(b.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &lock.UnavailableError{Msg: fmt.Sprintf("cannot read lock directory %s: %v", b.dir, errors.Unwrap(err)), Err: err}
+	}
+	start := escapePrefix(b.prefix) + "#"
+	var out []lock.Holder
+	seen := map[string]bool{}
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, start) || !strings.HasSuffix(name, ".json") || !e.Type().IsRegular() {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		m, ok, err := readMeta(filepath.Join(b.dir, name))
+		if err != nil || !ok {
+			continue // gone since the directory was read: released
+		}
+		if seen[m.Key] || !strings.HasPrefix(m.Key, keyPrefix) || lock.ValidateKey(m.Key) != nil || !ownSidecar(baseName(b.prefix, m.Key), name) {
+			continue
+		}
+		seen[m.Key] = true
+		h, held, err := b.Inspect(ctx, m.Key)
+		if err != nil {
+			return nil, err
+		}
+		if held && h.Key == m.Key {
+			out = append(out, h)
+		}
+	}
+	lock.SortHolders(out)
+	return out, nil
+}
+
+// ownSidecar reports whether name is the mutex record "<base>.json" or a
+// slot record "<base>#slot<i>.json" of the key whose base name is base.
+func ownSidecar(base, name string) bool {
+	rest, ok := strings.CutPrefix(name, base)
+	if !ok {
+		return false
+	}
+	if rest == ".json" {
+		return true
+	}
+	digits, ok := strings.CutPrefix(strings.TrimSuffix(rest, ".json"), "#slot")
+	if !ok || digits == "" || !strings.HasSuffix(rest, ".json") {
+		return false
+	}
+	_, err := strconv.Atoi(digits)
+	return err == nil
+}
+
+// Break implements lock.Backend, for every limit. A flock belongs to its
+// holder's process and cannot be taken from it: break removes the record
+// that names the holder and pokes the holding distlock (poke.go), whose
+// renewer then finds the lease gone, stops its child and lets go.
+//
+// With token != 0 it breaks the holder with that token, or returns a
+// *lock.BusyError naming the oldest holder when none has it. With token 0
+// it breaks every holder it finds (a mutex's one) and returns the oldest.
+// Each removal is a compare-and-delete under the key's record lock
+// (removeRecord, record.go): never the next holder's record.
+func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
+	held, err := b.holders(ctx, key)
+	if err != nil || len(held) == 0 {
+		if err == nil { // free: nothing to break, and no record lock to make
+			err = lock.ErrNotHeld
+		}
+		return lock.Holder{}, err
+	}
+	now := time.Now()
+	var victims, others, broken []slotHolder
+	for _, s := range held {
+		if token == 0 || s.ok && s.m.Token == token {
+			victims = append(victims, s)
+		} else {
+			others = append(others, s)
+		}
+	}
+	if len(victims) == 0 {
+		o := oldest(held).holder(key, now)
+		return o, &lock.BusyError{Holder: o}
+	}
+	for _, s := range victims {
+		removed, err := b.removeRecord(ctx, key, s)
+		if err != nil {
+			return s.holder(key, now), err
+		}
+		if !removed {
+			continue // it let go by itself meanwhile
+		}
+		broken = append(broken, s)
+		if s.m.Hold == "" && s.m.PID > 0 && s.m.Host == b.host { // a hold's process is gone
+			pokeHolder(s.m.PID)
+		}
+	}
+	switch {
+	case len(broken) > 0:
+		return oldest(broken).holder(key, now), nil
+	case len(others) > 0: // the holder with the token let go; others still hold
+		o := oldest(others).holder(key, now)
+		return o, &lock.BusyError{Holder: o}
+	}
+	return lock.Holder{}, lock.ErrNotHeld
 }

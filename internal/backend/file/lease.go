@@ -2,6 +2,7 @@ package file
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -13,11 +14,8 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// slotLock is the lock.LeaseStore of a held slot of a key: the flocks
-// that hold it and the record (sidecar) that names us. A mutex is slot 0 of 1: it holds the key's lock
-// file exclusively and its record is the key's "<base>.json" (paths.go).
-// Slot i of a semaphore holds its own lock file exclusively and the key's
-// lock file shared, which keeps mutex acquirers out (semaphore.go).
+// slotLock is the lock.LeaseStore of a held slot of a key, of any limit
+// (slots.go): the flocks that hold it and the record that names us.
 type slotLock struct {
 	mu sync.Mutex
 	// files are the flocks held, the slot's own lock file (LOCK_EX) first,
@@ -27,12 +25,12 @@ type slotLock struct {
 	metaPath string
 	recLock  string // the key's record lock (record.go)
 	log      *slog.Logger
-	warned   recordWarner
+	failing  bool // the last renewal could not write the record
 }
 
 var (
 	_ lock.LeaseStore = (*slotLock)(nil)
-	_ lock.FileLocked = (*slotLock)(nil) // so the lease is lock.FileLocked
+	_ lock.FileLocked = (*slotLock)(nil) // the lease hands its flock'd files to the group watcher
 )
 
 // grant makes the lease of req on slot, whose flocks files hold: a new
@@ -46,28 +44,25 @@ func (b *Backend) grant(ctx context.Context, req lock.Request, slot int, files [
 	if err != nil {
 		return nil, fmt.Errorf("fencing counter for %s: %w", req.Key, err)
 	}
-	m := meta{
-		Key: req.Key, Owner: req.Owner, Token: tok,
-		Host: req.Meta.Host, PID: req.Meta.PID, User: req.Meta.User, Command: req.Meta.Command, Note: req.Meta.Note,
-		AcquiredAt: now, RenewedAt: now, TTLms: req.TTL.Milliseconds(),
-	}
+	m := meta{Key: req.Key, Record: lock.NewRecord(req, now), Token: tok, RenewedAt: now}
+	m.QueuedAt = time.Time{} // no line: a holder has never queued
 	if req.Limit > 1 {
 		m.Limit, m.Slot = req.Limit, slot
 	}
 	_, recordPath := p.slot(req.Limit, slot)
-	l, st := b.newLease(files, m, recordPath, granted)
-	if err := st.record().write(ctx, func() error { return writeMeta(recordPath, m) }); err != nil {
+	l := b.newLease(files, m, recordPath, granted)
+	if err := withRecordLock(ctx, p.recLock(), func() error { return writeMeta(recordPath, m) }); err != nil {
 		return nil, fmt.Errorf("holder metadata for %s: %w", req.Key, err)
 	}
 	return l, nil
 }
 
 // newLease makes the lease of the slot m names, whose flocks files hold
-// and whose record is at metaPath; st is its store.
-func (b *Backend) newLease(files []*os.File, m meta, metaPath string, granted time.Time) (l lock.Lease, st *slotLock) {
-	st = &slotLock{files: files, meta: m, metaPath: metaPath, recLock: b.keyPaths(m.Key).recLock(), log: b.log}
+// and whose record is at metaPath.
+func (b *Backend) newLease(files []*os.File, m meta, metaPath string, granted time.Time) lock.Lease {
+	st := &slotLock{files: files, meta: m, metaPath: metaPath, recLock: b.keyPaths(m.Key).recLock(), log: b.log}
 	g := lock.Grant{Key: m.Key, Owner: m.Owner, Token: m.Token, TTL: time.Duration(m.TTLms) * time.Millisecond, Granted: granted, Slot: m.Slot, Limit: m.Limit}
-	return lock.NewLease(g, st), st
+	return lock.NewLease(g, st)
 }
 
 // LockFiles implements lock.FileLocked: the flock'd lock files.
@@ -77,9 +72,14 @@ func (l *slotLock) LockFiles() []*os.File {
 	return slices.Clone(l.files)
 }
 
-// record names the sidecar that names us.
-func (l *slotLock) record() ownRecord {
-	return ownRecord{key: l.meta.Key, owner: l.meta.Owner, token: l.meta.Token, path: l.metaPath, lockPath: l.recLock}
+// ours is nil when l's record still names it, lock.ErrNotHeld when a
+// break removed it (or it names someone else).
+func (l *slotLock) ours() error {
+	ours, err := namesHolder(l.metaPath, l.meta.Owner, l.meta.Token)
+	if err == nil && !ours {
+		return lock.ErrNotHeld
+	}
+	return err
 }
 
 // letGo drops the flocks, the slot's own first, then touches its lock file,
@@ -95,36 +95,59 @@ func (l *slotLock) letGo() {
 	l.files = nil
 }
 
-// Renew implements lock.LeaseStore: the flock cannot expire, so renewing checks
-// (under the key's record lock) that the lock was not broken and records
-// the renewal for status. A record that cannot be written (a full or
-// read-only lock directory) does not cost the lock: Renew warns once per
-// streak of such failures and succeeds; only a break (the sidecar gone or
-// naming someone else) is lock.ErrNotHeld.
+// Renew implements lock.LeaseStore. The flock cannot expire, so renewing
+// checks, under the key's record lock, that the record still names us (a
+// break removes it: lock.ErrNotHeld) and rewrites it for status. A record
+// that cannot be written (a full or read-only lock directory) does not
+// cost the lock: Renew touches it instead (its mtime keeps status honest
+// where the file system allows that much), warns once per streak of such
+// failures and succeeds. A record lock that cannot be taken (stuck, or its
+// file cannot be made) leaves Renew a plain check, writing nothing.
 func (l *slotLock) Renew(ctx context.Context, _ *lock.Held) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.files == nil {
 		return lock.ErrNotHeld
 	}
-	m := l.meta
-	m.RenewedAt = time.Now()
-	unwritten, err := l.record().renew(ctx, func() error { return writeMeta(l.metaPath, m) })
-	if err != nil {
+	f, unwritten := lockRecord(ctx, l.recLock)
+	if unwritten != nil && ctx.Err() != nil {
+		return unwritten
+	}
+	if unwritten == nil {
+		defer unlockClose(f)
+	}
+	if err := l.ours(); err != nil {
 		return err
 	}
-	l.warned.note(l.log, m.Key, unwritten)
 	if unwritten == nil {
-		l.meta.RenewedAt = m.RenewedAt
+		m := l.meta
+		m.RenewedAt = time.Now()
+		if unwritten = writeMeta(l.metaPath, m); unwritten == nil {
+			l.meta = m
+		} else if err := os.Chtimes(l.metaPath, m.RenewedAt, m.RenewedAt); err != nil {
+			unwritten = fmt.Errorf("%w (touching it failed too: status shows the lock overdue, though it is held)", unwritten)
+		}
 	}
+	l.warn(unwritten)
 	return nil
+}
+
+// warn logs a renewal's unwritten record once per streak of failures.
+func (l *slotLock) warn(unwritten error) {
+	switch {
+	case unwritten != nil && !l.failing:
+		l.log.Warn("cannot write the lock record; keeping the lock, which the kernel holds while distlock runs (a break is still seen)", "key", l.meta.Key, "error", unwritten)
+	case unwritten == nil && l.failing:
+		l.log.Info("lock record written again", "key", l.meta.Key)
+	}
+	l.failing = unwritten != nil
 }
 
 // Release implements lock.LeaseStore. The flocks are always let go (they are
 // ours by the kernel's word); ErrNotHeld says the lock had been broken
-// meanwhile. A sidecar that cannot be removed (a read-only lock directory)
+// meanwhile. A record that cannot be removed (a read-only lock directory)
 // is left behind with a warning: the lock is free all the same, and a
-// sidecar whose flock is free names no holder.
+// record whose flock is free names no holder.
 func (l *slotLock) Release(ctx context.Context, _ *lock.Held) error {
 	var rmErr error
 	err := l.letGoIfOurs(ctx, func() error {
@@ -137,22 +160,77 @@ func (l *slotLock) Release(ctx context.Context, _ *lock.Held) error {
 	return err
 }
 
-// letGoIfOurs is the end of a lease in this process (Release, Hold): under
-// the record lock, when the record still names us, change runs (removing
-// it or writing a hold); the flocks are let go in any case, after change.
-// ErrNotHeld says the lock had been broken.
+// letGoIfOurs ends the lease in this process (Release, Hold): under the
+// record lock, when the record still names us, change runs (removing it or
+// writing a hold); then the flocks are let go, still under the record lock,
+// so that a break never sees a flock held by a holder whose record is
+// gone. A record lock that cannot be taken does not keep the flocks: they
+// are let go in any case. ErrNotHeld says the lock had been broken.
 func (l *slotLock) letGoIfOurs(ctx context.Context, change func() error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.files == nil {
 		return lock.ErrNotHeld
 	}
-	ours, err := l.record().release(ctx, change, l.letGo)
-	if err != nil {
+	if f, err := lockRecord(ctx, l.recLock); err == nil {
+		defer unlockClose(f)
+	}
+	defer l.letGo()
+	if err := l.ours(); err != nil {
 		return err
 	}
-	if !ours {
-		return lock.ErrNotHeld
+	return change()
+}
+
+// Hold implements lock.LeaseStore. A flock dies with its process, so a hold
+// is recorded in the lease's record instead (mode and RenewedAt+d), and the
+// flocks are let go: acquirers of every limit, Inspect and status honour an
+// unexpired hold. The record is written before the flocks go, so none of
+// them sees the slot free in between.
+func (l *slotLock) Hold(ctx context.Context, _ *lock.Held, d time.Duration, mode string) (time.Duration, error) {
+	ttl := time.Duration(max(d.Milliseconds(), 1)) * time.Millisecond
+	err := l.letGoIfOurs(ctx, func() error {
+		m := l.meta
+		m.Hold, m.RenewedAt, m.TTLms = mode, time.Now(), ttl.Milliseconds()
+		err := writeMeta(l.metaPath, m)
+		if err == nil {
+			l.meta = m
+		}
+		return err
+	})
+	return ttl, err
+}
+
+// resumeWait bounds how long Resume waits out another process's brief
+// flock of the key (a try-once or status probing it).
+const resumeWait = 100 * time.Millisecond
+
+// Resume implements lock.Backend for a mutex's hold: the record must name
+// h's owner and token, with its hold unexpired. The returned lease holds
+// the flock until it is held again or released.
+func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
+	p := b.keyPaths(h.Key)
+	f, err := os.OpenFile(p.lock(), os.O_RDWR, 0o600)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, lock.ErrNotHeld
 	}
-	return nil
+	if err != nil {
+		return nil, err
+	}
+	granted := time.Now()
+	if err := pollFlock(ctx, f, resumeWait, 2*time.Millisecond, 2*time.Millisecond); err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, lock.ErrNotHeld // held by a live run: not a hold of ours
+	}
+	m, ok, err := readMeta(p.record())
+	if err != nil || !ok || m.Owner != h.Owner || m.Token != h.Token || !m.heldWithoutProcess(time.Now()) {
+		unlockClose(f)
+		if err != nil {
+			return nil, err
+		}
+		return nil, lock.ErrNotHeld
+	}
+	return b.newLease([]*os.File{f}, m, p.record(), granted), nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/distlock/distlock/internal/lock"
 )
@@ -32,23 +33,15 @@ func (b *Backend) PutEntry(ctx context.Context, key, id string, data []byte) err
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return ledgerError("create", dir, err)
 	}
-	f, err := os.CreateTemp(dir, ".put-*")
-	if err != nil {
-		return ledgerError("write", dir, err)
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(dir, id))
-	}
-	if err != nil {
-		os.Remove(f.Name())
+	tmp := filepath.Join(dir, fmt.Sprintf(".put-%d-%d", os.Getpid(), putSeq.Add(1)))
+	if err := writeRenamed(filepath.Join(dir, id), tmp, data); err != nil {
 		return ledgerError("write", dir, err)
 	}
 	return nil
 }
+
+// putSeq numbers this process's ledger writes: their temporary names.
+var putSeq atomic.Uint64
 
 // Entries reads every entry of key's ledger; an entry removed while it is
 // read is left out.

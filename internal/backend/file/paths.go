@@ -55,7 +55,7 @@ func (b *Backend) keyPaths(key string) keyPaths {
 }
 
 // lock is the key's lock file: its mutex holder's flock (LOCK_EX), shared
-// (LOCK_SH) by its semaphore holders (semaphore.go).
+// (LOCK_SH) by its semaphore holders (slots.go).
 func (p keyPaths) lock() string { return p.base + ".lock" }
 
 // record is the mutex holder's record.
@@ -73,10 +73,8 @@ func (p keyPaths) recLock() string { return p.base + "#rec.lock" }
 func (p keyPaths) semLock() string { return p.base + "#sem.lock" }
 
 // slot names the lock file and record of slot i of the key used with
-// limit n. A mutex is slot 0 of 1 and keeps the key's own files, "<base>.lock"
-// and "<base>.json", which every distlock version uses for a mutex: an older
-// and a newer distlock on one machine exclude each other, and read each
-// other's records. A semaphore's slot has files of its own (semSlot).
+// limit n: a mutex (slot 0 of 1) keeps the key's own files, which every
+// distlock version uses; a semaphore's slot has its own (semSlot).
 func (p keyPaths) slot(n, i int) (lockPath, recordPath string) {
 	if n <= 1 {
 		return p.lock(), p.record()
@@ -88,11 +86,4 @@ func (p keyPaths) slot(n, i int) (lockPath, recordPath string) {
 func (p keyPaths) semSlot(i int) (lockPath, recordPath string) {
 	s := p.base + "#slot" + strconv.Itoa(i)
 	return s + ".lock", s + ".json"
-}
-
-// anySlotFiles: the key has been used as a semaphore (slot files are made
-// lowest first, so slot 0's exists).
-func (p keyPaths) anySlotFiles() bool {
-	lockPath, _ := p.semSlot(0)
-	return exists(lockPath)
 }

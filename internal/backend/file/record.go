@@ -1,29 +1,21 @@
 package file
 
-// The record lock: every read-check-write of a key's records.
-//
-// A holder's record (the sidecar "<base>.json" of a mutex, or
-// "<base>#slot<i>.json" of a semaphore slot, paths.go) names it. Break
-// removes it; renewals, releases, holds and acquisitions check it and
-// write or remove it. Each of these is a read, a comparison and a write,
-// and two of them interleaved go wrong: a break that inspected one holder
-// removes the record of the next, or a renewal that read the record before
-// a break writes it back after. So every writer and remover of a key's
-// records holds "<base>#rec.lock" (flock LOCK_EX) from its read to its
-// write: a break is a compare-and-delete, and a renewal after a break
-// sees it.
-//
-// The record lock is held for a read and a small write (microseconds),
-// never while waiting for anything else, and it is always the innermost
-// lock (taken under a key's flock or its semaphore lock, or under none,
-// never the other way round). Waiting for it polls, bounded by the caller's context and by
-// recordLockWait.
+// The record lock: every read-check-write of a key's records (a break's
+// compare-and-delete, a renewal's check and rewrite, a release, a hold, an
+// acquisition's first write) holds the key's "<base>#rec.lock" (flock
+// LOCK_EX) from its read to its write. Interleaved, a break that inspected
+// one holder would remove the next one's record, or a renewal that read
+// the record before a break would write it back after. It is held for
+// microseconds, never while waiting for anything else, and always
+// innermost (under a key's flock or short flock, or none).
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
+	"encoding/json"
+	"errors"
+	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/distlock/distlock/internal/lock"
@@ -33,132 +25,135 @@ import (
 // it for microseconds: waiting this long means one of them is stopped.
 const recordLockWait = time.Second
 
-// lockRecord takes the record lock at path. The file is opened read-only
-// (a flock needs no write access) so that a lock directory that has become
-// read-only still lets renewals check their record.
+// lockRecord takes the key's record lock at path.
 func lockRecord(ctx context.Context, path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := pollFlock(ctx, f, recordLockWait, 20*time.Microsecond, 5*time.Millisecond); err != nil {
-		return nil, err
-	}
-	return f, nil
+	return lockBrief(ctx, path, recordLockWait, 20*time.Microsecond, 5*time.Millisecond)
 }
 
-// withRecordLock runs fn under the record lock at path. Errors taking the
-// lock are *lock.UnavailableError, except the context's own.
+// withRecordLock runs fn under the record lock at path.
 func withRecordLock(ctx context.Context, path string, fn func() error) error {
 	f, err := lockRecord(ctx, path)
 	if err != nil {
-		if ctx.Err() != nil {
-			return err
-		}
-		return &lock.UnavailableError{Msg: fmt.Sprintf("cannot lock %s: %v", path, err), Err: err}
+		return err
 	}
 	defer unlockClose(f)
 	return fn()
 }
 
-// ownRecord names one holder's record: the sidecar at path naming owner
-// with token, and the key's record lock.
-type ownRecord struct {
-	key, owner string
-	token      uint64
-	path       string // the sidecar
-	lockPath   string // the key's record lock
+// namesHolder reports whether the record at path names the holder with
+// owner and token.
+func namesHolder(path, owner string, token uint64) (bool, error) {
+	m, ok, err := readMeta(path)
+	return ok && m.Owner == owner && m.Token == token, err
 }
 
-// names reports whether the record at r.path names r's holder.
-func (r ownRecord) names() (bool, error) {
-	m, ok, err := readMeta(r.path)
+// removeRecord is Break's record work: it removes s's record, under the
+// key's record lock, when it still names s's holder with its token; removed
+// is false when it does not (the holder let go meanwhile). A slot seen
+// without a record is broken already: removed, with nothing to remove.
+func (b *Backend) removeRecord(ctx context.Context, key string, s slotHolder) (removed bool, err error) {
+	if !s.ok {
+		return true, nil
+	}
+	err = withRecordLock(ctx, b.keyPaths(key).recLock(), func() error {
+		ours, err := namesHolder(s.path, s.m.Owner, s.m.Token)
+		if err != nil || !ours {
+			return err
+		}
+		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		removed = true
+		return nil
+	})
+	return removed, err
+}
+
+// meta is a holder's record, of a mutex and of a semaphore slot alike;
+// written atomically by rename. Its fields are read by name, by every
+// distlock version: the key, lock.Record's (owner, who, since when, TTL),
+// the token and the last renewal.
+type meta struct {
+	Key string `json:"key"`
+	lock.Record
+	Token     uint64    `json:"token"`
+	RenewedAt time.Time `json:"renewed_at"`
+	// Hold is set when no process holds the flock any more and the lock is
+	// kept until RenewedAt+TTL (lock.HoldMinHold, lock.HoldHandle).
+	Hold string `json:"hold,omitempty"`
+	// Limit and Slot are a semaphore holder's (slots.go): the --limit it
+	// asked for, which every holder must agree on, and its slot. A mutex is
+	// slot 0 of 1 and records neither, as every distlock version writes it.
+	Limit int `json:"limit,omitempty"`
+	Slot  int `json:"slot,omitempty"`
+
+	// touched is the record's modification time, as read. A renewal that
+	// cannot rewrite the record (a full lock directory) touches it instead
+	// (record.go), so the later of the two is the last renewal seen.
+	touched time.Time
+}
+
+// heldWithoutProcess reports whether m is a hold (min-hold, handle) that
+// has not expired yet.
+func (m meta) heldWithoutProcess(now time.Time) bool {
+	return m.Hold != "" && now.Before(m.RenewedAt.Add(time.Duration(m.TTLms)*time.Millisecond))
+}
+
+func (m meta) holder(now time.Time) lock.Holder {
+	h := m.Record.Holder(m.Key)
+	renewed := m.RenewedAt
+	if m.Hold == "" && m.touched.After(renewed) {
+		renewed = m.touched // a hold is never renewed: it ends at RenewedAt+TTL
+	}
+	h.Token, h.Hold, h.ExpiresIn = m.Token, m.Hold, max(0, renewed.Add(h.TTL).Sub(now))
+	return h
+}
+
+// readMeta reads the record at path and its modification time; ok is false
+// when there is none, or it is torn or foreign (no holder named).
+func readMeta(path string) (m meta, ok bool, err error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return m, false, nil
+	}
 	if err != nil {
-		return false, err
+		return m, false, err
 	}
-	return ok && m.Owner == r.owner && m.Token == r.token, nil
-}
-
-// renew is Renew's record work: under the record lock, the record must
-// still name us (a break removes it: lock.ErrNotHeld), and write rewrites
-// it. The flock is the lock and cannot expire, so a record that names us
-// but cannot be rewritten (a full or read-only lock directory) does not
-// cost the lock: renew then touches the record (its mtime keeps status
-// honest when the file system allows that much) and returns the write's
-// error as unwritten with err nil. The caller warns.
-//
-// A record lock that cannot be taken (stuck, or its file cannot be made)
-// leaves renew a plain read: ours or not, nothing written.
-func (r ownRecord) renew(ctx context.Context, write func() error) (unwritten, err error) {
-	f, lerr := lockRecord(ctx, r.lockPath)
-	if lerr != nil {
-		if ctx.Err() != nil {
-			return nil, lerr
-		}
-		ours, err := r.names()
-		if err != nil {
-			return nil, err
-		}
-		if !ours {
-			return nil, lock.ErrNotHeld
-		}
-		return fmt.Errorf("cannot lock the record: %w", lerr), nil
-	}
-	defer unlockClose(f)
-	ours, err := r.names()
+	defer f.Close()
+	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return m, false, err
 	}
-	if !ours {
-		return nil, lock.ErrNotHeld
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return m, false, err
 	}
-	if werr := write(); werr != nil {
-		now := time.Now()
-		if terr := os.Chtimes(r.path, now, now); terr != nil {
-			return fmt.Errorf("%w (touching it failed too: status shows the lock overdue, though it is held)", werr), nil
-		}
-		return werr, nil
+	if json.Unmarshal(b, &m) != nil {
+		return meta{}, false, nil
 	}
-	return nil, nil
+	m.touched = st.ModTime()
+	return m, true, nil
 }
 
-// release is Release's and Hold's record work: under the record lock, when
-// the record still names us, change (remove it, or write a hold) runs; then
-// letGo lets go of the flock, still under the record lock, so that a break
-// never sees the flock held by a holder whose record is already gone. A
-// record lock that cannot be taken does not keep the flock: letGo always
-// runs.
-func (r ownRecord) release(ctx context.Context, change func() error, letGo func()) (ours bool, err error) {
-	f, lerr := lockRecord(ctx, r.lockPath)
-	if lerr == nil {
-		defer unlockClose(f)
+// writeMeta writes m to path by a rename: a reader sees the old record or
+// the new one. Records are not fsync'd: a crash ends their holders too.
+func writeMeta(path string, m meta) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
 	}
-	defer letGo()
-	ours, err = r.names()
-	if err != nil || !ours {
-		return ours, err
-	}
-	return true, change()
+	return writeRenamed(path, path+".tmp"+strconv.Itoa(os.Getpid()), b)
 }
 
-// write is an acquisition's record work: the first record of a new holder,
-// written under the record lock, so that a break comparing an older
-// holder's token never removes it.
-func (r ownRecord) write(ctx context.Context, write func() error) error {
-	return withRecordLock(ctx, r.lockPath, write)
-}
-
-// recordWarner logs a renewal's unwritten record once per streak.
-type recordWarner struct {
-	failing bool
-}
-
-func (w *recordWarner) note(log *slog.Logger, key string, unwritten error) {
-	switch {
-	case unwritten != nil && !w.failing:
-		log.Warn("cannot write the lock record; keeping the lock, which the kernel holds while distlock runs (a break is still seen)", "key", key, "error", unwritten)
-	case unwritten == nil && w.failing:
-		log.Info("lock record written again", "key", key)
+// writeRenamed writes data to tmp and renames it over path: a reader sees
+// the old file or the new one, never a part.
+func writeRenamed(path, tmp string, data []byte) error {
+	err := os.WriteFile(tmp, data, 0o600)
+	if err == nil {
+		err = os.Rename(tmp, path)
 	}
-	w.failing = unwritten != nil
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }

@@ -262,3 +262,45 @@ func TestSemaphoreSlotFilesDoNotCollideWithKeys(t *testing.T) {
 		t.Errorf("%s missing", slot0)
 	}
 }
+
+// A hold lets go of its flocks, so only its record keeps the key, in either
+// mode: a mutex kept by a hold refuses a semaphore (limit 1 in use) and a
+// mutex (busy, naming the hold), and a slot kept by a hold refuses a mutex
+// and another limit (limit 2 in use) but leaves its other slot free.
+func TestHoldsKeepTheOtherModeOut(t *testing.T) {
+	b := openTest(t)
+	ctx := context.Background()
+	var mm *lock.LimitMismatchError
+	var busy *lock.BusyError
+	m, err := lock.TryOnce(ctx, b, semRequest("m", "a", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Hold(ctx, time.Minute, lock.HoldMinHold); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.TryOnce(ctx, b, semRequest("m", "b", 2)); !errors.As(err, &mm) || mm.Have != 1 || mm.Want != 2 {
+		t.Errorf("semaphore beside a kept mutex = %v, want limit 1 in use", err)
+	}
+	if _, err := lock.TryOnce(ctx, b, semRequest("m", "c", 1)); !errors.As(err, &busy) || busy.Holder.Token != m.Token() || busy.Holder.Hold != lock.HoldMinHold {
+		t.Errorf("mutex beside a kept mutex = %v, want busy naming the hold", err)
+	}
+
+	s, err := lock.TryOnce(ctx, b, semRequest("s", "a", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Hold(ctx, time.Minute, lock.HoldMinHold); err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []int{1, 3} {
+		if _, err := lock.TryOnce(ctx, b, semRequest("s", "b", limit)); !errors.As(err, &mm) || mm.Have != 2 || mm.Want != limit {
+			t.Errorf("limit %d beside a kept slot = %v, want limit 2 in use", limit, err)
+		}
+	}
+	l, err := lock.TryOnce(ctx, b, semRequest("s", "c", 2))
+	if err != nil || slotOf(t, l) != 1 {
+		t.Fatalf("the other slot beside a kept one = %v, %v; want slot 1", l, err)
+	}
+	l.Release(ctx)
+}

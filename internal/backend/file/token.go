@@ -11,16 +11,14 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// tokenWidth is the fixed width of the counter file (20 digits and a
-// newline), so each update overwrites it whole in one small write that
-// never spans a sector: no truncate, no rename, one fsync.
-const tokenWidth = 21
-
 // nextToken reads the key's counter, computes max(counter+1, now in µs)
-// (lock.NextToken, the rule of every engine),
-// and persists it (fsync'd) before returning, so tokens never go backwards
-// even if the counter file is lost and the clock is sane. Call it only
-// while holding the key's flock.
+// (lock.NextToken) and persists it, fsync'd, before returning, so tokens
+// never go backwards even if the counter file is lost and the clock is
+// sane. The counter is a fixed-width record (20 digits and a newline)
+// overwritten whole in one small write: no truncate, no rename, one fsync.
+// One counter serves every limit: call it only under the key's exclusive
+// flock (a mutex) or its short flock (a semaphore), so writers never
+// overlap.
 func nextToken(path string, now time.Time) (uint64, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {

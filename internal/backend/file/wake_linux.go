@@ -7,17 +7,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The file engine's release notification (issue 11). A waiter cannot block
-// in flock(2): a blocked call cannot be cancelled, and one granted after
-// its wait had ended would hold the lock for a moment (that was tried and
-// taken back). Instead the kernel wakes it through inotify: a holder that
-// lets go of the flock touches the lock file's times right after
-// (touchReleased), and a waiter watches the file for that change
-// (IN_ATTRIB), then makes an ordinary non-blocking try. Abandoning the
-// wait closes the inotify descriptor; the waiter never held, and never
-// asked the kernel for, the lock meanwhile, so an abandoned wait holds
-// nothing. A flock freed by the kernel (a holder that died) changes no
-// times: the waiter finds it free at its next poll, as before.
+// The file engine's release notification (issue 11; docs/ARCHITECTURE.md,
+// "file"). A waiter never blocks in flock(2), which cannot be cancelled: a
+// holder that lets go touches the lock file's times (touchReleased), a
+// waiter watches for that (IN_ATTRIB) and then makes an ordinary
+// non-blocking try, so an abandoned wait holds nothing. A flock the kernel
+// frees (a holder that died) changes no times: the next poll finds it.
 
 // touchReleased marks the lock file of f as just released: the times of
 // the file change (IN_ATTRIB for the waiters' watches). Best effort: a

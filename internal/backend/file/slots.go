@@ -1,0 +1,190 @@
+package file
+
+// One acquisition for every limit: a mutex is a semaphore of one
+// (docs/ARCHITECTURE.md, "file", has the layout). Slot 0 of 1 is the key's
+// own "<base>.lock", held exclusively, as every distlock version has it; a
+// semaphore's slot i holds "<base>#slot<i>.lock" exclusively and the key's
+// lock file shared, so the kernel keeps the two modes apart. ('#', which
+// baseName escapes in keys, keeps slot files apart from every key's own.)
+// Every look at slot files runs under the key's short flock, so a
+// semaphore's limit check, slot choice and token are one step. A hold's
+// record is written before its flocks go (lease.go), so a scan that takes
+// a slot's flock and then reads its record sees the hold.
+
+import (
+	"context"
+	"errors"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// shortLockWait bounds the wait for the short flock: waiting longer means
+// one of its holders is stuck (stopped by a signal, say).
+const shortLockWait = 5 * time.Second
+
+// maxLimit bounds slot scans (run --limit allows 1..1000).
+const maxLimit = 1000
+
+// lockShort takes the key's short flock.
+func lockShort(ctx context.Context, p keyPaths) (*os.File, error) {
+	return lockBrief(ctx, p.semLock(), shortLockWait, 100*time.Microsecond, 10*time.Millisecond)
+}
+
+// tryOnce makes one attempt at req: the lowest free slot of req.Limit (a
+// mutex: its one slot), granted as a lease (lease.go).
+func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, error) {
+	n, p := max(req.Limit, 1), b.keyPaths(req.Key)
+	if n > 1 {
+		short, err := lockShort(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		defer unlockClose(short)
+	}
+	granted := time.Now()
+	files, slot, err := b.take(ctx, req.Key, p, n)
+	if err != nil {
+		return nil, err
+	}
+	l, err := b.grant(ctx, req, slot, files, granted)
+	if err != nil {
+		for _, f := range files {
+			unlockClose(f)
+		}
+	}
+	return l, err
+}
+
+// take takes the key's lock file (exclusively for a mutex, shared for a
+// semaphore), then a free slot below n: the key's lock file itself for a
+// mutex, the lowest free slot file for a semaphore. files are the flocks
+// held, the slot's own first; an error is the refusal (refuse) or a
+// failure, and then nothing is held.
+func (b *Backend) take(ctx context.Context, key string, p keyPaths, n int) (files []*os.File, slot int, err error) {
+	keyLock, err := openLock(p.lock(), true)
+	if err != nil {
+		return nil, 0, err
+	}
+	how := syscall.LOCK_SH
+	if n == 1 {
+		how = syscall.LOCK_EX
+	}
+	taken, err := tryFlock(keyLock, how)
+	if err != nil {
+		keyLock.Close()
+		return nil, 0, err
+	}
+	mutex := slotHolder{mutex: true, path: p.record()}.read(key)
+	var (
+		mine *os.File
+		held []slotHolder
+	)
+	switch {
+	case !taken || mutex.kept(): // a mutex holder, or a mutex kept by a hold
+		held = []slotHolder{mutex}
+		if n == 1 && !taken && !mutex.ok { // no mutex on record: slot holders may share the file
+			if slots, _ := b.semHolders(ctx, key); len(slots) > 0 {
+				held = slots
+			}
+		}
+	case n == 1: // a slot holder would share the file: only a hold can keep a slot
+		mine = keyLock
+		held, err = b.semHolders(ctx, key)
+	default:
+		slot, mine, held, err = scanSlots(key, p, n)
+	}
+	if err == nil {
+		err = refuse(key, n, held, mine != nil)
+	}
+	switch {
+	case err != nil:
+		if mine != nil && mine != keyLock {
+			unlockClose(mine)
+		}
+		if taken {
+			syscall.Flock(int(keyLock.Fd()), syscall.LOCK_UN)
+		}
+		keyLock.Close()
+		return nil, 0, err
+	case mine == keyLock:
+		return []*os.File{keyLock}, 0, nil
+	}
+	return []*os.File{mine, keyLock}, slot, nil
+}
+
+// refuse answers a request for n slots of key whose scan found held (free:
+// it took a free slot): a *lock.LimitMismatchError when a holder uses
+// another limit, a *lock.BusyError naming the oldest holder when every slot
+// is held, else nil. A slot holder without a record (broken, not yet gone)
+// may use n, unless its slot is beyond n.
+func refuse(key string, n int, held []slotHolder, free bool) error {
+	for _, h := range held {
+		if have := h.limit(); have != n && (h.mutex || n == 1 || h.m.Limit > 0 || h.slot >= n) {
+			return &lock.LimitMismatchError{Key: key, Want: n, Have: have}
+		}
+	}
+	if !free {
+		return &lock.BusyError{Holder: oldest(held).holder(key, time.Now())}
+	}
+	return nil
+}
+
+// scanSlots looks at every slot file of key under the short flock, creating
+// those below n: it keeps the lowest free slot below n locked (mine, nil
+// when none; n 0 only describes) and describes the held ones, in slot
+// order. A slot is held when a process holds its flock or a hold keeps it.
+func scanSlots(key string, p keyPaths, n int) (slot int, mine *os.File, held []slotHolder, err error) {
+	for i := 0; i < maxLimit && err == nil; i++ {
+		lockPath, recordPath := p.semSlot(i)
+		f, oerr := openLock(lockPath, i < n)
+		if errors.Is(oerr, os.ErrNotExist) {
+			break // slot files are made lowest first: no more beyond
+		}
+		if oerr != nil {
+			err = oerr
+			break
+		}
+		taken, ferr := tryFlock(f, syscall.LOCK_EX)
+		s := slotHolder{slot: i, path: recordPath}.read(key) // after the flock: a hold writes first
+		switch {
+		case ferr != nil:
+			f.Close()
+			err = ferr
+		case !taken:
+			f.Close()
+			held = append(held, s)
+		case s.kept():
+			unlockClose(f)
+			held = append(held, s)
+		case i < n && mine == nil:
+			slot, mine = i, f
+		default:
+			unlockClose(f)
+		}
+	}
+	if err != nil && mine != nil {
+		unlockClose(mine)
+		mine = nil
+	}
+	return slot, mine, held, err
+}
+
+// semHolders describes the held slots of key, under the short flock:
+// nothing when the key has never been a semaphore (slot files are made
+// lowest first, so slot 0's exists).
+func (b *Backend) semHolders(ctx context.Context, key string) ([]slotHolder, error) {
+	p := b.keyPaths(key)
+	if lockPath, _ := p.semSlot(0); !exists(lockPath) {
+		return nil, nil
+	}
+	short, err := lockShort(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	defer unlockClose(short)
+	_, _, held, err := scanSlots(key, p, 0)
+	return held, err
+}
