@@ -308,7 +308,7 @@ func TestSlotHeldAfterLineReadIsPassedOver(t *testing.T) {
 	if err := c.join(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	names, err := b.children(ctx(t), c.s, c.dir)
+	names, _, err := b.children(ctx(t), c.s, c.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
