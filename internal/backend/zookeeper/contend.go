@@ -116,7 +116,8 @@ func (c *contender) openSession(ctx context.Context) error {
 
 // takePlace makes sure we have a node in line: a create whose answer was
 // lost may have made it, so that is looked for (by our nonce) before
-// another is made at the back.
+// ours is made at the back, the key's node first if it is missing (or was
+// just removed, being empty).
 func (c *contender) takePlace(ctx context.Context) error {
 	if c.node == "" && c.attempted {
 		names, _, err := c.b.children(ctx, c.s, c.dir)
@@ -134,34 +135,7 @@ func (c *contender) takePlace(ctx context.Context) error {
 	if c.node != "" {
 		return nil
 	}
-	return c.join(ctx)
-}
-
-// readLine reads the line and finds our place in it (-1: our node is not
-// in it, or not as we made it). Everyone ahead of us must have asked for
-// our limit (lock.LimitMismatchError otherwise: exit 64).
-func (c *contender) readLine(ctx context.Context) (line []entry, mine int, err error) {
-	names, cv, err := c.b.children(ctx, c.s, c.dir)
-	if err != nil {
-		return nil, -1, c.b.opError("read the line of "+c.req.Key, err)
-	}
-	c.seen, line = cv, parseLine(names)
-	for i, e := range line {
-		if e.nonce == c.nonce && e.lock == c.node {
-			return line, i, err
-		}
-		if e.limit != c.limit && err == nil {
-			err = &lock.LimitMismatchError{Key: c.req.Key, Want: c.limit, Have: e.limit}
-		}
-	}
-	return line, -1, nil
-}
-
-// join creates our lock node at the back of the line, creating the key's
-// node first if it is missing (or was just removed, being empty).
-func (c *contender) join(ctx context.Context) error {
-	now := time.Now()
-	c.rec = newRecord(c.req, now)
+	c.rec = newRecord(c.req, time.Now())
 	c.rec.SessionMs = int64(c.s.negotiated.Load())
 	for attempt := 0; ; attempt++ {
 		c.attempted = true
@@ -185,6 +159,26 @@ func (c *contender) join(ctx context.Context) error {
 			return c.b.opError("join the line of "+c.req.Key, err)
 		}
 	}
+}
+
+// readLine reads the line and finds our place in it (-1: our node is not
+// in it, or not as we made it). Everyone ahead of us must have asked for
+// our limit (lock.LimitMismatchError otherwise: exit 64).
+func (c *contender) readLine(ctx context.Context) (line []entry, mine int, err error) {
+	names, cv, err := c.b.children(ctx, c.s, c.dir)
+	if err != nil {
+		return nil, -1, c.b.opError("read the line of "+c.req.Key, err)
+	}
+	c.seen, line = cv, parseLine(names)
+	for i, e := range line {
+		if e.nonce == c.nonce && e.lock == c.node {
+			return line, i, err
+		}
+		if e.limit != c.limit && err == nil {
+			err = &lock.LimitMismatchError{Key: c.req.Key, Want: c.limit, Have: e.limit}
+		}
+	}
+	return line, -1, nil
 }
 
 // busy describes the holder (reading its node only when it changed).
@@ -249,7 +243,7 @@ func (c *contender) takeOver(ctx context.Context, line []entry, counter <-chan c
 	st := &nodeStore{b: c.b, s: c.s, dir: c.dir, node: c.node, nonce: c.nonce, rec: rec, alerts: make(chan struct{}, 1)}
 	st.watchOwn()
 	c.s = nil // the lease owns the session now
-	return st.lease(c.req.Key, rec.Token, granted, slot, c.limit), nil
+	return st.lease(c.req.Key, granted), nil
 }
 
 // claimSlot claims a free slot-<i> node for us (-1: none is free). A
@@ -284,11 +278,7 @@ func (c *contender) claimSlot(ctx context.Context, line []entry) (int, error) {
 		if err != nil {
 			return -1, c.b.opError("take a slot of "+c.req.Key, err)
 		}
-		names, _, err := c.b.children(ctx, c.s, c.dir)
-		if err == nil {
-			used, err = c.heldSlots(ctx, parseLine(names))
-		}
-		if err != nil {
+		if used, err = c.heldSlots(ctx, nil); err != nil {
 			_ = do(context.WithoutCancel(ctx), func() error { return c.s.conn.Delete(path, -1) })
 			return -1, c.b.opError("read the line of "+c.req.Key, err)
 		}
@@ -303,8 +293,16 @@ func (c *contender) claimSlot(ctx context.Context, line []entry) (int, error) {
 	return -1, nil
 }
 
-// heldSlots reads the slots of the hold nodes in line (other than ours).
+// heldSlots reads the slots of the hold nodes in line (other than ours),
+// reading the line first when given none.
 func (c *contender) heldSlots(ctx context.Context, line []entry) (map[int]bool, error) {
+	if line == nil {
+		names, _, err := c.b.children(ctx, c.s, c.dir)
+		if err != nil {
+			return nil, err
+		}
+		line = parseLine(names)
+	}
 	used := map[int]bool{}
 	for _, e := range line {
 		if e.hold == "" || e.nonce == c.nonce {

@@ -16,8 +16,6 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-var _ lock.Doctor = (*Backend)(nil)
-
 // Doctor implements lock.Doctor: the session timeout the servers grant for
 // --ttl (a lease is the session), whether they allow TTL nodes (holds),
 // the server's clock, which stamps the holds' start (mtime), and the

@@ -33,11 +33,14 @@ type nodeStore struct {
 
 var _ lock.Alerter = (*nodeStore)(nil)
 
-// lease makes the lease of key whose store is l, granted with token at
-// granted, in slot (-1 for a mutex) of limit.
-func (l *nodeStore) lease(key string, token uint64, granted time.Time, slot, limit int) lock.Lease {
-	g := lock.Grant{Key: key, Owner: l.rec.Owner, Token: token, TTL: time.Duration(l.rec.TTLms) * time.Millisecond,
-		Granted: granted, Slot: slot, Limit: limit}
+// lease makes the lease of key whose store is l, granted at granted, as
+// its record says (token, limit, slot).
+func (l *nodeStore) lease(key string, granted time.Time) lock.Lease {
+	g := lock.Grant{Key: key, Owner: l.rec.Owner, Token: l.rec.Token, TTL: time.Duration(l.rec.TTLms) * time.Millisecond,
+		Granted: granted, Slot: -1, Limit: max(l.rec.Limit, 1)}
+	if g.Limit > 1 {
+		g.Slot = l.rec.Slot
+	}
 	return lock.NewLease(g, l)
 }
 
@@ -190,45 +193,30 @@ func (l *nodeStore) Hold(ctx context.Context, h *lock.Held, d time.Duration, mod
 	return h.TTL(), nil
 }
 
-// Resume finds the hold node of h (by its owner and token) and returns it
-// as a lease, if it is still live by this machine's clock (its record's
-// length from its mtime); lock.ErrNotHeld otherwise. A running holder's
-// lock (a session) cannot be taken up by another process.
+// Resume finds the hold node of h among the holders (by its owner and
+// token) and returns it as a lease, if it is still live by this machine's
+// clock (its record's length from its mtime); lock.ErrNotHeld otherwise.
+// A running holder's lock (a session) cannot be taken up by another
+// process.
 func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
 	if err := lock.ValidateKey(h.Key); err != nil {
 		return nil, err
 	}
-	dir := b.keyDir(h.Key)
 	// The lease resumed has no session of its own: it keeps using the
 	// backend's, which is never parked then (done is not called).
 	s, _, err := b.useAdmin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	names, _, err := b.children(ctx, s, dir)
+	es, ds, err := b.holders(ctx, s, h.Key)
 	if err != nil {
-		return nil, b.opError("resume "+h.Key, err)
+		return nil, err
 	}
-	for _, e := range parseLine(names) {
-		if e.hold == "" {
-			continue
+	for i, e := range es {
+		if d := ds[i]; e.lock == "" && d.rec.Owner == h.Owner && d.rec.Token == h.Token {
+			st := &nodeStore{b: b, dir: b.keyDir(h.Key), nonce: e.nonce, rec: d.rec, hold: e.hold, holdGen: e.gen, holdVer: d.stat.Version}
+			return st.lease(h.Key, time.Now()), nil
 		}
-		d, ok, err := b.read(ctx, s, dir+"/"+e.hold)
-		if err != nil {
-			return nil, b.opError("resume "+h.Key, err)
-		}
-		if !ok || d.rec.Owner != h.Owner || d.rec.Token != h.Token {
-			continue
-		}
-		if !time.Now().Before(time.UnixMilli(holdExpiry(d))) {
-			break // expired: a waiter may delete it at any moment
-		}
-		slot := -1
-		if e.limit > 1 {
-			slot = d.rec.Slot
-		}
-		st := &nodeStore{b: b, dir: dir, nonce: e.nonce, rec: d.rec, hold: e.hold, holdGen: e.gen, holdVer: d.stat.Version}
-		return st.lease(h.Key, h.Token, time.Now(), slot, e.limit), nil
 	}
 	return nil, fmt.Errorf("%s (token %d): %w", h.Key, h.Token, lock.ErrNotHeld)
 }

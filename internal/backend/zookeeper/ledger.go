@@ -21,8 +21,6 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-var _ lock.Ledger = (*Backend)(nil)
-
 // putAttempts bounds how often PutEntry creates the ledger node again
 // because the server removed it (emptied) in between.
 const putAttempts = 3

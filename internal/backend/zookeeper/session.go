@@ -40,6 +40,10 @@ type quiet struct{}
 
 func (quiet) Printf(string, ...any) {}
 
+// adminSession is the session timeout asked for the backend's own session
+// (status, list, break, resume, doctor): it holds no locks.
+const adminSession = 10 * time.Second
+
 // dial opens a session asking for timeout and waits, until ctx ends or
 // at most the connect timeout, for the server to grant it.
 func (b *Backend) dial(ctx context.Context, timeout time.Duration) (*session, error) {

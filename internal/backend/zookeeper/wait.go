@@ -100,6 +100,9 @@ func notify(ch chan<- struct{}) {
 	}
 }
 
+// cleanupTimeout caps the fresh context used to leave the line.
+const cleanupTimeout = 2 * time.Second
+
 // Leave implements lock.Contender: delete our node and end our session
 // (which would delete it too), on a fresh short context.
 func (c *contender) Leave() {

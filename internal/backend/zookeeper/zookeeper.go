@@ -41,16 +41,11 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
+// DefaultPrefix and DefaultConnectTimeout stand for an empty
+// Config.Prefix and a zero Config.ConnectTimeout.
 const (
-	// DefaultPrefix names the node that holds the keys when Config.Prefix is empty.
-	DefaultPrefix = "distlock"
-	// DefaultConnectTimeout is used when Config.ConnectTimeout is zero.
+	DefaultPrefix         = "distlock"
 	DefaultConnectTimeout = 5 * time.Second
-	// adminSession is the session timeout asked for the backend's own
-	// session (status, list, break, resume): it holds no locks.
-	adminSession = 10 * time.Second
-	// cleanupTimeout caps the fresh context used to leave the line.
-	cleanupTimeout = 2 * time.Second
 )
 
 var acl = zk.WorldACL(zk.PermAll)
@@ -64,8 +59,6 @@ type Backend struct {
 	adm       admin // the backend's own session (admin.go)
 	closeOnce sync.Once
 }
-
-var _ lock.Backend = (*Backend)(nil)
 
 // New opens the backend's own session (bounded by cfg.ConnectTimeout) and
 // makes sure <chroot>/<prefix> exists, so that an unreachable ensemble or
@@ -113,6 +106,12 @@ func (b *Backend) Close() error {
 	})
 	return nil
 }
+
+var (
+	_ lock.Backend = (*Backend)(nil)
+	_ lock.Doctor  = (*Backend)(nil)
+	_ lock.Ledger  = (*Backend)(nil)
+)
 
 // keyDir is the node under which every contender of key lives.
 func (b *Backend) keyDir(key string) string { return b.root + "/" + escapeName(key) }

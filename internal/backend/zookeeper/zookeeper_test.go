@@ -305,7 +305,7 @@ func TestSlotHeldAfterLineReadIsPassedOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.s = s
-	if err := c.join(ctx(t)); err != nil {
+	if err := c.takePlace(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
 	names, _, err := b.children(ctx(t), c.s, c.dir)
