@@ -107,10 +107,10 @@ func (l *nodeStore) Renew(ctx context.Context, h *lock.Held) error {
 }
 
 // ours is the deletes of our node in one multi: the lock node with our
-// slot node, or the hold node (at the version we made or read it at).
-func (l *nodeStore) ours(h *lock.Held) []any {
+// slot node, or the hold node at version holdVer (-1: any).
+func (l *nodeStore) ours(h *lock.Held, holdVer int32) []any {
 	if l.node == "" {
-		return []any{&zk.DeleteRequest{Path: l.dir + "/" + l.hold, Version: l.holdVer}}
+		return []any{&zk.DeleteRequest{Path: l.dir + "/" + l.hold, Version: holdVer}}
 	}
 	ops := []any{&zk.DeleteRequest{Path: l.dir + "/" + l.node, Version: -1}}
 	if h.Slot() >= 0 {
@@ -127,16 +127,15 @@ func (l *nodeStore) Release(ctx context.Context, h *lock.Held) error {
 		return h.NotOurs()
 	}
 	s := l.conn()
-	_, err := multi(ctx, s, l.ours(h)...)
-	gone := errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion)
-	if err == nil || gone {
+	_, err := multi(ctx, s, l.ours(h, -1)...)
+	if err == nil || errors.Is(err, zk.ErrNoNode) {
 		l.released = true
 		l.b.tidy(ctx, s, l.dir)
 		if l.s != nil {
 			l.s.close(time.Second)
 		}
 	}
-	if gone {
+	if errors.Is(err, zk.ErrNoNode) {
 		return h.NotOurs()
 	}
 	if err != nil {
@@ -175,7 +174,7 @@ func (l *nodeStore) Hold(ctx context.Context, h *lock.Held, d time.Duration, mod
 		return err
 	})
 	if err == nil {
-		if _, err = multi(ctx, s, l.ours(h)...); err != nil {
+		if _, err = multi(ctx, s, l.ours(h, l.holdVer)...); err != nil {
 			_ = do(context.WithoutCancel(ctx), func() error { return s.conn.Delete(l.dir+"/"+name, -1) })
 		}
 	}

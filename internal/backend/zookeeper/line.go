@@ -164,8 +164,7 @@ func (b *Backend) holders(ctx context.Context, s *session, key string) ([]entry,
 		}
 		var es []entry
 		var ds []described
-		changed := false
-		now := time.Now()
+		changed, now := false, time.Now()
 		for _, e := range parseLine(names) {
 			if len(es) > 0 && len(es) >= es[0].limit {
 				break
@@ -177,10 +176,9 @@ func (b *Backend) holders(ctx context.Context, s *session, key string) ([]entry,
 			if changed = !ok; changed {
 				break
 			}
-			if e.lock == "" && !now.Before(time.UnixMilli(holdExpiry(d))) {
-				continue
+			if e.lock != "" || now.Before(time.UnixMilli(holdExpiry(d))) {
+				es, ds = append(es, e), append(ds, d) // an expired hold holds no more
 			}
-			es, ds = append(es, e), append(ds, d)
 		}
 		if !changed || attempt >= 3 {
 			return es, ds, nil

@@ -62,10 +62,7 @@ func (b *Backend) dial(ctx context.Context, timeout time.Duration) (*session, er
 		zk.WithLogger(quiet{}), zk.WithLogInfo(false), zk.WithDialer(dialer), zk.WithHostProvider(s.hosts),
 		zk.WithEventCallback(func(ev zk.Event) {
 			if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
-				select {
-				case has <- struct{}{}:
-				default:
-				}
+				notify(has)
 			}
 		}))
 	if err != nil {
