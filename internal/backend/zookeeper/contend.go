@@ -3,6 +3,8 @@ package zookeeper
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -56,7 +58,7 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 			return nil, err
 		}
 		// The key's token counter is read alongside the line (one round
-		// trip for both): if we hold, the grant needs it (token.go).
+		// trip for both): if we hold, the grant needs it (grantToken).
 		counter := c.b.prefetchCounter(ctx, c.s, c.req.Key)
 		line, mine, err := c.readLine(ctx)
 		if err != nil {
@@ -70,9 +72,6 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 				continue
 			}
 			return nil, &lock.BusyError{Holder: c.lastHolder()}
-		}
-		if err := c.sameLimit(line[:mine]); err != nil {
-			return nil, err
 		}
 		expired, err := c.expireHolds(ctx, line, mine)
 		if err != nil {
@@ -117,10 +116,11 @@ func (c *contender) openSession(ctx context.Context) error {
 
 // takePlace makes sure we have a node in line: a create whose answer was
 // lost may have made it, so that is looked for (by our nonce) before
-// another is made at the back.
+// ours is made at the back, the key's node first if it is missing (or was
+// just removed, being empty).
 func (c *contender) takePlace(ctx context.Context) error {
 	if c.node == "" && c.attempted {
-		names, err := c.b.children(ctx, c.s, c.dir)
+		names, _, err := c.b.children(ctx, c.s, c.dir)
 		if err != nil {
 			return c.b.opError("read the line of "+c.req.Key, err)
 		}
@@ -135,41 +135,7 @@ func (c *contender) takePlace(ctx context.Context) error {
 	if c.node != "" {
 		return nil
 	}
-	return c.join(ctx)
-}
-
-// readLine reads the line and finds our place in it (-1: our node is not
-// in it, or not as we made it).
-func (c *contender) readLine(ctx context.Context) (line []entry, mine int, err error) {
-	names, cv, err := c.b.childrenV(ctx, c.s, c.dir)
-	if err != nil {
-		return nil, -1, c.b.opError("read the line of "+c.req.Key, err)
-	}
-	c.seen = cv
-	line = parseLine(names)
-	for i, e := range line {
-		if e.nonce == c.nonce && e.lock == c.node {
-			return line, i, nil
-		}
-	}
-	return line, -1, nil
-}
-
-// sameLimit: everyone ahead of us asked for our limit (exit 64 otherwise).
-func (c *contender) sameLimit(ahead []entry) error {
-	for _, e := range ahead {
-		if e.limit != c.limit {
-			return &lock.LimitMismatchError{Key: c.req.Key, Want: c.limit, Have: e.limit}
-		}
-	}
-	return nil
-}
-
-// join creates our lock node at the back of the line, creating the key's
-// node first if it is missing (or was just removed, being empty).
-func (c *contender) join(ctx context.Context) error {
-	now := time.Now()
-	c.rec = newRecord(c.req, now)
+	c.rec = newRecord(c.req, time.Now())
 	c.rec.SessionMs = int64(c.s.negotiated.Load())
 	for attempt := 0; ; attempt++ {
 		c.attempted = true
@@ -193,6 +159,26 @@ func (c *contender) join(ctx context.Context) error {
 			return c.b.opError("join the line of "+c.req.Key, err)
 		}
 	}
+}
+
+// readLine reads the line and finds our place in it (-1: our node is not
+// in it, or not as we made it). Everyone ahead of us must have asked for
+// our limit (lock.LimitMismatchError otherwise: exit 64).
+func (c *contender) readLine(ctx context.Context) (line []entry, mine int, err error) {
+	names, cv, err := c.b.children(ctx, c.s, c.dir)
+	if err != nil {
+		return nil, -1, c.b.opError("read the line of "+c.req.Key, err)
+	}
+	c.seen, line = cv, parseLine(names)
+	for i, e := range line {
+		if e.nonce == c.nonce && e.lock == c.node {
+			return line, i, err
+		}
+		if e.limit != c.limit && err == nil {
+			err = &lock.LimitMismatchError{Key: c.req.Key, Want: c.limit, Have: e.limit}
+		}
+	}
+	return line, -1, nil
 }
 
 // busy describes the holder (reading its node only when it changed).
@@ -222,7 +208,7 @@ func (c *contender) lastHolder() lock.Holder {
 
 // takeOver makes us the holder: for a semaphore, claim a free slot; then
 // stamp the acquisition time and the token on our node with a write (in
-// one multi with the key's token counter, token.go), which also proves,
+// one multi with the key's token counter, grantToken), which also proves,
 // through the leader, that our node (so our session) was alive after the
 // moment it was sent: the lease's validity counts from that moment.
 func (c *contender) takeOver(ctx context.Context, line []entry, counter <-chan counterRead) (lock.Lease, error) {
@@ -241,7 +227,7 @@ func (c *contender) takeOver(ctx context.Context, line []entry, counter <-chan c
 	}
 	rec := c.rec
 	rec.AcquiredAt = time.Now()
-	token, rec, granted, lost, err := c.b.grantToken(ctx, c.s, c.req.Key, c.dir+"/"+c.node, rec, counter)
+	rec, granted, lost, err := c.b.grantToken(ctx, c.s, c.req.Key, c.dir+"/"+c.node, rec, counter)
 	if lost {
 		// We lost our place (our session expired): give the slot back.
 		if slot >= 0 {
@@ -257,5 +243,215 @@ func (c *contender) takeOver(ctx context.Context, line []entry, counter <-chan c
 	st := &nodeStore{b: c.b, s: c.s, dir: c.dir, node: c.node, nonce: c.nonce, rec: rec, alerts: make(chan struct{}, 1)}
 	st.watchOwn()
 	c.s = nil // the lease owns the session now
-	return st.lease(c.req.Key, token, granted, slot, c.limit), nil
+	return st.lease(c.req.Key, granted), nil
+}
+
+// claimSlot claims a free slot-<i> node for us (-1: none is free). A
+// session holder's slot is its ephemeral slot-<i> node; a held slot (a hold
+// node, with no session) has none, only the Slot in its record. So slots
+// named by hold nodes are passed over, and a slot node we made is checked
+// against the hold nodes once more after it was made: a holder that made
+// its hold (which it does before deleting its slot node) after our read
+// of the line is seen then, and we give that slot back.
+func (c *contender) claimSlot(ctx context.Context, line []entry) (int, error) {
+	used, err := c.heldSlots(ctx, line)
+	if err != nil {
+		return -1, err
+	}
+	for i := range c.limit {
+		if used[i] {
+			continue
+		}
+		path := c.dir + "/" + slotName(i)
+		err := do(ctx, func() error {
+			_, err := c.s.conn.Create(path, []byte(c.nonce), zk.FlagEphemeral, acl)
+			return err
+		})
+		if errors.Is(err, zk.ErrNodeExists) {
+			// Ours, from a try whose answer was lost?
+			d, ok, rerr := c.b.read(ctx, c.s, path)
+			if rerr != nil || !ok || string(d.raw) != c.nonce {
+				continue
+			}
+			err = nil
+		}
+		if err != nil {
+			return -1, c.b.opError("take a slot of "+c.req.Key, err)
+		}
+		if used, err = c.heldSlots(ctx, nil); err != nil {
+			_ = do(context.WithoutCancel(ctx), func() error { return c.s.conn.Delete(path, -1) })
+			return -1, c.b.opError("read the line of "+c.req.Key, err)
+		}
+		if used[i] {
+			if err := do(ctx, func() error { return c.s.conn.Delete(path, -1) }); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return -1, c.b.opError("give back a slot of "+c.req.Key, err)
+			}
+			continue
+		}
+		return i, nil
+	}
+	return -1, nil
+}
+
+// heldSlots reads the slots of the hold nodes in line (other than ours),
+// reading the line first when given none.
+func (c *contender) heldSlots(ctx context.Context, line []entry) (map[int]bool, error) {
+	if line == nil {
+		names, _, err := c.b.children(ctx, c.s, c.dir)
+		if err != nil {
+			return nil, err
+		}
+		line = parseLine(names)
+	}
+	used := map[int]bool{}
+	for _, e := range line {
+		if e.hold == "" || e.nonce == c.nonce {
+			continue
+		}
+		d, ok, err := c.b.read(ctx, c.s, c.dir+"/"+e.hold)
+		if err != nil {
+			return nil, c.b.opError("read the hold on "+c.req.Key, err)
+		}
+		if ok {
+			used[d.rec.Slot] = true
+		}
+	}
+	return used, nil
+}
+
+// expireHolds looks at the holds among the holders (the first limit
+// places, ours aside) and the server's clock (the mtime of a write of our
+// own node): an expired hold is deleted (compare-and-delete on its
+// version; expired says so: read the line again); the least time left of
+// the live ones bounds our wait (holdLeft). A later waiter leaves them to
+// the first: it moves up only once the one ahead of it did, which wakes
+// it (wait.go).
+func (c *contender) expireHolds(ctx context.Context, line []entry, mine int) (expired bool, err error) {
+	c.holdLeft = -1
+	if mine > c.limit {
+		return false, nil
+	}
+	var holds []entry
+	var ds []described
+	for i, e := range line[:min(len(line), c.limit)] {
+		if i == mine || e.lock != "" {
+			continue
+		}
+		d, ok, err := c.b.read(ctx, c.s, c.dir+"/"+e.hold)
+		if err != nil {
+			return false, c.b.opError("read the hold on "+c.req.Key, err)
+		}
+		if !ok {
+			c.holdLeft = 0
+			return true, nil
+		}
+		holds, ds = append(holds, e), append(ds, d)
+	}
+	if len(holds) == 0 {
+		return false, nil
+	}
+	st, err := call(ctx, func() (*zk.Stat, error) { return c.s.conn.Set(c.dir+"/"+c.node, c.rec.encode(), -1) })
+	if errors.Is(err, zk.ErrNoNode) {
+		c.holdLeft = 0
+		return true, nil // we lost our place: Try finds out
+	}
+	if err != nil {
+		return false, c.b.opError("read the server's clock", err)
+	}
+	for i, d := range ds {
+		if left := time.Duration(holdExpiry(d)-st.Mtime) * time.Millisecond; left > 0 {
+			if c.holdLeft < 0 || left < c.holdLeft {
+				c.holdLeft = left
+			}
+			continue
+		}
+		err = do(ctx, func() error { return c.s.conn.Delete(c.dir+"/"+holds[i].hold, d.stat.Version) })
+		if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
+			return false, c.b.opError("delete the expired hold on "+c.req.Key, err)
+		}
+		expired = true
+	}
+	return expired, nil
+}
+
+// Fencing tokens. Sequence numbers and zxids start again when ZooKeeper
+// loses its data, so the token follows lock.NextToken, with the key's last
+// token in a persistent node beside the key's node (a container), so that
+// it outlives every holder (grantToken).
+
+// tokenAttempts bounds how often a grant reads the counter again because
+// it moved between the read and the multi (it cannot while we are at the
+// head of the line, short of a break and a new holder in between).
+const tokenAttempts = 5
+
+// tokenPath is where the last token of key is kept.
+func (b *Backend) tokenPath(key string) string { return b.keyDir(key) + "#token" }
+
+// counterRead is one read of a key's counter: its value and version;
+// exists is false when it is missing.
+type counterRead struct {
+	last    uint64
+	version int32
+	exists  bool
+	err     error
+}
+
+func (b *Backend) readCounter(ctx context.Context, s *session, key string) counterRead {
+	d, ok, err := b.read(ctx, s, b.tokenPath(key))
+	if err != nil || !ok {
+		return counterRead{err: err}
+	}
+	last, err := strconv.ParseUint(string(d.raw), 10, 64)
+	if err != nil {
+		raw := string(d.raw[:min(len(d.raw), 40)])
+		return counterRead{err: fmt.Errorf("the token counter of %s (node %s) holds %q, not a token: delete that node (the next token then follows the clock)", key, b.tokenPath(key), raw)}
+	}
+	return counterRead{last: last, version: d.stat.Version, exists: true}
+}
+
+// prefetchCounter reads key's counter on its own goroutine, so that the
+// read goes out with the contender's read of the line.
+func (b *Backend) prefetchCounter(ctx context.Context, s *session, key string) <-chan counterRead {
+	ch := make(chan counterRead, 1)
+	go func() { ch <- b.readCounter(ctx, s, key) }()
+	return ch
+}
+
+// grantToken hands out the next token of key to the contender whose lock
+// node is at path, writing rec (given the token) to that node in the same
+// multi that raises the counter. first, when not nil, is a read of the
+// counter already under way (prefetchCounter); later attempts read it
+// again. granted is the monotonic time taken just before the multi was
+// sent (the write proves our session was alive then). lost: our node is
+// gone.
+func (b *Backend) grantToken(ctx context.Context, s *session, key, path string, rec record, first <-chan counterRead) (out record, granted time.Time, lost bool, err error) {
+	for attempt := 1; ; attempt++ {
+		var r counterRead
+		if first != nil {
+			r, first = <-first, nil
+		} else {
+			r = b.readCounter(ctx, s, key)
+		}
+		if r.err != nil {
+			return rec, granted, false, r.err
+		}
+		rec.Token = lock.NextToken(r.last, lock.ClockMicros(time.Now()))
+		data := []byte(strconv.FormatUint(rec.Token, 10))
+		var counterOp any = &zk.SetDataRequest{Path: b.tokenPath(key), Data: data, Version: r.version}
+		if !r.exists {
+			counterOp = &zk.CreateRequest{Path: b.tokenPath(key), Data: data, Acl: acl, Flags: zk.FlagPersistent}
+		}
+		granted = time.Now()
+		res, err := multi(ctx, s, counterOp, &zk.SetDataRequest{Path: path, Data: rec.encode(), Version: -1})
+		switch {
+		case err == nil:
+			return rec, granted, false, nil
+		case len(res) == 2 && errors.Is(res[1].Error, zk.ErrNoNode):
+			return rec, granted, true, nil // our node is gone: a lost place
+		case !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNodeExists) && !errors.Is(err, zk.ErrNoNode):
+			return rec, granted, false, err
+		case attempt >= tokenAttempts: // the counter moved (or appeared, or went) since our read, every time
+			return rec, granted, false, fmt.Errorf("the token counter of %s kept moving", key)
+		}
+	}
 }

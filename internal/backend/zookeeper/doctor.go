@@ -1,9 +1,14 @@
 package zookeeper
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -11,12 +16,10 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-var _ lock.Doctor = (*Backend)(nil)
-
 // Doctor implements lock.Doctor: the session timeout the servers grant for
 // --ttl (a lease is the session), whether they allow TTL nodes (holds),
 // the server's clock, which stamps the holds' start (mtime), and the
-// connections this host may still open (headroom.go).
+// connections this host may still open (headroomCheck).
 func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Check {
 	return []lock.Check{b.sessionCheck(ctx, req), b.ttlNodeCheck(ctx, req), b.clockCheck(ctx, req), b.headroomCheck(ctx, req)}
 }
@@ -50,15 +53,13 @@ func (b *Backend) ttlNodeCheck(ctx context.Context, req lock.DoctorRequest) lock
 	defer cancel()
 	path := b.root + "/.doctor-ttl-" + newNonce()
 	s, done, err := b.useAdmin(cctx)
-	if err != nil {
-		return lock.Check{Name: "ttl-nodes", Status: lock.CheckWarning, Detail: "cannot check: " + err.Error(),
-			Fix: "run doctor again once the ensemble answers"}
+	if err == nil {
+		defer done()
+		err = do(cctx, func() error {
+			_, err := s.conn.CreateTTL(path, nil, zk.FlagTTL, acl, time.Minute)
+			return err
+		})
 	}
-	defer done()
-	err = do(cctx, func() error {
-		_, err := s.conn.CreateTTL(path, nil, zk.FlagTTL, acl, time.Minute)
-		return err
-	})
 	switch {
 	case err == nil:
 		_ = do(cctx, func() error { return s.conn.Delete(path, -1) })
@@ -99,4 +100,96 @@ func (b *Backend) clockCheck(ctx context.Context, req lock.DoctorRequest) lock.C
 	}
 	return lock.ClockOffsetCheck(offset, unc+500*time.Microsecond, req.TTL,
 		fmt.Sprintf("the mtime of a write, best of %d round trips: %s", lock.ClockReadings, best.Round(time.Microsecond)))
+}
+
+// headroomCheck compares, on each server, the sessions from this host
+// with the server's maxClientCnxns (a limit per client IP), read with the
+// conf and cons four-letter words; the worst server is reported. Servers
+// that do not allow those words (4lw.commands.whitelist) cannot tell.
+func (b *Backend) headroomCheck(ctx context.Context, req lock.DoctorRequest) lock.Check {
+	rank := map[lock.CheckStatus]int{lock.CheckWarning: 1, lock.CheckProblem: 2}
+	var worst lock.Check
+	for _, s := range b.servers {
+		if c := serverHeadroom(ctx, s, req.Timeout); worst.Name == "" || rank[c.Status] > rank[worst.Status] {
+			worst = c
+		}
+	}
+	return worst
+}
+
+// serverHeadroom is one server's check.
+func serverHeadroom(ctx context.Context, server string, timeout time.Duration) lock.Check {
+	conf, _, err := fourLetter(ctx, server, "conf", timeout)
+	var cons string
+	var us net.IP
+	if err == nil {
+		cons, us, err = fourLetter(ctx, server, "cons", timeout)
+	}
+	limit, lerr := parseMaxCnxns(conf)
+	if why := cmp.Or(err, lerr); why != nil {
+		return lock.Check{Name: "connections", Status: lock.CheckWarning,
+			Detail: fmt.Sprintf("cannot tell how many more connections %s accepts from this host: %v", server, why),
+			Fix:    "allow the conf and cons four-letter words (4lw.commands.whitelist in zoo.cfg) to have doctor check maxClientCnxns"}
+	}
+	c := lock.ConnectionHeadroomCheck("maxClientCnxns", sessionsFrom(cons, us), limit,
+		"raise maxClientCnxns in zoo.cfg on every server (60 by default), or run fewer distlock processes on this host")
+	c.Detail += fmt.Sprintf(" (sessions from this host, %s, on %s: the limit is per client IP)", us, server)
+	return c
+}
+
+// fourLetter sends a four-letter word and reads the whole answer; it
+// returns our address as the server sees it too.
+func fourLetter(ctx context.Context, server, word string, timeout time.Duration) (string, net.IP, error) {
+	d := net.Dialer{Timeout: timeout}
+	c, err := d.DialContext(ctx, "tcp", server)
+	if err != nil {
+		return "", nil, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	if _, err := io.WriteString(c, word); err != nil {
+		return "", nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(c, 1<<20))
+	if err != nil {
+		return "", nil, err
+	}
+	s := string(b)
+	if strings.Contains(s, "not in the whitelist") {
+		return "", nil, fmt.Errorf("the server does not allow %q (4lw.commands.whitelist)", word)
+	}
+	if s == "" {
+		return "", nil, fmt.Errorf("%q: no answer (the server closed the connection: at its maxClientCnxns?)", word)
+	}
+	return s, c.LocalAddr().(*net.TCPAddr).IP, nil
+}
+
+// parseMaxCnxns reads maxClientCnxns from conf's answer (0: no limit).
+func parseMaxCnxns(conf string) (int, error) {
+	for _, line := range strings.Split(conf, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "maxClientCnxns="); ok {
+			return strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	return 0, fmt.Errorf("conf names no maxClientCnxns")
+}
+
+// sessionsFrom counts cons's connections from ip that have a session,
+// lines such as " /127.0.0.1:45678[1](queued=0,recved=5,…,sid=0x1000…,…)".
+func sessionsFrom(cons string, ip net.IP) int {
+	n := 0
+	for _, line := range strings.Split(cons, "\n") {
+		addr, _, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "/"), "[")
+		if !ok || !strings.Contains(line, "sid=") {
+			continue
+		}
+		host := addr
+		if i := strings.LastIndexByte(addr, ':'); i >= 0 {
+			host = addr[:i]
+		}
+		if h := net.ParseIP(host); h != nil && h.Equal(ip) {
+			n++
+		}
+	}
+	return n
 }

@@ -25,7 +25,6 @@ type nodeStore struct {
 
 	hold     string // our hold node, once held with no process
 	holdGen  int
-	holdSeq  int64
 	holdVer  int32
 	released bool
 
@@ -34,11 +33,14 @@ type nodeStore struct {
 
 var _ lock.Alerter = (*nodeStore)(nil)
 
-// lease makes the lease of key whose store is l, granted with token at
-// granted, in slot (-1 for a mutex) of limit.
-func (l *nodeStore) lease(key string, token uint64, granted time.Time, slot, limit int) lock.Lease {
-	g := lock.Grant{Key: key, Owner: l.rec.Owner, Token: token, TTL: time.Duration(l.rec.TTLms) * time.Millisecond,
-		Granted: granted, Slot: slot, Limit: limit}
+// lease makes the lease of key whose store is l, granted at granted, as
+// its record says (token, limit, slot).
+func (l *nodeStore) lease(key string, granted time.Time) lock.Lease {
+	g := lock.Grant{Key: key, Owner: l.rec.Owner, Token: l.rec.Token, TTL: time.Duration(l.rec.TTLms) * time.Millisecond,
+		Granted: granted, Slot: -1, Limit: max(l.rec.Limit, 1)}
+	if g.Limit > 1 {
+		g.Slot = l.rec.Slot
+	}
 	return lock.NewLease(g, l)
 }
 
@@ -56,23 +58,16 @@ func (l *nodeStore) watchOwn() {
 			if err != nil || !ok {
 				// Gone, or no watch to be had: the keeper renews at once
 				// and finds out; its renewals cover the rest of the lease.
-				l.alert()
+				notify(l.alerts)
 				return
 			}
 			e := <-ev
-			l.alert()
+			notify(l.alerts)
 			if e.Type == zk.EventNodeDeleted || e.Type == zk.EventNotWatching {
 				return
 			}
 		}
 	}()
-}
-
-func (l *nodeStore) alert() {
-	select {
-	case l.alerts <- struct{}{}:
-	default:
-	}
 }
 
 // conn is the session requests go on.
@@ -91,22 +86,15 @@ func (l *nodeStore) conn() *session {
 // the client had to replace; anything else is transient. It returns when
 // ctx ends.
 func (l *nodeStore) Renew(ctx context.Context, h *lock.Held) error {
-	if l.released {
+	switch {
+	case l.released:
 		return fmt.Errorf("%s: released: %w", h.Key(), lock.ErrNotHeld)
-	}
-	if l.node == "" {
+	case l.node == "":
 		return fmt.Errorf("%s: the lock is held with no process: %w", h.Key(), lock.ErrNotHeld)
-	}
-	if l.s.lostSession() {
+	case l.s.lostSession():
 		return fmt.Errorf("%s: our ZooKeeper session expired: %w", h.Key(), lock.ErrNotHeld)
 	}
-	path := l.dir + "/" + l.node
-	res, err := call(ctx, func() ([]zk.MultiResponse, error) {
-		return l.s.conn.Multi(&zk.CheckVersionRequest{Path: path, Version: -1})
-	})
-	if err == nil && len(res) == 1 {
-		err = res[0].Error
-	}
+	_, err := multi(ctx, l.s, &zk.CheckVersionRequest{Path: l.dir + "/" + l.node, Version: -1})
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return fmt.Errorf("%s: our lock node is gone (broken, or our session expired): %w", h.Key(), lock.ErrNotHeld)
@@ -118,30 +106,28 @@ func (l *nodeStore) Renew(ctx context.Context, h *lock.Held) error {
 	return nil
 }
 
-// Release deletes our node if it is still there (with our slot node, in
-// one multi), removes the key's node if that leaves it empty, and ends our
-// session. lock.ErrNotHeld when our node was already gone.
+// ours is the deletes of our node in one multi: the lock node with our
+// slot node, or the hold node at version holdVer (-1: any).
+func (l *nodeStore) ours(h *lock.Held, holdVer int32) []any {
+	if l.node == "" {
+		return []any{&zk.DeleteRequest{Path: l.dir + "/" + l.hold, Version: holdVer}}
+	}
+	ops := []any{&zk.DeleteRequest{Path: l.dir + "/" + l.node, Version: -1}}
+	if h.Slot() >= 0 {
+		ops = append(ops, &zk.DeleteRequest{Path: l.dir + "/" + slotName(h.Slot()), Version: -1})
+	}
+	return ops
+}
+
+// Release deletes our node if it is still there (ours), removes the key's
+// node if that leaves it empty, and ends our session. lock.ErrNotHeld
+// when our node was already gone.
 func (l *nodeStore) Release(ctx context.Context, h *lock.Held) error {
 	if l.released {
 		return h.NotOurs()
 	}
 	s := l.conn()
-	var err error
-	if l.node != "" {
-		ops := []any{&zk.DeleteRequest{Path: l.dir + "/" + l.node, Version: -1}}
-		if h.Slot() >= 0 {
-			ops = append([]any{&zk.CheckVersionRequest{Path: l.dir + "/" + l.node, Version: -1},
-				&zk.DeleteRequest{Path: l.dir + "/" + slotName(h.Slot()), Version: -1}}, ops...)
-		}
-		err = multi(ctx, s, ops...)
-		if errors.Is(err, zk.ErrNoNode) && h.Slot() >= 0 {
-			// Our slot node may be gone alone? Never: both go together. Our
-			// lock node is gone.
-			err = zk.ErrNoNode
-		}
-	} else {
-		err = do(ctx, func() error { return s.conn.Delete(l.dir+"/"+l.hold, -1) })
-	}
+	_, err := multi(ctx, s, l.ours(h, -1)...)
 	if err == nil || errors.Is(err, zk.ErrNoNode) {
 		l.released = true
 		l.b.tidy(ctx, s, l.dir)
@@ -158,22 +144,78 @@ func (l *nodeStore) Release(ctx context.Context, h *lock.Held) error {
 	return nil
 }
 
-// multi runs ops in one transaction; the first failing op's error is
-// returned.
-func multi(ctx context.Context, s *session, ops ...any) error {
-	res, err := call(ctx, func() ([]zk.MultiResponse, error) { return s.conn.Multi(ops...) })
-	if err != nil {
+// Hold implements lock.LeaseStore: it keeps the lock for d with no
+// process. A session cannot outlive its process, so our node is replaced
+// by a TTL node (hold-...) in the same place in line, whose record says
+// how long it holds, and whose own TTL is that length; then our session
+// ends. The new hold node (of the next generation when it replaces one)
+// is created before our node is deleted, so the place is never empty; if
+// ours was already gone (broken, expired), the new one is deleted again
+// and the answer is lock.ErrNotHeld. A semaphore slot is kept the same
+// way: the hold node's record names the slot, and the slot node
+// (ephemeral) is deleted with the lock node, in one multi; new holders
+// pass over slots named by hold nodes (see claimSlot). The handle keeps
+// the TTL asked for.
+func (l *nodeStore) Hold(ctx context.Context, h *lock.Held, d time.Duration, mode string) (time.Duration, error) {
+	if l.released {
+		return h.TTL(), h.NotOurs()
+	}
+	rec := l.rec
+	rec.Hold, rec.HoldMs, rec.Token = mode, max(d, time.Millisecond).Milliseconds(), h.Token()
+	rec.NodeTTL = rec.HoldMs
+	gen := l.holdGen + 1
+	if l.node != "" {
+		gen = 0
+	}
+	name := holdName(h.Limit(), l.nonce, gen, seqOf(l.node+l.hold)) // the one of them we have
+	s := l.conn()
+	err := do(ctx, func() error {
+		_, err := s.conn.CreateTTL(l.dir+"/"+name, rec.encode(), zk.FlagTTL, acl, time.Duration(rec.NodeTTL)*time.Millisecond)
 		return err
-	}
-	for _, r := range res {
-		if r.Error != nil && !errors.Is(r.Error, zk.ErrAPIError) && r.Error.Error() != "unknown error: -2" {
-			return r.Error
+	})
+	if err == nil {
+		if _, err = multi(ctx, s, l.ours(h, l.holdVer)...); err != nil {
+			_ = do(context.WithoutCancel(ctx), func() error { return s.conn.Delete(l.dir+"/"+name, -1) })
 		}
 	}
-	for _, r := range res {
-		if r.Error != nil {
-			return r.Error
+	switch {
+	case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrBadVersion):
+		return h.TTL(), h.NotOurs() // our node is gone (or the key's, with it)
+	case err != nil:
+		return h.TTL(), l.b.opError("hold "+h.Key(), err)
+	}
+	if l.s != nil {
+		l.s.close(time.Second)
+		l.s = nil
+	}
+	l.node, l.hold, l.holdGen, l.holdVer, l.rec = "", name, gen, 0, rec
+	return h.TTL(), nil
+}
+
+// Resume finds the hold node of h among the holders (by its owner and
+// token) and returns it as a lease, if it is still live by this machine's
+// clock (its record's length from its mtime); lock.ErrNotHeld otherwise.
+// A running holder's lock (a session) cannot be taken up by another
+// process.
+func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
+	if err := lock.ValidateKey(h.Key); err != nil {
+		return nil, err
+	}
+	// The lease resumed has no session of its own: it keeps using the
+	// backend's, which is never parked then (done is not called).
+	s, _, err := b.useAdmin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	es, ds, err := b.holders(ctx, s, h.Key)
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range es {
+		if d := ds[i]; e.lock == "" && d.rec.Owner == h.Owner && d.rec.Token == h.Token {
+			st := &nodeStore{b: b, dir: b.keyDir(h.Key), nonce: e.nonce, rec: d.rec, hold: e.hold, holdGen: e.gen, holdVer: d.stat.Version}
+			return st.lease(h.Key, time.Now()), nil
 		}
 	}
-	return nil
+	return nil, fmt.Errorf("%s (token %d): %w", h.Key, h.Token, lock.ErrNotHeld)
 }

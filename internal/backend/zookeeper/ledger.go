@@ -21,8 +21,6 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-var _ lock.Ledger = (*Backend)(nil)
-
 // putAttempts bounds how often PutEntry creates the ledger node again
 // because the server removed it (emptied) in between.
 const putAttempts = 3
@@ -81,29 +79,19 @@ func (b *Backend) Entries(ctx context.Context, key string) (map[string][]byte, e
 	if _, err := call(ctx, func() (string, error) { return s.conn.Sync(dir) }); err != nil {
 		return nil, b.ledgerError("read", key, err)
 	}
-	ids, err := b.children(ctx, s, dir)
+	ids, _, err := b.children(ctx, s, dir)
 	if err != nil {
 		return nil, b.ledgerError("read", key, err)
 	}
-	return b.readEntries(ctx, s, key, ids)
-}
-
-// readEntries gets the entries ids of key's ledger all at once
-// (go-zookeeper pipelines requests on one connection); one deleted
-// meanwhile is left out.
-func (b *Backend) readEntries(ctx context.Context, s *session, key string, ids []string) (map[string][]byte, error) {
-	dir := b.ledgerDir(key)
-	datas := make([][]byte, len(ids))
-	errs := make([]error, len(ids))
+	// All at once (go-zookeeper pipelines requests on one connection); an
+	// entry deleted meanwhile is left out.
+	datas, errs := make([][]byte, len(ids)), make([]error, len(ids))
 	var wg sync.WaitGroup
 	for i, id := range ids {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			datas[i], errs[i] = call(ctx, func() ([]byte, error) {
-				d, _, err := s.conn.Get(dir + "/" + id)
-				return d, err
-			})
+			datas[i], _, errs[i] = call2(ctx, func() ([]byte, *zk.Stat, error) { return s.conn.Get(dir + "/" + id) })
 		}()
 	}
 	wg.Wait()

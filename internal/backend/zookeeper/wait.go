@@ -11,25 +11,14 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// Waiting, for a mutex and a semaphore alike (a mutex is the line with
-// one place).
-//
-// A waiter becomes the next to hold only when a node ahead of it leaves,
-// so it watches only the nodes whose change can make it that (exists
-// watches, which any change of the node fires):
-//
-//   - the first waiter (place limit) watches the holders, the first limit
-//     places: any of them leaving frees a place for it. With one place
-//     that is the node just ahead.
-//   - every later waiter watches the node just ahead of it: it moves up
-//     only once that one did, which that one tells by leaving or by
-//     taking over (a takeover writes its node: the token, token.go).
-//
-// A release so wakes one waiter, which on taking over wakes the next, and
-// so on only as far as places changed hands; nobody else hears of it.
-// The holders' holds bound the first waiter's wait by their expiry.
-
-// watchList is what the waiter at place mine watches (see above).
+// watchList is what the waiter at place mine watches (exists watches,
+// which any change of the node fires): only what can make it next. The
+// first waiter (place limit) watches the holders, the first limit places
+// (with one place, the node just ahead): any of them leaving frees a
+// place. Every later waiter watches the node just ahead: it moves up only
+// once that one did, which that one tells by leaving or by taking over (a
+// takeover writes its node). A release so wakes one waiter, and each
+// takeover the next. The holders' holds bound the first waiter's wait.
 func watchList(line []entry, mine, limit int) []string {
 	ahead := line[mine-1 : mine]
 	if mine == limit {
@@ -70,56 +59,49 @@ func (c *contender) watchAll(ctx context.Context, wake chan struct{}) bool {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			type r struct {
-				ok bool
-				ch <-chan zk.Event
-			}
-			got, err := call(ctx, func() (r, error) {
+			ok, ch, err := call2(ctx, func() (bool, <-chan zk.Event, error) {
 				ok, _, ch, err := c.s.conn.ExistsW(c.dir + "/" + name)
-				return r{ok, ch}, err
+				return ok, ch, err
 			})
-			if err != nil || !got.ok {
+			if err != nil || !ok {
 				missed.Store(true)
 				return
 			}
-			go relay(got.ch, wake)
+			go func() {
+				<-ch
+				notify(wake) // one wake-up is all a waiter needs
+			}()
 		}()
 	}
 	wg.Wait()
 	return !missed.Load()
 }
 
-// lineAsRead: the line is still as the last Try read it, for a later
+// lineAsRead: the line is still as the last Try read it (the key node's
+// cversion, which every create and delete of a child raises), for a later
 // waiter of a semaphore. Its watch, on the node just ahead, was set after
 // that read: had a holder left in between and that node taken over, the
-// watch would wait on a holder while another place is free. A change of
-// the line (a child created or deleted) raises the key node's cversion.
-// The first waiter watches every holder, and with one place the node
-// just ahead of any waiter taking over is the holder itself: neither
-// needs the check (nor its round trip).
+// watch would wait on a holder while another place is free. The first
+// waiter watches every holder, and with one place the node just ahead of
+// a waiter taking over is the holder itself: neither needs the check.
 func (c *contender) lineAsRead(ctx context.Context) bool {
 	if c.limit == 1 || len(c.watch) == c.limit {
 		return true
 	}
-	cv, err := call(ctx, func() (int32, error) {
-		_, st, err := c.s.conn.Exists(c.dir)
-		if err != nil || st == nil {
-			return -1, err
-		}
-		return st.Cversion, nil
-	})
-	return err == nil && cv == c.seen
+	_, st, err := call2(ctx, func() (bool, *zk.Stat, error) { return c.s.conn.Exists(c.dir) })
+	return err == nil && st != nil && st.Cversion == c.seen
 }
 
-// relay passes a one-shot watch's event on to wake (one wake-up is all a
-// waiter needs, so a second one is dropped).
-func relay(ev <-chan zk.Event, wake chan<- struct{}) {
-	<-ev
+// notify sends on ch unless a value is waiting there already.
+func notify(ch chan<- struct{}) {
 	select {
-	case wake <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
+
+// cleanupTimeout caps the fresh context used to leave the line.
+const cleanupTimeout = 2 * time.Second
 
 // Leave implements lock.Contender: delete our node and end our session
 // (which would delete it too), on a fresh short context.

@@ -305,10 +305,10 @@ func TestSlotHeldAfterLineReadIsPassedOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.s = s
-	if err := c.join(ctx(t)); err != nil {
+	if err := c.takePlace(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	names, err := b.children(ctx(t), c.s, c.dir)
+	names, _, err := b.children(ctx(t), c.s, c.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,5 +323,47 @@ func TestSlotHeldAfterLineReadIsPassedOver(t *testing.T) {
 	defer l.Release(ctx(t))
 	if got := l.(lock.Slotted).Slot(); got == 0 {
 		t.Fatalf("the new holder took slot 0, which the hold keeps")
+	}
+}
+
+// TestHoldAgainReplacesTheHold: holding again (distlock extend), shorter
+// or longer, leaves one hold node, of the next generation, saying the new
+// length; once that node is broken, holding again and releasing are "not
+// yours", and leave nothing behind.
+func TestHoldAgainReplacesTheHold(t *testing.T) {
+	p := startServer(t)
+	b := open(t, p.Addr(), "rehold")
+	l, err := lock.TryOnce(ctx(t), b, request("k", "alice", 2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range []time.Duration{10 * time.Second, 3 * time.Second, 20 * time.Second} {
+		if err := l.Hold(ctx(t), d, lock.HoldHandle); err != nil {
+			t.Fatalf("hold %d (%s): %v", i, d, err)
+		}
+		names, _, err := b.testAdmin(t).conn.Children(b.keyDir("k"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := parseLine(names)
+		if len(names) != 1 || len(line) != 1 || line[0].gen != i || line[0].lock != "" {
+			t.Fatalf("after hold %d: nodes %v, want one hold node of generation %d", i, names, i)
+		}
+		h, held, err := b.Inspect(ctx(t), "k")
+		if err != nil || !held || h.ExpiresIn > d || h.ExpiresIn < d-time.Second || h.Token != l.Token() {
+			t.Fatalf("after hold %d (%s): %+v held=%v err=%v", i, d, h, held, err)
+		}
+	}
+	if _, err := b.Break(ctx(t), "k", l.Token()); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Hold(ctx(t), 5*time.Second, lock.HoldHandle); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("hold after a break: %v, want lock.ErrNotHeld", err)
+	}
+	if err := l.Release(ctx(t)); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("release after a break: %v, want lock.ErrNotHeld", err)
+	}
+	if names, _, _ := b.testAdmin(t).conn.Children(b.keyDir("k")); len(names) != 0 {
+		t.Fatalf("nodes left after a broken hold: %v", names)
 	}
 }

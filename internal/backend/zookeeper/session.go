@@ -1,0 +1,240 @@
+package zookeeper
+
+// Sessions: each on a connection of its own, dialled with distlock's own
+// host provider and a connection that reads the granted timeout; a
+// session that does not come says why (a server at its maxClientCnxns).
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// session is one ZooKeeper session on its own connection.
+type session struct {
+	conn  *zk.Conn
+	hosts *hostProvider
+	sid   int64 // the session id it started with
+	// negotiated is the session timeout the server granted, in ms (read
+	// from the server's connect response by the dialer).
+	negotiated atomic.Int32
+	// refused counts connections the server closed before it sent a
+	// byte: it accepted them, then refused them (sniffConn).
+	refused atomic.Int32
+}
+
+// quiet drops go-zookeeper's log lines: failures reach the user as errors.
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
+
+// adminSession is the session timeout asked for the backend's own session
+// (status, list, break, resume, doctor): it holds no locks.
+const adminSession = 10 * time.Second
+
+// dial opens a session asking for timeout and waits, until ctx ends or
+// at most the connect timeout, for the server to grant it.
+func (b *Backend) dial(ctx context.Context, timeout time.Duration) (*session, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.connectTO)
+	defer cancel()
+	s := &session{hosts: &hostProvider{}}
+	dialer := func(network, address string, to time.Duration) (net.Conn, error) {
+		c, err := net.DialTimeout(network, address, to)
+		if err != nil {
+			return nil, err
+		}
+		return &sniffConn{Conn: c, s: s}, nil
+	}
+	has := make(chan struct{}, 1)
+	conn, _, err := zk.Connect(b.servers, timeout,
+		zk.WithLogger(quiet{}), zk.WithLogInfo(false), zk.WithDialer(dialer), zk.WithHostProvider(s.hosts),
+		zk.WithEventCallback(func(ev zk.Event) {
+			if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
+				notify(has)
+			}
+		}))
+	if err != nil {
+		return nil, lock.Invalidf("zookeeper servers %s: %v", b.desc, err)
+	}
+	s.conn = conn
+	select {
+	case <-has:
+		s.sid = conn.SessionID()
+		return s, nil
+	case <-ctx.Done():
+		s.close(0)
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return nil, ctx.Err()
+		}
+		return nil, b.noSession(s, ctx.Err())
+	}
+}
+
+// close ends the session (the server deletes its ephemeral nodes), waiting
+// at most wait for that to be done; go-zookeeper's Close can block for
+// seconds against a silent server.
+func (s *session) close(wait time.Duration) {
+	s.hosts.closed.Store(true)
+	done := make(chan struct{})
+	go func() {
+		s.conn.Close()
+		close(done)
+	}()
+	if wait > 0 {
+		select {
+		case <-done:
+		case <-time.After(wait):
+		}
+	}
+}
+
+// hostProvider hands go-zookeeper the servers in turn. Its own provider
+// waits a whole second after each round of failed connections; a lease of
+// a few seconds cannot spare that after a server restart, so this one
+// waits 50ms doubling to 400ms between rounds instead. Once the session is
+// closed it reports the end of a round at once, which is where the client
+// notices that it was closed.
+type hostProvider struct {
+	mu      sync.Mutex
+	servers []string
+	next    int
+	failed  int // servers tried since the last connection
+	rounds  int // rounds without a connection
+	closed  atomic.Bool
+}
+
+func (h *hostProvider) Init(servers []string) error {
+	if len(servers) == 0 {
+		return errors.New("no servers")
+	}
+	h.servers = servers
+	return nil
+}
+
+func (h *hostProvider) Len() int { return len(h.servers) }
+
+func (h *hostProvider) Next() (string, bool) {
+	h.mu.Lock()
+	server := h.servers[h.next]
+	h.next = (h.next + 1) % len(h.servers)
+	h.failed++
+	var pause time.Duration
+	if h.failed > len(h.servers) {
+		h.failed = 1
+		pause = min(50*time.Millisecond<<min(h.rounds, 3), 400*time.Millisecond)
+		h.rounds++
+	}
+	h.mu.Unlock()
+	if h.closed.Load() {
+		return server, true
+	}
+	time.Sleep(pause)
+	return server, h.closed.Load()
+}
+
+func (h *hostProvider) Connected() {
+	h.mu.Lock()
+	h.failed, h.rounds = 0, 0
+	h.mu.Unlock()
+}
+
+// lostSession reports whether the client gave up our session and made a
+// new one (it does so, silently, once the server says ours expired).
+func (s *session) lostSession() bool {
+	id := s.conn.SessionID()
+	return id != s.sid || s.conn.State() == zk.StateExpired
+}
+
+// sniffConn reads the session timeout the server granted from the first
+// frame it sends on a connection, the connect response: length (4 bytes),
+// protocol version (4), timeout in ms (4), session id (8), password.
+//
+// It also counts a connection whose first read ended it without a byte: a
+// ZooKeeper server that has as many connections from one client IP as its
+// maxClientCnxns allows (60 by default) accepts each further connection
+// and closes it at once; go-zookeeper then reconnects, again and again,
+// and the session never comes (noSession says so).
+type sniffConn struct {
+	net.Conn
+	s    *session
+	off  int
+	head [12]byte
+}
+
+func (c *sniffConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if c.off == 0 && n == 0 && isClosed(err) {
+		c.s.refused.Add(1)
+	}
+	if c.off < len(c.head) && n > 0 {
+		c.off += copy(c.head[c.off:], p[:n])
+		if to := int32(binary.BigEndian.Uint32(c.head[8:12])); c.off == len(c.head) && to > 0 {
+			c.s.negotiated.Store(to)
+		}
+	}
+	return n, err
+}
+
+func isClosed(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// noSession is the error of a dial that got no session in time: the
+// server refusing connections from this host (maxClientCnxns), or why
+// else, by probing each server.
+func (b *Backend) noSession(s *session, err error) error {
+	why, refused := probe(b.servers)
+	if n := s.refused.Load(); n > 0 || refused {
+		return &lock.UnavailableError{
+			Msg: fmt.Sprintf("zookeeper at %s closed the connection at once, %d times: it refuses more connections from this host (its maxClientCnxns, 60 by default, counts every client on the host); raise maxClientCnxns in zoo.cfg on every server, or run fewer distlock processes on this host at once",
+				b.desc, max(n, 1)),
+			Err: err,
+		}
+	}
+	return &lock.UnavailableError{
+		Msg: fmt.Sprintf("zookeeper at %s gave no session in time (%s): check the address and that the ensemble is up and has a quorum, or raise --connect-timeout",
+			b.desc, why),
+		Err: err,
+	}
+}
+
+// probe says why the servers gave no session: refused, closed at once
+// (refused is then true), or silent.
+func probe(servers []string) (why string, refused bool) {
+	var out []string
+	for _, s := range servers {
+		c, err := net.DialTimeout("tcp", s, 300*time.Millisecond)
+		if err != nil {
+			var oe *net.OpError
+			if errors.As(err, &oe) && oe.Err != nil {
+				err = oe.Err
+			}
+			out = append(out, s+": "+err.Error())
+			continue
+		}
+		// A server waits for the client's connect request; one that
+		// closes the connection first refuses this client.
+		_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		_, err = c.Read(make([]byte, 1))
+		c.Close()
+		if isClosed(err) {
+			refused = true
+			out = append(out, s+": closed the connection at once")
+			continue
+		}
+		out = append(out, s+": accepts connections but did not answer")
+	}
+	return strings.Join(out, "; "), refused
+}
