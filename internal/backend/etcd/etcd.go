@@ -1,30 +1,20 @@
-// Package etcd is the etcd engine: a FIFO queue of contenders per key, each
-// holding its own lease, in the style of the etcd client's concurrency
-// package (but watched, fenced and owner-checked the way distlock needs).
+// Package etcd is the etcd engine: each key a semaphore (a mutex is a
+// semaphore of one) whose slots are etcd keys on their holders' own
+// leases, with a FIFO line of waiters, each on its own lease, in the style
+// of the etcd client's concurrency package (but watched, fenced and
+// owner-checked the way distlock needs).
 //
 // # Layout
 //
-// Each contender for KEY puts one etcd key attached to its own lease:
-//
-//	<prefix>/<url.PathEscape(KEY)>/<lease ID in hex>
-//
-// The holder is the contender whose key has the lowest create revision
-// (etcd revisions only rise, across leader changes too: the queue's
-// order). The value is the holder's metadata as JSON (see record), with
-// its fencing token, which is not the revision: revisions start again
-// when etcd loses its data, tokens must not (token.go).
+// Everything of KEY lives under "<prefix>/<url.PathEscape(KEY)>": its
+// slots under ".../" (the queue prefix, slots.go), its line of waiters
+// under "...#wait/" (line.go), its token counter at "...#token"
+// (token.go). The holder's fencing token is not a revision: revisions
+// start again when etcd loses its data, tokens must not.
 //
 // KEY is escaped with url.PathEscape, which encodes '/' (and '%') so that the
 // escaped key never holds a '/': "<prefix>/a/" is never a prefix of the keys
 // of KEY "a/b", which live under "<prefix>/a%2Fb/".
-//
-// # Waiting
-//
-// A waiter watches only the deletion of the contender just ahead of it
-// (herd-free, FIFO: a release wakes exactly one waiter), keeps its own lease
-// alive meanwhile, and on becoming first takes over in one transaction,
-// with a keep-alive sent alongside. A semaphore's waiters stand in a line
-// of their own and take slots by the same code (contend.go, step.go).
 //
 // # Leases
 //
@@ -37,7 +27,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -50,7 +39,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -333,11 +321,6 @@ func newRecord(req lock.Request, now time.Time) record {
 	return record{Record: lock.NewRecord(req, now)}
 }
 
-func (r record) encode() string {
-	b, _ := json.Marshal(r) // cannot fail: plain fields
-	return string(b)
-}
-
 // leaseSeconds is the TTL to grant: etcd leases count whole seconds, so
 // round up (never down: the lease must outlive the holder's validUntil).
 func leaseSeconds(ttl time.Duration) int64 {
@@ -346,103 +329,6 @@ func leaseSeconds(ttl time.Duration) int64 {
 		s++
 	}
 	return max(s, 1)
-}
-
-// holderOf describes the contender kv (of key). It asks the server how long
-// its lease has left; when that fails ExpiresIn is -1 (unknown).
-func (b *Backend) holderOf(ctx context.Context, key string, kv *mvccpb.KeyValue) lock.Holder {
-	h := lock.Holder{Key: key, ExpiresIn: -1}
-	var r slotRecord // a mutex contender's record has no limit nor slot
-	if err := json.Unmarshal(kv.Value, &r); err == nil {
-		h = r.Holder(key)
-		h.Token = r.Token
-		h.Hold = r.Hold
-		if r.Limit > 1 {
-			h.Limit, h.Slot = r.Limit, r.Slot
-		}
-	}
-	if kv.Lease == 0 {
-		return h
-	}
-	resp, err := b.cli.TimeToLive(ctx, clientv3.LeaseID(kv.Lease))
-	if err != nil {
-		return h
-	}
-	// etcd reports the remaining TTL in whole seconds, truncated: the real
-	// remaining time is in [TTL, TTL+1s). Report the lower bound.
-	if resp.TTL < 0 {
-		h.ExpiresIn = 0 // expired: the key is about to go
-	} else {
-		h.ExpiresIn = time.Duration(resp.TTL) * time.Second
-	}
-	if h.TTL == 0 {
-		h.TTL = time.Duration(resp.GrantedTTL) * time.Second
-	}
-	return h
-}
-
-// Inspect reports the holder of key: the contender with the lowest create
-// revision.
-func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
-	resp, err := b.cli.Get(ctx, b.queuePrefix(key), clientv3.WithFirstCreate()...)
-	if err != nil {
-		return lock.Holder{}, false, b.opError("inspect "+key, err)
-	}
-	if len(resp.Kvs) == 0 {
-		return lock.Holder{}, false, nil
-	}
-	return b.holderOf(ctx, key, resp.Kvs[0]), true, nil
-}
-
-// Break deletes the holder's key (not its lease: the holder's next Renew
-// finds its key gone and reports lock.ErrNotHeld). With token != 0 it is a
-// compare-and-delete: only the holder with that token (its record's), by
-// its create revision. The next waiter in
-// the queue, if any, becomes holder.
-func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
-	if h, handled, err := b.breakSlots(ctx, key, token); handled {
-		return h, err // a semaphore (semaphore.go)
-	}
-	qp := b.queuePrefix(key)
-	for attempt := 0; ; attempt++ {
-		resp, err := b.cli.Get(ctx, qp, clientv3.WithFirstCreate()...)
-		if err != nil {
-			return lock.Holder{}, b.opError("break "+key, err)
-		}
-		if len(resp.Kvs) == 0 {
-			return lock.Holder{}, fmt.Errorf("%s is not locked: %w", key, lock.ErrNotHeld)
-		}
-		kv := resp.Kvs[0]
-		h := b.holderOf(ctx, key, kv)
-		if token != 0 && h.Token != token {
-			return h, &lock.BusyError{Holder: h}
-		}
-		// The create revision names this holder: its token is set once,
-		// when it became holder, and never changes after.
-		k := string(kv.Key)
-		tresp, err := b.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(k), "=", kv.CreateRevision)).
-			Then(clientv3.OpDelete(k)).
-			Commit()
-		if err != nil {
-			return h, b.opError("break "+key, err)
-		}
-		if tresp.Succeeded {
-			return h, nil
-		}
-		// The holder left between our read and the delete.
-		if token != 0 {
-			if nh, ok, err := b.Inspect(ctx, key); err != nil {
-				return h, err
-			} else if ok {
-				return nh, &lock.BusyError{Holder: nh}
-			}
-			return h, fmt.Errorf("%s is not locked (the holder with token %d left): %w", key, token, lock.ErrNotHeld)
-		}
-		if attempt >= 3 {
-			return h, b.opError("break "+key, errors.New("the holder keeps changing; try again"))
-		}
-	}
 }
 
 // opError wraps a failed request. Context errors stay recognisable
