@@ -61,8 +61,7 @@ const cleanupTimeout = 2 * time.Second
 // fallbackPoll bounds a waiter's sleep should a watch stay silent.
 const fallbackPoll = 5 * time.Second
 
-// Contend implements lock.Backend.
-// A mutex is a semaphore of one.
+// Contend implements lock.Backend: a mutex is a semaphore of one.
 func (b *Backend) Contend(req lock.Request) lock.Contender {
 	req.Limit = max(req.Limit, 1)
 	return &contender{b: b, req: req, free: -1}
@@ -100,9 +99,9 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 	c.stopWatch()
 	select {
 	case i := <-c.freed:
-		// First in line, and nothing was put under the queue prefix since
-		// our read but this slot was deleted: it is free unless the take's
-		// compare says a put came since.
+		// First in line, we saw this slot deleted after our last read:
+		// it is free if nothing was put under the queue prefix since that
+		// read, which the take's compare checks.
 		c.free = i
 	default:
 	}

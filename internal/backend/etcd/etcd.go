@@ -32,6 +32,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -181,28 +182,8 @@ func loadTLS(cfg Config) (*tls.Config, error) {
 // message names the endpoints and what to do. etcd's own errors never echo
 // the password, and we never add it.
 func (b *Backend) connectError(cfg Config, tlsCfg *tls.Config, err error) error {
-	switch {
-	case isAuthError(err):
-		return &lock.UnavailableError{
-			Msg: fmt.Sprintf("etcd at %s refused user %q (%s): check the user name and the password in the URL, DISTLOCK_PASSWORD or --password-file",
-				b.endpoints, cfg.Username, rpctypes.ErrorDesc(err)),
-			Err:     err,
-			Refused: true,
-		}
-	case errors.Is(err, rpctypes.ErrPermissionDenied):
-		return &lock.UnavailableError{
-			Msg: fmt.Sprintf("etcd at %s: user %q may not read %s/: grant its role readwrite on the prefix (etcdctl role grant-permission ROLE --prefix readwrite %s/)",
-				b.endpoints, cfg.Username, b.prefix, b.prefix),
-			Err:     err,
-			Refused: true,
-		}
-	case errors.Is(err, rpctypes.ErrUserEmpty):
-		return &lock.UnavailableError{
-			Msg: fmt.Sprintf("etcd at %s has authentication enabled: give a user in the URL (etcd://USER@host:port) and its password in DISTLOCK_PASSWORD or --password-file",
-				b.endpoints),
-			Err:     err,
-			Refused: true,
-		}
+	if why := b.refusal(err); why != "" {
+		return &lock.UnavailableError{Msg: fmt.Sprintf("etcd at %s %s", b.endpoints, why), Err: err, Refused: true}
 	}
 	why := probeEndpoints(cfg.Endpoints, tlsCfg, min(cfg.DialTimeout, time.Second))
 	advice := "check the address and that etcd is running and has a quorum, or raise --connect-timeout"
@@ -221,11 +202,21 @@ func (b *Backend) connectError(cfg Config, tlsCfg *tls.Config, err error) error 
 	}
 }
 
-func isAuthError(err error) bool {
-	return errors.Is(err, rpctypes.ErrAuthFailed) ||
-		errors.Is(err, rpctypes.ErrInvalidAuthToken) ||
-		errors.Is(err, rpctypes.ErrInvalidAuthMgmt) ||
-		errors.Is(err, rpctypes.ErrUserNotFound)
+// refusal says what to do when err means etcd refuses us (authentication
+// or permission), following "etcd at ENDPOINTS"; "" for any other error.
+func (b *Backend) refusal(err error) string {
+	switch {
+	case errors.Is(err, rpctypes.ErrAuthFailed), errors.Is(err, rpctypes.ErrInvalidAuthToken),
+		errors.Is(err, rpctypes.ErrInvalidAuthMgmt), errors.Is(err, rpctypes.ErrUserNotFound):
+		return fmt.Sprintf("refused user %q (%s): check the user name and the password in the URL, DISTLOCK_PASSWORD or --password-file",
+			b.user, rpctypes.ErrorDesc(err))
+	case errors.Is(err, rpctypes.ErrPermissionDenied):
+		return fmt.Sprintf("(user %q) may not read %s/ (or write it): grant its role readwrite on the prefix (etcdctl role grant-permission ROLE --prefix readwrite %s/)",
+			b.user, b.prefix, b.prefix)
+	case errors.Is(err, rpctypes.ErrUserEmpty):
+		return "has authentication enabled: give a user in the URL (etcd://USER@host:port) and its password in DISTLOCK_PASSWORD or --password-file"
+	}
+	return ""
 }
 
 // probeEndpoints dials every endpoint (with a TLS handshake when tlsCfg is
@@ -235,40 +226,28 @@ func probeEndpoints(endpoints []string, tlsCfg *tls.Config, timeout time.Duratio
 	reasons := make([]string, len(endpoints))
 	var wg sync.WaitGroup
 	for i, ep := range endpoints {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			d := &net.Dialer{Timeout: timeout}
+			var c net.Conn
 			var err error
-			if tlsCfg != nil {
-				host, _, _ := net.SplitHostPort(ep)
+			if tlsCfg == nil {
+				c, err = d.Dial("tcp", ep)
+			} else {
 				tc := tlsCfg.Clone()
 				if tc.ServerName == "" {
-					tc.ServerName = host
+					tc.ServerName, _, _ = net.SplitHostPort(ep)
 				}
-				var c *tls.Conn
-				if c, err = tls.DialWithDialer(d, "tcp", ep, tc); err == nil {
-					c.Close()
-				}
-			} else {
-				var c net.Conn
-				if c, err = d.Dial("tcp", ep); err == nil {
-					c.Close()
-				}
+				c, err = tls.DialWithDialer(d, "tcp", ep, tc)
 			}
 			if err != nil {
 				reasons[i] = ep + ": " + shortNetError(err)
+			} else {
+				c.Close()
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	var out []string
-	for _, r := range reasons {
-		if r != "" {
-			out = append(out, r)
-		}
-	}
-	return strings.Join(out, "; ")
+	return strings.Join(slices.DeleteFunc(reasons, func(r string) bool { return r == "" }), "; ")
 }
 
 // shortNetError drops the "dial tcp 1.2.3.4:5->" noise from a net error.
@@ -338,19 +317,8 @@ func (b *Backend) opError(op string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return fmt.Errorf("etcd %s: %w", op, err)
 	}
-	if errors.Is(err, rpctypes.ErrPermissionDenied) {
-		return &lock.UnavailableError{
-			Msg:     fmt.Sprintf("etcd at %s: %s: user %q lacks permission on %s/: grant its role readwrite on that prefix", b.endpoints, op, b.user, b.prefix),
-			Err:     err,
-			Refused: true,
-		}
-	}
-	if isAuthError(err) || errors.Is(err, rpctypes.ErrUserEmpty) {
-		return &lock.UnavailableError{
-			Msg:     fmt.Sprintf("etcd at %s: %s: authentication failed for user %q (%s)", b.endpoints, op, b.user, rpctypes.ErrorDesc(err)),
-			Err:     err,
-			Refused: true,
-		}
+	if why := b.refusal(err); why != "" {
+		return &lock.UnavailableError{Msg: fmt.Sprintf("etcd at %s: %s: %s", b.endpoints, op, why), Err: err, Refused: true}
 	}
 	return &lock.UnavailableError{
 		Msg: fmt.Sprintf("etcd at %s: %s failed: %s", b.endpoints, op, rpctypes.ErrorDesc(err)),

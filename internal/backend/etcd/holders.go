@@ -61,29 +61,16 @@ func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, e
 	return b.holderOf(ctx, key, resp.Kvs[0]), true, nil
 }
 
-// InspectSlots implements lock.SlotInspector: every slot key of a
-// semaphore in one range read, sorted by slot; a mutex gives its one
-// holder.
+// InspectSlots implements lock.SlotInspector: every holder of key in one
+// range read, sorted by slot; a mutex gives its one holder.
 func (b *Backend) InspectSlots(ctx context.Context, key string) ([]lock.Holder, error) {
-	resp, err := b.cli.Get(ctx, b.slotPrefix(key), clientv3.WithPrefix())
-	if err != nil {
-		return nil, b.opError("inspect "+key, err)
-	}
+	kvs, err := b.holders(ctx, key, "inspect ")
 	var out []lock.Holder
-	for _, kv := range resp.Kvs {
-		if h := b.holderOf(ctx, key, kv); h.Limit > 1 {
-			out = append(out, h)
-		}
-	}
-	if len(out) == 0 {
-		h, held, err := b.Inspect(ctx, key)
-		if err != nil || !held {
-			return nil, err
-		}
-		return []lock.Holder{h}, nil
+	for _, kv := range kvs {
+		out = append(out, b.holderOf(ctx, key, kv))
 	}
 	slices.SortFunc(out, func(a, b lock.Holder) int { return a.Slot - b.Slot })
-	return out, nil
+	return out, err
 }
 
 // Break deletes holders' keys (not their leases: a holder's next Renew
@@ -93,14 +80,11 @@ func (b *Backend) InspectSlots(ctx context.Context, key string) ([]lock.Holder, 
 // oldest holder when none has it; with token 0 every holder, and it
 // returns the oldest. The next waiter in line, if any, takes the slot.
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
-	qp := b.queuePrefix(key)
 	for range 5 {
-		resp, err := b.cli.Get(ctx, qp, clientv3.WithPrefix(),
-			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+		holders, err := b.holders(ctx, key, "break ")
 		if err != nil {
-			return lock.Holder{}, b.opError("break "+key, err)
+			return lock.Holder{}, err
 		}
-		holders := heldKeys(qp, resp.Kvs)
 		if len(holders) == 0 {
 			return lock.Holder{}, fmt.Errorf("%s is not locked: %w", key, lock.ErrNotHeld)
 		}
@@ -134,18 +118,20 @@ func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Hol
 	return lock.Holder{}, b.opError("break "+key, errors.New("the holders keep changing; try again"))
 }
 
-// heldKeys are the holders among the keys under the queue prefix qp (in
-// create revision order): the slot keys, or else the first key, an older
-// build's mutex holder.
-func heldKeys(qp string, kvs []*mvccpb.KeyValue) []*mvccpb.KeyValue {
-	var slots []*mvccpb.KeyValue
-	for _, kv := range kvs {
-		if strings.HasPrefix(string(kv.Key), qp+"slot/") {
-			slots = append(slots, kv)
-		}
+// holders reads the keys of key's holders, oldest first: its slot keys,
+// or else the first key under the queue prefix, an older build's mutex
+// holder (slots.go).
+func (b *Backend) holders(ctx context.Context, key, op string) ([]*mvccpb.KeyValue, error) {
+	qp := b.queuePrefix(key)
+	resp, err := b.cli.Get(ctx, qp, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	if err != nil {
+		return nil, b.opError(op+key, err)
 	}
-	if len(slots) == 0 && len(kvs) > 0 {
-		return kvs[:1]
+	slots := slices.DeleteFunc(slices.Clone(resp.Kvs), func(kv *mvccpb.KeyValue) bool {
+		return !strings.HasPrefix(string(kv.Key), qp+"slot/")
+	})
+	if len(slots) == 0 && len(resp.Kvs) > 0 {
+		return resp.Kvs[:1], nil
 	}
-	return slots
+	return slots, nil
 }

@@ -56,33 +56,31 @@ type slotRecord struct {
 func (b *Backend) slotPrefix(key string) string { return b.queuePrefix(key) + "slot/" }
 
 // trySlot is a try-once (each Try before the first Wait): it grants a
-// lease and takes the lowest free slot with it (takeSlot); when every slot
-// is held, or others wait in line, it revokes the lease and the answer is
-// busy, naming the oldest holder.
+// lease, reads the slots, the line and the token counter at one revision
+// and takes the lowest free slot on the lease, in a transaction that
+// requires no key under the queue prefix put since that read and nobody in
+// line; on a conflict it reads again. When every slot is held, or others
+// wait in line, it revokes the lease and the answer is busy, naming the
+// oldest holder.
 func (c *contender) trySlot(ctx context.Context) (lock.Lease, error) {
+	b, req := c.b, c.req
 	granted := time.Now()
-	g, err := c.b.cli.Grant(ctx, leaseSeconds(c.req.TTL))
+	g, err := b.cli.Grant(ctx, leaseSeconds(req.TTL))
 	if err != nil {
-		return nil, c.b.opError("grant a lease for "+c.req.Key, err)
+		return nil, b.opError("grant a lease for "+req.Key, err)
 	}
-	l, err := c.b.takeSlot(ctx, c.req, g.ID, granted)
+	l, err := b.takeSlot(ctx, req, g.ID, granted)
 	if err != nil {
 		// The put may have been applied if the reply was lost: revoking the
 		// lease removes it.
-		c.b.revoke(ctx, g.ID)
-		var busy *lock.BusyError
-		if errors.As(err, &busy) {
+		b.revoke(ctx, g.ID)
+		if busy := (*lock.BusyError)(nil); errors.As(err, &busy) {
 			c.holder = busy.Holder
 		}
-		return nil, err
 	}
-	return l, nil
+	return l, err
 }
 
-// takeSlot reads the slots, the line and the token counter at one
-// revision and takes the lowest free slot on lease id, in a transaction
-// that requires no key under the queue prefix put since that read and
-// nobody in line. On a conflict it reads again.
 func (b *Backend) takeSlot(ctx context.Context, req lock.Request, id clientv3.LeaseID, granted time.Time) (lock.Lease, error) {
 	qp, wp := b.queuePrefix(req.Key), b.linePrefix(req.Key)
 	for {
@@ -94,7 +92,6 @@ func (b *Backend) takeSlot(ctx context.Context, req lock.Request, id clientv3.Le
 		if err != nil {
 			return nil, b.opError("read the slots of "+req.Key, err)
 		}
-		rev := resp.Header.Revision
 		last, err := counterOf(req.Key, resp.Responses[2])
 		if err != nil {
 			return nil, b.opError("read the slots of "+req.Key, err)
@@ -113,7 +110,7 @@ func (b *Backend) takeSlot(ctx context.Context, req lock.Request, id clientv3.Le
 			held, put = b.slotTake(req.Key, newRecord(req, time.Now()), req.Limit, sr.free, id, t)
 			return b.cli.Txn(ctx).
 				If(
-					clientv3.Compare(clientv3.ModRevision(qp).WithPrefix(), "<", rev+1),
+					clientv3.Compare(clientv3.ModRevision(qp).WithPrefix(), "<", resp.Header.Revision+1),
 					clientv3.Compare(clientv3.CreateRevision(wp).WithPrefix(), "=", 0), // nobody in line
 				).
 				Then(b.grantOp(req.Key, t, put)).
@@ -126,14 +123,12 @@ func (b *Backend) takeSlot(ctx context.Context, req lock.Request, id clientv3.Le
 			held.rev = tr.Header.Revision
 			return b.newLease(held, granted), nil
 		}
-		// Someone changed the key's slots, queue or line since our read:
-		// read again, after a moment so that racing acquirers spread out.
-		t := time.NewTimer(time.Duration(rand.Int64N(int64(5 * time.Millisecond))))
+		// Someone changed the key's slots or line since our read: read
+		// again, after a moment so that racing acquirers spread out.
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return nil, b.opError("take a slot of "+req.Key, ctx.Err())
-		case <-t.C:
+		case <-time.After(time.Duration(rand.Int64N(int64(5 * time.Millisecond)))):
 		}
 	}
 }
