@@ -37,8 +37,7 @@ type entry struct {
 	etcdKey string // our key
 	id      clientv3.LeaseID
 	rev     int64  // create revision of etcdKey: its place in the line
-	token   uint64 // the fencing token, once held (token.go)
-	rec     record
+	rec     record // with its fencing token once held (token.go)
 	// slot is set when etcdKey is a slot: its value then also carries the
 	// limit and the slot (slotRecord). nil: an older build's mutex key
 	// (resumed from its handle).
@@ -99,12 +98,14 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 	c.stopWatch()
 	select {
 	case i := <-c.freed:
-		// First in line, we saw this slot deleted after our last read:
-		// it is free if nothing was put under the queue prefix since that
-		// read, which the take's compare checks.
+		// First in line, the last Wait saw this slot deleted after our
+		// last read: it is free if nothing was put under the queue prefix
+		// since that read, which the take's compare checks. Only this Try
+		// may use it: a later read makes it stale.
 		c.free = i
 	default:
 	}
+	c.freed = nil
 	if c.pending != nil {
 		return c.confirm(ctx)
 	}

@@ -107,7 +107,7 @@ func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 		if err := json.Unmarshal(kv.Value, &sr); err != nil || sr.Owner != h.Owner || sr.Token != h.Token {
 			continue
 		}
-		e := &entry{key: h.Key, etcdKey: string(kv.Key), id: clientv3.LeaseID(kv.Lease), rev: kv.CreateRevision, token: sr.Token, rec: sr.record}
+		e := &entry{key: h.Key, etcdKey: string(kv.Key), id: clientv3.LeaseID(kv.Lease), rev: kv.CreateRevision, rec: sr.record}
 		if strings.HasPrefix(string(kv.Key), b.slotPrefix(h.Key)) {
 			e.slot = &sr
 		}

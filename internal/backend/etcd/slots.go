@@ -139,7 +139,7 @@ func (b *Backend) takeSlot(ctx context.Context, req lock.Request, id clientv3.Le
 func (b *Backend) slotTake(key string, rec record, limit, i int, id clientv3.LeaseID, t uint64) (*entry, clientv3.Op) {
 	sr := &slotRecord{record: rec, Limit: limit, Slot: i}
 	sr.AcquiredAt, sr.QueuedAt, sr.Token = time.Now(), time.Time{}, t
-	h := &entry{key: key, etcdKey: b.slotPrefix(key) + strconv.Itoa(i), id: id, token: t, rec: sr.record, slot: sr}
+	h := &entry{key: key, etcdKey: b.slotPrefix(key) + strconv.Itoa(i), id: id, rec: sr.record, slot: sr}
 	return h, clientv3.OpPut(h.etcdKey, encodeJSON(sr), clientv3.WithLease(id))
 }
 
