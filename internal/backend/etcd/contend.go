@@ -20,8 +20,6 @@ package etcd
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -53,12 +51,6 @@ func (e *entry) value(rec record) string {
 	sr.record = rec
 	return encodeJSON(sr)
 }
-
-// cleanupTimeout caps the fresh context used to leave the line.
-const cleanupTimeout = 2 * time.Second
-
-// fallbackPoll bounds a waiter's sleep should a watch stay silent.
-const fallbackPoll = 5 * time.Second
 
 // Contend implements lock.Backend: a mutex is a semaphore of one.
 func (b *Backend) Contend(req lock.Request) lock.Contender {
@@ -157,7 +149,7 @@ func (c *contender) Wait(ctx context.Context) (lock.Retry, error) {
 	}
 	ch := c.b.cli.Watch(wctx, watched, opts...)
 	wake, freed := make(chan struct{}, 1), make(chan int, 1)
-	lost, slots, first := c.lost, c.b.slotPrefix(c.req.Key), c.ahead == nil && !c.legacy
+	b, key, lost, first := c.b, c.req.Key, c.lost, c.ahead == nil && !c.legacy
 	c.freed = freed
 	go func() {
 		defer func() { wake <- struct{}{} }()
@@ -175,8 +167,7 @@ func (c *contender) Wait(ctx context.Context) (lock.Retry, error) {
 					return
 				}
 				if len(wr.Events) > 0 {
-					idx, isSlot := strings.CutPrefix(string(wr.Events[0].Kv.Key), slots)
-					if i, err := strconv.Atoi(idx); first && isSlot && err == nil {
+					if i, ok := b.slotIndex(key, string(wr.Events[0].Kv.Key)); first && ok {
 						freed <- i
 					}
 					return
@@ -204,10 +195,9 @@ func (c *contender) dropPlace(ctx context.Context) {
 	c.e, c.ahead, c.lost = nil, nil, nil
 }
 
+// placeLost: the keep-alive of our place found our lease gone (with no
+// keep-alive, lost is nil and never ready).
 func (c *contender) placeLost() bool {
-	if c.lost == nil {
-		return false
-	}
 	select {
 	case <-c.lost:
 		return true

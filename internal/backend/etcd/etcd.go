@@ -48,17 +48,17 @@ import (
 )
 
 const (
-	// DefaultPrefix namespaces lock keys when Config.Prefix is empty.
-	DefaultPrefix = "distlock"
-	// DefaultDialTimeout is used when Config.DialTimeout is zero.
-	DefaultDialTimeout = 5 * time.Second
-
 	// gRPC keep-alive: a dead connection is noticed and replaced within
 	// about keepAliveTime+keepAliveTimeout even when no request is in
 	// flight. etcd servers refuse pings more often than every 5s
 	// (--grpc-keepalive-min-time), so stay above that.
 	keepAliveTime    = 10 * time.Second
 	keepAliveTimeout = 3 * time.Second
+
+	// cleanupTimeout caps the fresh context used to leave the line.
+	cleanupTimeout = 2 * time.Second
+	// fallbackPoll bounds a waiter's sleep should a watch stay silent.
+	fallbackPoll = 5 * time.Second
 )
 
 // Backend is the etcd engine. It implements lock.Backend.

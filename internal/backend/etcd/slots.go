@@ -55,6 +55,13 @@ type slotRecord struct {
 
 func (b *Backend) slotPrefix(key string) string { return b.queuePrefix(key) + "slot/" }
 
+// slotIndex is the slot etcdKey is of key; false for any other key.
+func (b *Backend) slotIndex(key, etcdKey string) (int, bool) {
+	idx, ok := strings.CutPrefix(etcdKey, b.slotPrefix(key))
+	i, err := strconv.Atoi(idx)
+	return i, ok && err == nil
+}
+
 // trySlot is a try-once (each Try before the first Wait): it grants a
 // lease, reads the slots, the line and the token counter at one revision
 // and takes the lowest free slot on the lease, in a transaction that
