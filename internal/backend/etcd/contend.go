@@ -1,35 +1,22 @@
 package etcd
 
-// Waiting on etcd, for a mutex and a semaphore alike: contenders stand in
-// a line in arrival order, each in a key of its own attached to its own
-// lease (kept alive while it waits), whose create revision is its place.
-// A waiter watches only the deletion of the one just ahead of it (no
-// polling, no herd: a handover wakes one waiter), and only the first in
-// line takes: in one transaction (step.go) that checks nobody is ahead and
-// our key is still ours, grants the token (token.go), and makes us the
-// holder, with a KeepAliveOnce sent alongside. A waiter whose process dies
-// stops keeping its lease alive: the lease expires after the TTL, its key
-// goes with it, and the waiter behind it moves up.
+// Waiting on etcd, a mutex being a semaphore of one: contenders stand in a
+// line in arrival order, "<prefix>/<escaped KEY>#wait/<lease ID in hex>",
+// each in a key of its own attached to its own lease (kept alive while it
+// waits), whose create revision is its place. A waiter watches only the
+// deletion of the one just ahead of it (no polling, no herd: a handover
+// wakes one waiter); the first in line watches the slots (slots.go) and,
+// when one is free, takes it in one transaction (step.go) that checks
+// nobody is ahead, our key is still ours and no slot was taken since our
+// read, grants the token (token.go), puts the slot on our lease and
+// deletes our waiter key, with a KeepAliveOnce sent alongside. A waiter
+// whose process dies stops keeping its lease alive: the lease expires
+// after the TTL, its key goes with it, and the waiter behind it moves up.
 //
-// The line differs between the two only in where it stands and what its
-// first takes:
-//
-//   - a mutex: the line is the key's queue "<prefix>/<escaped KEY>/<lease
-//     ID in hex>" itself, and its first holds by stamping its own key with
-//     the acquisition time and the token. A mutex's first Try joins the
-//     queue, taking the lock in the same transaction if the queue is empty
-//     (join.go); a try-once then leaves.
-//   - a semaphore: the line is "<prefix>/<escaped KEY>#wait/<lease ID in
-//     hex>", outside the queue prefix where the slots are (semaphore.go),
-//     and its first takes the free slot of its last read: the slot key goes
-//     on its lease and its waiter key is deleted, if no slot key was put
-//     since that read. A try-once never joins that line (semaphore.go,
-//     trySlot); a waiter joins it at its first Wait. The first in line with
-//     no slot free watches the slots instead of the one ahead.
-//
-// If our place is lost while we wait (our lease expired, say during a long
-// partition, or someone deleted our key), the next Try joins again at the
-// back.
+// A try-once never joins the line (slots.go, trySlot); a waiter joins it
+// at its first Wait. If our place is lost while we wait (our lease
+// expired, say during a long partition, or someone deleted our key), the
+// next Try joins again at the back.
 
 import (
 	"context"
@@ -48,48 +35,42 @@ type entry struct {
 	etcdKey string // our key
 	id      clientv3.LeaseID
 	rev     int64  // create revision of etcdKey: its place in the line
-	token   uint64 // the fencing token, once held (token.go)
-	rec     record
-	// slot is set when etcdKey is a semaphore slot: its value then also
-	// carries the limit and the slot (slotRecord).
+	rec     record // with its fencing token once held (token.go)
+	// slot is set when etcdKey is a slot: its value then also carries the
+	// limit and the slot (slotRecord). nil: an older build's mutex key
+	// (resumed from its handle).
 	slot *slotRecord
 }
 
-// value is what etcdKey holds for rec: rec itself, or for a slot rec with
-// the slot's limit and index.
+// value is what etcdKey holds for rec: with a slot's limit and index.
 func (e *entry) value(rec record) string {
-	if e.slot != nil {
-		sr := *e.slot
-		sr.record = rec
-		return encodeJSON(sr)
+	if e.slot == nil {
+		return encodeJSON(rec)
 	}
-	return rec.encode()
+	sr := *e.slot
+	sr.record = rec
+	return encodeJSON(sr)
 }
 
-// cleanupTimeout caps the fresh context used to leave the line.
-const cleanupTimeout = 2 * time.Second
-
-// semFallbackPoll bounds a semaphore waiter's sleep should a watch stay
-// silent.
-const semFallbackPoll = 5 * time.Second
-
-// Contend implements lock.Backend.
+// Contend implements lock.Backend: a mutex is a semaphore of one.
 func (b *Backend) Contend(req lock.Request) lock.Contender {
-	return &contender{b: b, req: req, sem: req.Limit > 1, free: -1}
+	req.Limit = max(req.Limit, 1)
+	return &contender{b: b, req: req, free: -1}
 }
 
 // contender is one process's place in a key's line.
 type contender struct {
 	b   *Backend
 	req lock.Request
-	sem bool // a semaphore (limit > 1): the line is its waiters'; the first takes a slot
 
 	waiting bool             // Wait was called
 	e       *entry           // our place; nil before we join or once lost
 	ahead   *mvccpb.KeyValue // the one just ahead in line at the last read; nil: we are first
 	readRev int64            // the revision of the last read
 	last    uint64           // the token counter at the last read (token.go)
-	free    int              // a semaphore's lowest free slot at the last read; -1 none
+	free    int              // the lowest free slot at the last read; -1 none
+	legacy  bool             // the last read found an older build's mutex key (slots.go)
+	freed   chan int         // a slot whose deletion the last Wait saw
 	again   bool             // read again at once
 	pending *entry           // taken, but its validity not known yet (confirm)
 
@@ -107,6 +88,16 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 		return nil, err
 	}
 	c.stopWatch()
+	select {
+	case i := <-c.freed:
+		// First in line, the last Wait saw this slot deleted after our
+		// last read: it is free if nothing was put under the queue prefix
+		// since that read, which the take's compare checks. Only this Try
+		// may use it: a later read makes it stale.
+		c.free = i
+	default:
+	}
+	c.freed = nil
 	if c.pending != nil {
 		return c.confirm(ctx)
 	}
@@ -116,8 +107,6 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 	switch {
 	case c.e != nil:
 		return c.step(ctx)
-	case !c.sem:
-		return c.joinQueue(ctx)
 	case !c.waiting:
 		return c.trySlot(ctx) // a try-once never joins the line
 	}
@@ -128,19 +117,19 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 }
 
 // Wait implements lock.Contender: keep our lease alive while we wait and
-// watch the deletion of the one just ahead of us. A semaphore's waiter
-// joins its line at its first Wait, so that it holds its place when Wait
-// returns; its first in line watches the slots.
+// watch the deletion of the one just ahead of us. A waiter joins the line
+// at its first Wait, so that it holds its place when Wait returns; the
+// first in line watches the slots.
 func (c *contender) Wait(ctx context.Context) (lock.Retry, error) {
 	if !c.waiting {
 		c.waiting = true
-		if c.sem && c.e == nil {
+		if c.e == nil {
 			if err := c.joinLine(ctx); err != nil {
 				return lock.Retry{}, err
 			}
 		}
 	}
-	if c.e == nil || c.again || c.ahead == nil && !c.sem {
+	if c.e == nil || c.again {
 		c.again = false
 		return lock.Retry{After: 0}, nil // (re)join or read at once
 	}
@@ -152,19 +141,16 @@ func (c *contender) Wait(ctx context.Context) (lock.Retry, error) {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	c.unwatch = cancel
 	opts := []clientv3.OpOption{clientv3.WithRev(c.readRev + 1), clientv3.WithFilterPut()}
-	watched, after := "", lock.NoBound
-	if c.sem {
-		after = semFallbackPoll
-	}
+	watched := c.b.queuePrefix(c.req.Key)
 	if c.ahead != nil {
 		watched = string(c.ahead.Key)
 	} else {
-		watched = c.b.queuePrefix(c.req.Key)
 		opts = append(opts, clientv3.WithPrefix())
 	}
 	ch := c.b.cli.Watch(wctx, watched, opts...)
-	wake := make(chan struct{}, 1)
-	lost := c.lost
+	wake, freed := make(chan struct{}, 1), make(chan int, 1)
+	b, key, lost, first := c.b, c.req.Key, c.lost, c.ahead == nil && !c.legacy
+	c.freed = freed
 	go func() {
 		defer func() { wake <- struct{}{} }()
 		for {
@@ -175,14 +161,21 @@ func (c *contender) Wait(ctx context.Context) (lock.Retry, error) {
 				return
 			case wr, ok := <-ch:
 				// A deletion (puts are filtered out), or compacted,
-				// cancelled by the server...: read again.
-				if !ok || wr.Canceled || wr.Err() != nil || len(wr.Events) > 0 {
+				// cancelled by the server...: read again, or take the
+				// slot deleted when first in line.
+				if !ok || wr.Canceled || wr.Err() != nil {
+					return
+				}
+				if len(wr.Events) > 0 {
+					if i, ok := b.slotIndex(key, string(wr.Events[0].Kv.Key)); first && ok {
+						freed <- i
+					}
 					return
 				}
 			}
 		}
 	}()
-	return lock.Retry{Wake: wake, After: after}, nil
+	return lock.Retry{Wake: wake, After: fallbackPoll}, nil
 }
 
 // Leave implements lock.Contender: out of the line (revoking our lease
@@ -202,10 +195,9 @@ func (c *contender) dropPlace(ctx context.Context) {
 	c.e, c.ahead, c.lost = nil, nil, nil
 }
 
+// placeLost: the keep-alive of our place found our lease gone (with no
+// keep-alive, lost is nil and never ready).
 func (c *contender) placeLost() bool {
-	if c.lost == nil {
-		return false
-	}
 	select {
 	case <-c.lost:
 		return true

@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -29,6 +30,11 @@ func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Che
 
 type reqCtx = lock.RequestContext
 
+// cannot is the warning of a check that could not ask the server.
+func cannot(name, what string, err error, fix string) lock.Check {
+	return lock.Check{Name: name, Status: lock.CheckWarning, Detail: "cannot " + what + ": " + firstLine(err.Error()), Fix: fix}
+}
+
 // clusterView is what clusterCheck learned from the cluster.
 type clusterView struct {
 	voters, learners int
@@ -43,9 +49,7 @@ func (b *Backend) clusterCheck(rctx reqCtx) lock.Check {
 	defer cancel()
 	ml, err := b.cli.MemberList(ctx)
 	if err != nil {
-		return lock.Check{Name: "cluster", Status: lock.CheckWarning,
-			Detail: fmt.Sprintf("cannot list the members: %s", firstLine(err.Error())),
-			Fix:    "give distlock's user permission to list members, or check the cluster with etcdctl endpoint health --cluster"}
+		return cannot("cluster", "list the members", err, "give distlock's user permission to list members, or check the cluster with etcdctl endpoint health --cluster")
 	}
 	v := clusterView{endpoints: len(b.cli.Endpoints())}
 	for _, m := range ml.Members {
@@ -61,9 +65,7 @@ func (b *Backend) clusterCheck(rctx reqCtx) lock.Check {
 			v.errors = append(v.errors, fmt.Sprintf("%s did not answer: %s", redactEndpoint(ep), firstLine(err.Error())))
 			continue
 		}
-		if v.version == "" {
-			v.version = st.Version
-		}
+		v.version = cmp.Or(v.version, st.Version)
 		v.leader = v.leader || st.Leader != 0
 		for _, e := range st.Errors {
 			v.errors = append(v.errors, redactEndpoint(ep)+": "+e)
@@ -77,9 +79,9 @@ func (b *Backend) clusterCheck(rctx reqCtx) lock.Check {
 	return clusterVerdict(v)
 }
 
-// clusterVerdict judges the cluster's health and size.
+// clusterVerdict judges the cluster's health and size: the first of the
+// verdicts below that applies, else healthy.
 func clusterVerdict(v clusterView) lock.Check {
-	const name = "cluster"
 	detail := fmt.Sprintf("%d voting member(s)", v.voters)
 	if v.learners > 0 {
 		detail += fmt.Sprintf(" and %d learner(s)", v.learners)
@@ -87,24 +89,29 @@ func clusterVerdict(v clusterView) lock.Check {
 	if v.version != "" {
 		detail += ", etcd " + v.version
 	}
-	switch {
-	case len(v.errors) > 0:
-		return lock.Check{Name: name, Status: lock.CheckProblem, Detail: detail + ": " + strings.Join(v.errors, "; "),
-			Fix: "fix the cluster before trusting locks on it (etcdctl endpoint status --cluster, etcdctl alarm list): a NOSPACE alarm refuses every new lock"}
-	case !v.leader:
-		return lock.Check{Name: name, Status: lock.CheckProblem, Detail: detail + ": no endpoint knows a leader",
-			Fix: "the cluster has no quorum: bring enough members back (etcdctl endpoint status --cluster)"}
-	case v.voters == 1:
-		return lock.Check{Name: name, Status: lock.CheckWarning, Detail: detail + ": no fault tolerance, if it stops every distlock run waits or exits 69",
-			Fix: "run 3 (or 5) members: 3 survive the loss of one"}
-	case v.voters == 2:
-		return lock.Check{Name: name, Status: lock.CheckWarning, Detail: detail + ": a quorum of 2 needs both, so either stopping stops the cluster",
-			Fix: "run 3 (or 5) members: 3 survive the loss of one"}
-	case v.endpoints < v.voters && v.endpoints == 1:
-		return lock.Check{Name: name, Status: lock.CheckWarning, Detail: detail + fmt.Sprintf(", tolerating %d failure(s); but --backend names one endpoint: if it stops, distlock cannot reach the others", (v.voters-1)/2),
-			Fix: "list every member in the URL (etcd://h1:2379,h2:2379,h3:2379), unless that endpoint is a load balancer"}
+	const threeMembers = "run 3 (or 5) members: 3 survive the loss of one"
+	tolerates := (v.voters - 1) / 2
+	for _, c := range []struct {
+		applies bool
+		status  lock.CheckStatus
+		says    string
+		fix     string
+	}{
+		{len(v.errors) > 0, lock.CheckProblem, ": " + strings.Join(v.errors, "; "),
+			"fix the cluster before trusting locks on it (etcdctl endpoint status --cluster, etcdctl alarm list): a NOSPACE alarm refuses every new lock"},
+		{!v.leader, lock.CheckProblem, ": no endpoint knows a leader",
+			"the cluster has no quorum: bring enough members back (etcdctl endpoint status --cluster)"},
+		{v.voters == 1, lock.CheckWarning, ": no fault tolerance, if it stops every distlock run waits or exits 69", threeMembers},
+		{v.voters == 2, lock.CheckWarning, ": a quorum of 2 needs both, so either stopping stops the cluster", threeMembers},
+		{v.endpoints < v.voters && v.endpoints == 1, lock.CheckWarning,
+			fmt.Sprintf(", tolerating %d failure(s); but --backend names one endpoint: if it stops, distlock cannot reach the others", tolerates),
+			"list every member in the URL (etcd://h1:2379,h2:2379,h3:2379), unless that endpoint is a load balancer"},
+	} {
+		if c.applies {
+			return lock.Check{Name: "cluster", Status: c.status, Detail: detail + c.says, Fix: c.fix}
+		}
 	}
-	return lock.Check{Name: name, Status: lock.CheckOK, Detail: detail + fmt.Sprintf(", healthy, with a leader; tolerates %d failure(s)", (v.voters-1)/2)}
+	return lock.Check{Name: "cluster", Status: lock.CheckOK, Detail: detail + fmt.Sprintf(", healthy, with a leader; tolerates %d failure(s)", tolerates)}
 }
 
 // leaseTTLCheck asks for a 1-second lease: the server raises it to its
@@ -114,9 +121,7 @@ func (b *Backend) leaseTTLCheck(rctx reqCtx, ttl time.Duration) lock.Check {
 	defer cancel()
 	g, err := b.cli.Grant(ctx, 1)
 	if err != nil {
-		return lock.Check{Name: "lease-ttl", Status: lock.CheckWarning,
-			Detail: fmt.Sprintf("cannot grant a lease: %s", firstLine(err.Error())),
-			Fix:    "give distlock's user permission to grant leases: every lock is one"}
+		return cannot("lease-ttl", "grant a lease", err, "give distlock's user permission to grant leases: every lock is one")
 	}
 	b.cli.Revoke(ctx, g.ID)
 	return leaseTTLVerdict(time.Duration(g.TTL)*time.Second, ttl)
@@ -124,14 +129,13 @@ func (b *Backend) leaseTTLCheck(rctx reqCtx, ttl time.Duration) lock.Check {
 
 // leaseTTLVerdict judges the server's shortest lease against --ttl.
 func leaseTTLVerdict(minTTL, ttl time.Duration) lock.Check {
-	const name = "lease-ttl"
 	granted := time.Duration(leaseSeconds(ttl)) * time.Second
 	if minTTL > granted {
-		return lock.Check{Name: name, Status: lock.CheckWarning,
+		return lock.Check{Name: "lease-ttl", Status: lock.CheckWarning,
 			Detail: fmt.Sprintf("the server raises every lease to at least %s (1.5 election timeouts), more than --ttl %s: distlock still stops its command by its own TTL, but a crashed holder's lock stays taken for %s", minTTL, ttl, minTTL),
 			Fix:    fmt.Sprintf("use --ttl %s or more, or lower the cluster's --election-timeout", minTTL)}
 	}
-	return lock.Check{Name: name, Status: lock.CheckOK,
+	return lock.Check{Name: "lease-ttl", Status: lock.CheckOK,
 		Detail: fmt.Sprintf("the server's shortest lease is %s; --ttl %s is granted as a %s lease (etcd counts whole seconds, rounded up)", minTTL, ttl, granted)}
 }
 
@@ -142,27 +146,24 @@ func leaseTTLVerdict(minTTL, ttl time.Duration) lock.Check {
 func (b *Backend) authCheck(rctx reqCtx) lock.Check {
 	ctx, cancel := rctx()
 	defer cancel()
-	st, err := b.cli.AuthStatus(ctx)
-	if err != nil {
-		return authVerdict(b.user != "", b.user, b.prefix)
+	if st, err := b.cli.AuthStatus(ctx); err == nil {
+		return authVerdict(st.Enabled, b.user, b.prefix)
 	}
-	return authVerdict(st.Enabled, b.user, b.prefix)
+	return authVerdict(b.user != "", b.user, b.prefix)
 }
 
 func authVerdict(enabled bool, user, prefix string) lock.Check {
-	const name = "auth"
 	if !enabled {
-		return lock.Check{Name: name, Status: lock.CheckWarning,
+		return lock.Check{Name: "auth", Status: lock.CheckWarning,
 			Detail: "authentication is off: anyone who can reach etcd can take, break or delete distlock's locks",
 			Fix:    fmt.Sprintf("etcdctl auth enable, and give distlock a user whose role has readwrite on %s/ (etcdctl role grant-permission ROLE --prefix readwrite %s/)", prefix, prefix)}
 	}
-	return lock.Check{Name: name, Status: lock.CheckOK, Detail: fmt.Sprintf("authentication is on; distlock connects as user %q", user)}
+	return lock.Check{Name: "auth", Status: lock.CheckOK, Detail: fmt.Sprintf("authentication is on; distlock connects as user %q", user)}
 }
 
 // tlsVerdict judges the endpoints' schemes: plaintext is fine to this
 // machine only.
 func tlsVerdict(endpoints []string) lock.Check {
-	const name = "tls"
 	var plain []string
 	remote := false
 	for _, ep := range endpoints {
@@ -171,25 +172,18 @@ func tlsVerdict(endpoints []string) lock.Check {
 			continue
 		}
 		plain = append(plain, u.Host)
-		remote = remote || !loopback(u.Hostname())
+		ip := net.ParseIP(u.Hostname())
+		remote = remote || u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback())
 	}
 	switch {
 	case len(plain) == 0:
-		return lock.Check{Name: name, Status: lock.CheckOK, Detail: "TLS to every endpoint"}
+		return lock.Check{Name: "tls", Status: lock.CheckOK, Detail: "TLS to every endpoint"}
 	case !remote:
-		return lock.Check{Name: name, Status: lock.CheckOK, Detail: "plaintext, to this machine only (loopback)"}
+		return lock.Check{Name: "tls", Status: lock.CheckOK, Detail: "plaintext, to this machine only (loopback)"}
 	}
-	return lock.Check{Name: name, Status: lock.CheckWarning,
+	return lock.Check{Name: "tls", Status: lock.CheckWarning,
 		Detail: fmt.Sprintf("plaintext to %s: the lock traffic, and the password when there is one, cross the network unencrypted", strings.Join(plain, ", ")),
 		Fix:    "serve etcd over TLS and use etcds:// with the cluster's CA (--etcd-cacert)"}
-}
-
-func loopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // redactEndpoint keeps an endpoint's host:port only.
@@ -220,17 +214,15 @@ type tick struct {
 }
 
 func (b *Backend) clockCheck(ctx context.Context, timeout time.Duration) lock.Check {
-	cannot := func(err error) lock.Check {
-		return lock.Check{Name: "clock", Status: lock.CheckWarning,
-			Detail: fmt.Sprintf("cannot measure the leader's lease clock: %s", firstLine(err.Error())),
-			Fix:    "make sure the clocks of the etcd servers and of this machine are synchronised (NTP)"}
+	fail := func(err error) lock.Check {
+		return cannot("clock", "measure the leader's lease clock", err, "make sure the clocks of the etcd servers and of this machine are synchronised (NTP)")
 	}
 	gctx, cancel := context.WithTimeout(ctx, timeout)
 	sent := time.Now()
 	g, err := b.cli.Grant(gctx, clockLease)
 	cancel()
 	if err != nil {
-		return cannot(err)
+		return fail(err)
 	}
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -242,7 +234,7 @@ func (b *Backend) clockCheck(ctx context.Context, timeout time.Duration) lock.Ch
 	// quarter of the allowance, or clockSpan has passed.
 	first, err := b.nextTick(ctx, g.ID, sent.Add(900*time.Millisecond), timeout)
 	if err != nil {
-		return cannot(err)
+		return fail(err)
 	}
 	mid := first.lo.Add(first.hi.Sub(first.lo) / 2)
 	var fast, unc float64
@@ -250,7 +242,7 @@ func (b *Backend) clockCheck(ctx context.Context, timeout time.Duration) lock.Ch
 	for step := 1; first.v-last.v < clockSpan; step++ {
 		last, err = b.nextTick(ctx, g.ID, mid.Add(time.Duration(step)*clockStep*time.Second-100*time.Millisecond), timeout)
 		if err != nil {
-			return cannot(err)
+			return fail(err)
 		}
 		if fast, unc = clockRate(first, last); unc <= lock.ClockDrift/4 {
 			break

@@ -1,30 +1,20 @@
-// Package etcd is the etcd engine: a FIFO queue of contenders per key, each
-// holding its own lease, in the style of the etcd client's concurrency
-// package (but watched, fenced and owner-checked the way distlock needs).
+// Package etcd is the etcd engine: each key a semaphore (a mutex is a
+// semaphore of one) whose slots are etcd keys on their holders' own
+// leases, with a FIFO line of waiters, each on its own lease, in the style
+// of the etcd client's concurrency package (but watched, fenced and
+// owner-checked the way distlock needs).
 //
 // # Layout
 //
-// Each contender for KEY puts one etcd key attached to its own lease:
-//
-//	<prefix>/<url.PathEscape(KEY)>/<lease ID in hex>
-//
-// The holder is the contender whose key has the lowest create revision
-// (etcd revisions only rise, across leader changes too: the queue's
-// order). The value is the holder's metadata as JSON (see record), with
-// its fencing token, which is not the revision: revisions start again
-// when etcd loses its data, tokens must not (token.go).
+// Everything of KEY lives under "<prefix>/<url.PathEscape(KEY)>": its
+// slots under ".../" (the queue prefix, slots.go), its line of waiters
+// under "...#wait/" (line.go), its token counter at "...#token"
+// (token.go). The holder's fencing token is not a revision: revisions
+// start again when etcd loses its data, tokens must not.
 //
 // KEY is escaped with url.PathEscape, which encodes '/' (and '%') so that the
 // escaped key never holds a '/': "<prefix>/a/" is never a prefix of the keys
 // of KEY "a/b", which live under "<prefix>/a%2Fb/".
-//
-// # Waiting
-//
-// A waiter watches only the deletion of the contender just ahead of it
-// (herd-free, FIFO: a release wakes exactly one waiter), keeps its own lease
-// alive meanwhile, and on becoming first takes over in one transaction,
-// with a keep-alive sent alongside. A semaphore's waiters stand in a line
-// of their own and take slots by the same code (contend.go, step.go).
 //
 // # Leases
 //
@@ -37,12 +27,12 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -50,7 +40,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -59,17 +48,17 @@ import (
 )
 
 const (
-	// DefaultPrefix namespaces lock keys when Config.Prefix is empty.
-	DefaultPrefix = "distlock"
-	// DefaultDialTimeout is used when Config.DialTimeout is zero.
-	DefaultDialTimeout = 5 * time.Second
-
 	// gRPC keep-alive: a dead connection is noticed and replaced within
 	// about keepAliveTime+keepAliveTimeout even when no request is in
 	// flight. etcd servers refuse pings more often than every 5s
 	// (--grpc-keepalive-min-time), so stay above that.
 	keepAliveTime    = 10 * time.Second
 	keepAliveTimeout = 3 * time.Second
+
+	// cleanupTimeout caps the fresh context used to leave the line.
+	cleanupTimeout = 2 * time.Second
+	// fallbackPoll bounds a waiter's sleep should a watch stay silent.
+	fallbackPoll = 5 * time.Second
 )
 
 // Backend is the etcd engine. It implements lock.Backend.
@@ -193,28 +182,8 @@ func loadTLS(cfg Config) (*tls.Config, error) {
 // message names the endpoints and what to do. etcd's own errors never echo
 // the password, and we never add it.
 func (b *Backend) connectError(cfg Config, tlsCfg *tls.Config, err error) error {
-	switch {
-	case isAuthError(err):
-		return &lock.UnavailableError{
-			Msg: fmt.Sprintf("etcd at %s refused user %q (%s): check the user name and the password in the URL, DISTLOCK_PASSWORD or --password-file",
-				b.endpoints, cfg.Username, rpctypes.ErrorDesc(err)),
-			Err:     err,
-			Refused: true,
-		}
-	case errors.Is(err, rpctypes.ErrPermissionDenied):
-		return &lock.UnavailableError{
-			Msg: fmt.Sprintf("etcd at %s: user %q may not read %s/: grant its role readwrite on the prefix (etcdctl role grant-permission ROLE --prefix readwrite %s/)",
-				b.endpoints, cfg.Username, b.prefix, b.prefix),
-			Err:     err,
-			Refused: true,
-		}
-	case errors.Is(err, rpctypes.ErrUserEmpty):
-		return &lock.UnavailableError{
-			Msg: fmt.Sprintf("etcd at %s has authentication enabled: give a user in the URL (etcd://USER@host:port) and its password in DISTLOCK_PASSWORD or --password-file",
-				b.endpoints),
-			Err:     err,
-			Refused: true,
-		}
+	if why := b.refusal(err); why != "" {
+		return &lock.UnavailableError{Msg: fmt.Sprintf("etcd at %s %s", b.endpoints, why), Err: err, Refused: true}
 	}
 	why := probeEndpoints(cfg.Endpoints, tlsCfg, min(cfg.DialTimeout, time.Second))
 	advice := "check the address and that etcd is running and has a quorum, or raise --connect-timeout"
@@ -233,11 +202,21 @@ func (b *Backend) connectError(cfg Config, tlsCfg *tls.Config, err error) error 
 	}
 }
 
-func isAuthError(err error) bool {
-	return errors.Is(err, rpctypes.ErrAuthFailed) ||
-		errors.Is(err, rpctypes.ErrInvalidAuthToken) ||
-		errors.Is(err, rpctypes.ErrInvalidAuthMgmt) ||
-		errors.Is(err, rpctypes.ErrUserNotFound)
+// refusal says what to do when err means etcd refuses us (authentication
+// or permission), following "etcd at ENDPOINTS"; "" for any other error.
+func (b *Backend) refusal(err error) string {
+	switch {
+	case errors.Is(err, rpctypes.ErrAuthFailed), errors.Is(err, rpctypes.ErrInvalidAuthToken),
+		errors.Is(err, rpctypes.ErrInvalidAuthMgmt), errors.Is(err, rpctypes.ErrUserNotFound):
+		return fmt.Sprintf("refused user %q (%s): check the user name and the password in the URL, DISTLOCK_PASSWORD or --password-file",
+			b.user, rpctypes.ErrorDesc(err))
+	case errors.Is(err, rpctypes.ErrPermissionDenied):
+		return fmt.Sprintf("(user %q) may not read %s/ (or write it): grant its role readwrite on the prefix (etcdctl role grant-permission ROLE --prefix readwrite %s/)",
+			b.user, b.prefix, b.prefix)
+	case errors.Is(err, rpctypes.ErrUserEmpty):
+		return "has authentication enabled: give a user in the URL (etcd://USER@host:port) and its password in DISTLOCK_PASSWORD or --password-file"
+	}
+	return ""
 }
 
 // probeEndpoints dials every endpoint (with a TLS handshake when tlsCfg is
@@ -247,40 +226,28 @@ func probeEndpoints(endpoints []string, tlsCfg *tls.Config, timeout time.Duratio
 	reasons := make([]string, len(endpoints))
 	var wg sync.WaitGroup
 	for i, ep := range endpoints {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			d := &net.Dialer{Timeout: timeout}
+			var c net.Conn
 			var err error
-			if tlsCfg != nil {
-				host, _, _ := net.SplitHostPort(ep)
+			if tlsCfg == nil {
+				c, err = d.Dial("tcp", ep)
+			} else {
 				tc := tlsCfg.Clone()
 				if tc.ServerName == "" {
-					tc.ServerName = host
+					tc.ServerName, _, _ = net.SplitHostPort(ep)
 				}
-				var c *tls.Conn
-				if c, err = tls.DialWithDialer(d, "tcp", ep, tc); err == nil {
-					c.Close()
-				}
-			} else {
-				var c net.Conn
-				if c, err = d.Dial("tcp", ep); err == nil {
-					c.Close()
-				}
+				c, err = tls.DialWithDialer(d, "tcp", ep, tc)
 			}
 			if err != nil {
 				reasons[i] = ep + ": " + shortNetError(err)
+			} else {
+				c.Close()
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	var out []string
-	for _, r := range reasons {
-		if r != "" {
-			out = append(out, r)
-		}
-	}
-	return strings.Join(out, "; ")
+	return strings.Join(slices.DeleteFunc(reasons, func(r string) bool { return r == "" }), "; ")
 }
 
 // shortNetError drops the "dial tcp 1.2.3.4:5->" noise from a net error.
@@ -333,11 +300,6 @@ func newRecord(req lock.Request, now time.Time) record {
 	return record{Record: lock.NewRecord(req, now)}
 }
 
-func (r record) encode() string {
-	b, _ := json.Marshal(r) // cannot fail: plain fields
-	return string(b)
-}
-
 // leaseSeconds is the TTL to grant: etcd leases count whole seconds, so
 // round up (never down: the lease must outlive the holder's validUntil).
 func leaseSeconds(ttl time.Duration) int64 {
@@ -348,103 +310,6 @@ func leaseSeconds(ttl time.Duration) int64 {
 	return max(s, 1)
 }
 
-// holderOf describes the contender kv (of key). It asks the server how long
-// its lease has left; when that fails ExpiresIn is -1 (unknown).
-func (b *Backend) holderOf(ctx context.Context, key string, kv *mvccpb.KeyValue) lock.Holder {
-	h := lock.Holder{Key: key, ExpiresIn: -1}
-	var r slotRecord // a mutex contender's record has no limit nor slot
-	if err := json.Unmarshal(kv.Value, &r); err == nil {
-		h = r.Holder(key)
-		h.Token = r.Token
-		h.Hold = r.Hold
-		if r.Limit > 1 {
-			h.Limit, h.Slot = r.Limit, r.Slot
-		}
-	}
-	if kv.Lease == 0 {
-		return h
-	}
-	resp, err := b.cli.TimeToLive(ctx, clientv3.LeaseID(kv.Lease))
-	if err != nil {
-		return h
-	}
-	// etcd reports the remaining TTL in whole seconds, truncated: the real
-	// remaining time is in [TTL, TTL+1s). Report the lower bound.
-	if resp.TTL < 0 {
-		h.ExpiresIn = 0 // expired: the key is about to go
-	} else {
-		h.ExpiresIn = time.Duration(resp.TTL) * time.Second
-	}
-	if h.TTL == 0 {
-		h.TTL = time.Duration(resp.GrantedTTL) * time.Second
-	}
-	return h
-}
-
-// Inspect reports the holder of key: the contender with the lowest create
-// revision.
-func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
-	resp, err := b.cli.Get(ctx, b.queuePrefix(key), clientv3.WithFirstCreate()...)
-	if err != nil {
-		return lock.Holder{}, false, b.opError("inspect "+key, err)
-	}
-	if len(resp.Kvs) == 0 {
-		return lock.Holder{}, false, nil
-	}
-	return b.holderOf(ctx, key, resp.Kvs[0]), true, nil
-}
-
-// Break deletes the holder's key (not its lease: the holder's next Renew
-// finds its key gone and reports lock.ErrNotHeld). With token != 0 it is a
-// compare-and-delete: only the holder with that token (its record's), by
-// its create revision. The next waiter in
-// the queue, if any, becomes holder.
-func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
-	if h, handled, err := b.breakSlots(ctx, key, token); handled {
-		return h, err // a semaphore (semaphore.go)
-	}
-	qp := b.queuePrefix(key)
-	for attempt := 0; ; attempt++ {
-		resp, err := b.cli.Get(ctx, qp, clientv3.WithFirstCreate()...)
-		if err != nil {
-			return lock.Holder{}, b.opError("break "+key, err)
-		}
-		if len(resp.Kvs) == 0 {
-			return lock.Holder{}, fmt.Errorf("%s is not locked: %w", key, lock.ErrNotHeld)
-		}
-		kv := resp.Kvs[0]
-		h := b.holderOf(ctx, key, kv)
-		if token != 0 && h.Token != token {
-			return h, &lock.BusyError{Holder: h}
-		}
-		// The create revision names this holder: its token is set once,
-		// when it became holder, and never changes after.
-		k := string(kv.Key)
-		tresp, err := b.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(k), "=", kv.CreateRevision)).
-			Then(clientv3.OpDelete(k)).
-			Commit()
-		if err != nil {
-			return h, b.opError("break "+key, err)
-		}
-		if tresp.Succeeded {
-			return h, nil
-		}
-		// The holder left between our read and the delete.
-		if token != 0 {
-			if nh, ok, err := b.Inspect(ctx, key); err != nil {
-				return h, err
-			} else if ok {
-				return nh, &lock.BusyError{Holder: nh}
-			}
-			return h, fmt.Errorf("%s is not locked (the holder with token %d left): %w", key, token, lock.ErrNotHeld)
-		}
-		if attempt >= 3 {
-			return h, b.opError("break "+key, errors.New("the holder keeps changing; try again"))
-		}
-	}
-}
-
 // opError wraps a failed request. Context errors stay recognisable
 // (errors.Is(err, context.DeadlineExceeded)); the rest mean the engine is
 // unreachable or refuses us.
@@ -452,19 +317,8 @@ func (b *Backend) opError(op string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return fmt.Errorf("etcd %s: %w", op, err)
 	}
-	if errors.Is(err, rpctypes.ErrPermissionDenied) {
-		return &lock.UnavailableError{
-			Msg:     fmt.Sprintf("etcd at %s: %s: user %q lacks permission on %s/: grant its role readwrite on that prefix", b.endpoints, op, b.user, b.prefix),
-			Err:     err,
-			Refused: true,
-		}
-	}
-	if isAuthError(err) || errors.Is(err, rpctypes.ErrUserEmpty) {
-		return &lock.UnavailableError{
-			Msg:     fmt.Sprintf("etcd at %s: %s: authentication failed for user %q (%s)", b.endpoints, op, b.user, rpctypes.ErrorDesc(err)),
-			Err:     err,
-			Refused: true,
-		}
+	if why := b.refusal(err); why != "" {
+		return &lock.UnavailableError{Msg: fmt.Sprintf("etcd at %s: %s: %s", b.endpoints, op, why), Err: err, Refused: true}
 	}
 	return &lock.UnavailableError{
 		Msg: fmt.Sprintf("etcd at %s: %s failed: %s", b.endpoints, op, rpctypes.ErrorDesc(err)),

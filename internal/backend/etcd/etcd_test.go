@@ -28,14 +28,18 @@ func request(key, owner string, ttl time.Duration) lock.Request {
 	}
 }
 
-// queueLen counts the contender keys of key, straight from etcd.
+// queueLen counts the holders and waiters of key, straight from etcd.
 func queueLen(t *testing.T, b *Backend, key string) int64 {
 	t.Helper()
-	resp, err := b.cli.Get(wait.Context(t, 5*time.Second), b.queuePrefix(key), clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
-		t.Fatal(err)
+	var n int64
+	for _, p := range []string{b.queuePrefix(key), b.linePrefix(key)} {
+		resp, err := b.cli.Get(wait.Context(t, 5*time.Second), p, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += resp.Count
 	}
-	return resp.Count
+	return n
 }
 
 func TestAcquireBusyRelease(t *testing.T) {
@@ -496,7 +500,7 @@ func TestWaiterRequeuesAfterLosingItsLease(t *testing.T) {
 		}
 		go waiter("bob")
 		wait.Until(t, 5*time.Second, "bob to queue", func() bool { return queueLen(t, b, "rq") == 2 })
-		resp, err := raw.Get(ctx, b.queuePrefix("rq"), clientv3.WithLastCreate()...)
+		resp, err := raw.Get(ctx, b.linePrefix("rq"), clientv3.WithLastCreate()...)
 		if err != nil || len(resp.Kvs) != 1 {
 			t.Fatal(resp, err)
 		}
@@ -505,7 +509,7 @@ func TestWaiterRequeuesAfterLosingItsLease(t *testing.T) {
 			t.Fatal(err)
 		}
 		wait.Until(t, 5*time.Second, "bob to queue again", func() bool {
-			resp, err := raw.Get(ctx, b.queuePrefix("rq"), clientv3.WithLastCreate()...)
+			resp, err := raw.Get(ctx, b.linePrefix("rq"), clientv3.WithLastCreate()...)
 			return err == nil && len(resp.Kvs) == 1 && resp.Kvs[0].CreateRevision > bobsRev
 		})
 		go waiter("carol")

@@ -93,7 +93,8 @@ func (b *Backend) revoke(ctx context.Context, id clientv3.LeaseID) {
 }
 
 // Resume implements lock.Backend: the key's queue must still hold a
-// contender with h's owner and token: a mutex's at its head, or a slot.
+// key with h's owner and token: a slot, or an older build's mutex
+// contender at its head.
 func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
 	granted := time.Now()
 	qp := b.queuePrefix(h.Key)
@@ -106,7 +107,7 @@ func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 		if err := json.Unmarshal(kv.Value, &sr); err != nil || sr.Owner != h.Owner || sr.Token != h.Token {
 			continue
 		}
-		e := &entry{key: h.Key, etcdKey: string(kv.Key), id: clientv3.LeaseID(kv.Lease), rev: kv.CreateRevision, token: sr.Token, rec: sr.record}
+		e := &entry{key: h.Key, etcdKey: string(kv.Key), id: clientv3.LeaseID(kv.Lease), rev: kv.CreateRevision, rec: sr.record}
 		if strings.HasPrefix(string(kv.Key), b.slotPrefix(h.Key)) {
 			e.slot = &sr
 		}

@@ -26,7 +26,7 @@ type keyStore struct {
 // were first at once, or the final KeepAliveOnce of a waiter that reached
 // the head of the queue.
 func (b *Backend) newLease(e *entry, granted time.Time) lock.Lease {
-	g := lock.Grant{Key: e.key, Owner: e.rec.Owner, Token: e.token, TTL: time.Duration(e.rec.TTLms) * time.Millisecond, Granted: granted}
+	g := lock.Grant{Key: e.key, Owner: e.rec.Owner, Token: e.rec.Token, TTL: time.Duration(e.rec.TTLms) * time.Millisecond, Granted: granted}
 	if e.slot != nil {
 		g.Slot, g.Limit = e.slot.Slot, e.slot.Limit
 	}

@@ -13,9 +13,9 @@ import (
 )
 
 // List implements lock.Backend with one range read under the prefix. The
-// holder of a key is its first contender by create revision, as Inspect
-// sees it: a mutex contender "<esc>/<lease ID in hex>" or a semaphore slot
-// "<esc>/slot/<i>" (for a semaphore, its oldest holder). url.PathEscape
+// holder of a key is its first key by create revision, as Inspect sees
+// it: a slot "<esc>/slot/<i>" (the oldest), or an older build's mutex
+// contender "<esc>/<lease ID in hex>" (slots.go). url.PathEscape
 // maps each byte on its own, so the escaped keys of the keys starting with
 // keyPrefix are exactly those starting with the escaped keyPrefix.
 func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, error) {
@@ -36,7 +36,7 @@ func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 		rest := strings.TrimPrefix(string(kv.Key), base)
 		esc, id, ok := strings.Cut(rest, "/")
 		if !ok || !contenderID(id) || strings.Contains(esc, "#") {
-			continue // not a lock key of ours ('#': a semaphore's waiter, join.go)
+			continue // not a lock key of ours ('#': a waiter, line.go)
 		}
 		key, err := url.PathUnescape(esc)
 		if err != nil || !strings.HasPrefix(key, keyPrefix) {
@@ -55,7 +55,7 @@ func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 }
 
 // contenderID accepts the last part of a contender key: a lease ID in hex
-// (mutex) or "slot/<i>" (semaphore).
+// (an older build's mutex) or "slot/<i>".
 func contenderID(id string) bool {
 	if n, ok := strings.CutPrefix(id, "slot/"); ok {
 		_, err := strconv.Atoi(n)

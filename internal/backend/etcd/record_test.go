@@ -20,7 +20,7 @@ func TestRecordBytes(t *testing.T) {
 	const wantFull = `{"owner":"o1","host":"h","pid":42,"user":"u","command":"cmd","note":"n",` +
 		`"acquired_at":"2024-05-06T07:08:09.123456789Z","queued_at":"2024-05-06T07:08:09.123456789Z",` +
 		`"ttl_ms":30000,"hold":"min-hold","token":77}`
-	if got := full.encode(); got != wantFull {
+	if got := encodeJSON(full); got != wantFull {
 		t.Errorf("full record:\n got %s\nwant %s", got, wantFull)
 	}
 	slot := slotRecord{record: full, Limit: 3, Slot: 0}
@@ -30,7 +30,7 @@ func TestRecordBytes(t *testing.T) {
 	}
 	bare := newRecord(lock.Request{Owner: "o2", TTL: time.Second}, time.Time{})
 	const wantBare = `{"owner":"o2","acquired_at":"0001-01-01T00:00:00Z","ttl_ms":1000}`
-	if got := bare.encode(); got != wantBare {
+	if got := encodeJSON(bare); got != wantBare {
 		t.Errorf("bare record:\n got %s\nwant %s", got, wantBare)
 	}
 }

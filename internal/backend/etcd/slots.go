@@ -1,35 +1,218 @@
 package etcd
 
+// The slots of a key on etcd: a mutex is a semaphore of one.
+//
+// # Layout
+//
+// Slot i of KEY (0..N-1, N the limit; 1 for a mutex) is one etcd key
+// attached to its holder's own lease:
+//
+//	<prefix>/<url.PathEscape(KEY)>/slot/<i>
+//
+// inside KEY's queue prefix. Its value is the holder's record (with its
+// fencing token) plus the limit and the slot (slotRecord); tokens come
+// from the key's one counter (token.go). Inspect and List name the slot
+// holder with the lowest create revision.
+//
+// Older builds kept a mutex as a queue of contenders in the same prefix,
+// "<prefix>/<url.PathEscape(KEY)>/<lease ID in hex>", the lowest create
+// revision holding. Both builds exclude each other on one mutex: here any
+// such key holds slot 0 (readSlots), and an older build finds our slot key
+// in its queue ahead of any key it puts after it, so waits for it (its
+// joinQueue takes only an empty queue, its takeover only when no key under
+// the prefix is older than its own).
+//
+// An acquirer reads the whole queue prefix at revision R, refuses with a
+// *lock.LimitMismatchError when a holder uses another limit, picks the
+// lowest free slot, and creates it in a transaction that requires every
+// key under the prefix to be unchanged since R (a ModRevision compare over
+// the prefix): the check and the take are one step, and on a conflict it
+// reads again. A try-once takes a slot only while no waiter is in line
+// (line.go; a compare in the taking transaction): it never jumps the line,
+// and never joins it.
+
 import (
 	"context"
-	"slices"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// InspectSlots implements lock.SlotInspector: every slot key of key
-// (semaphore.go) in one range read, sorted by slot; a mutex gives its one
-// holder.
-func (b *Backend) InspectSlots(ctx context.Context, key string) ([]lock.Holder, error) {
-	resp, err := b.cli.Get(ctx, b.slotPrefix(key), clientv3.WithPrefix())
+// slotRecord is the value of a slot key.
+type slotRecord struct {
+	record
+	Limit int `json:"limit"`
+	Slot  int `json:"slot"`
+}
+
+func (b *Backend) slotPrefix(key string) string { return b.queuePrefix(key) + "slot/" }
+
+// slotIndex is the slot etcdKey is of key; false for any other key.
+func (b *Backend) slotIndex(key, etcdKey string) (int, bool) {
+	idx, ok := strings.CutPrefix(etcdKey, b.slotPrefix(key))
+	i, err := strconv.Atoi(idx)
+	return i, ok && err == nil
+}
+
+// trySlot is a try-once (each Try before the first Wait): it grants a
+// lease, reads the slots, the line and the token counter at one revision
+// and takes the lowest free slot on the lease, in a transaction that
+// requires no key under the queue prefix put since that read and nobody in
+// line; on a conflict it reads again. When every slot is held, or others
+// wait in line, it revokes the lease and the answer is busy, naming the
+// oldest holder.
+func (c *contender) trySlot(ctx context.Context) (lock.Lease, error) {
+	b, req := c.b, c.req
+	granted := time.Now()
+	g, err := b.cli.Grant(ctx, leaseSeconds(req.TTL))
 	if err != nil {
-		return nil, b.opError("inspect "+key, err)
+		return nil, b.opError("grant a lease for "+req.Key, err)
 	}
-	var out []lock.Holder
-	for _, kv := range resp.Kvs {
-		if h := b.holderOf(ctx, key, kv); h.Limit > 1 {
-			out = append(out, h)
+	l, err := b.takeSlot(ctx, req, g.ID, granted)
+	if err != nil {
+		// The put may have been applied if the reply was lost: revoking the
+		// lease removes it.
+		b.revoke(ctx, g.ID)
+		if busy := (*lock.BusyError)(nil); errors.As(err, &busy) {
+			c.holder = busy.Holder
 		}
 	}
-	if len(out) == 0 {
-		h, held, err := b.Inspect(ctx, key)
-		if err != nil || !held {
+	return l, err
+}
+
+func (b *Backend) takeSlot(ctx context.Context, req lock.Request, id clientv3.LeaseID, granted time.Time) (lock.Lease, error) {
+	qp, wp := b.queuePrefix(req.Key), b.linePrefix(req.Key)
+	for {
+		resp, err := b.cli.Txn(ctx).Then(
+			clientv3.OpGet(qp, clientv3.WithPrefix()),
+			clientv3.OpGet(wp, clientv3.WithFirstCreate()...),
+			clientv3.OpGet(b.tokenKey(req.Key)),
+		).Commit()
+		if err != nil {
+			return nil, b.opError("read the slots of "+req.Key, err)
+		}
+		last, err := counterOf(req.Key, resp.Responses[2])
+		if err != nil {
+			return nil, b.opError("read the slots of "+req.Key, err)
+		}
+		sr, err := readSlots(req, qp, resp.Responses[0].GetResponseRange().Kvs)
+		if err != nil {
 			return nil, err
 		}
-		return []lock.Holder{h}, nil
+		if waiters := resp.Responses[1].GetResponseRange().Kvs; len(waiters) > 0 || sr.free < 0 {
+			// Full, or others wait in line: a try-once does not jump it.
+			return nil, &lock.BusyError{Holder: b.busyHolder(ctx, req.Key, sr.oldest, waiters)}
+		}
+		var held *entry
+		tr, err := grant(req.Key, last, func(t uint64) (*clientv3.TxnResponse, error) {
+			var put clientv3.Op
+			held, put = b.slotTake(req.Key, newRecord(req, time.Now()), req.Limit, sr.free, id, t)
+			return b.cli.Txn(ctx).
+				If(
+					clientv3.Compare(clientv3.ModRevision(qp).WithPrefix(), "<", resp.Header.Revision+1),
+					clientv3.Compare(clientv3.CreateRevision(wp).WithPrefix(), "=", 0), // nobody in line
+				).
+				Then(b.grantOp(req.Key, t, put)).
+				Commit()
+		})
+		if err != nil {
+			return nil, b.opError("take a slot of "+req.Key, err)
+		}
+		if tr.Succeeded {
+			held.rev = tr.Header.Revision
+			return b.newLease(held, granted), nil
+		}
+		// Someone changed the key's slots or line since our read: read
+		// again, after a moment so that racing acquirers spread out.
+		select {
+		case <-ctx.Done():
+			return nil, b.opError("take a slot of "+req.Key, ctx.Err())
+		case <-time.After(time.Duration(rand.Int64N(int64(5 * time.Millisecond)))):
+		}
 	}
-	slices.SortFunc(out, func(a, b lock.Holder) int { return a.Slot - b.Slot })
-	return out, nil
+}
+
+// slotTake is what taking slot i of key with token t on lease id, for the
+// contender of record rec, puts: the entry then held (its create revision
+// is the take's) and the put.
+func (b *Backend) slotTake(key string, rec record, limit, i int, id clientv3.LeaseID, t uint64) (*entry, clientv3.Op) {
+	sr := &slotRecord{record: rec, Limit: limit, Slot: i}
+	sr.AcquiredAt, sr.QueuedAt, sr.Token = time.Now(), time.Time{}, t
+	h := &entry{key: key, etcdKey: b.slotPrefix(key) + strconv.Itoa(i), id: id, rec: sr.record, slot: sr}
+	return h, clientv3.OpPut(h.etcdKey, encodeJSON(sr), clientv3.WithLease(id))
+}
+
+// slotsRead is what one read of a key's queue prefix says of its slots.
+type slotsRead struct {
+	free   int              // the lowest free slot below the limit; -1 none
+	oldest *mvccpb.KeyValue // the holder with the lowest create revision; nil none
+	legacy bool             // an older build's mutex key holds slot 0
+}
+
+// readSlots reads the keys under the queue prefix qp for req: a
+// *lock.LimitMismatchError when a holder uses another limit. A key that
+// is no slot is an older build's mutex contender: it holds slot 0 of a
+// mutex, and refuses a semaphore.
+func readSlots(req lock.Request, qp string, kvs []*mvccpb.KeyValue) (slotsRead, error) {
+	n := req.Limit
+	held := make([]bool, n)
+	var oldest *mvccpb.KeyValue
+	legacy := false
+	for _, kv := range kvs {
+		idx, isSlot := strings.CutPrefix(strings.TrimPrefix(string(kv.Key), qp), "slot/")
+		if !isSlot {
+			if n > 1 {
+				return slotsRead{}, &lock.LimitMismatchError{Key: req.Key, Want: n, Have: 1}
+			}
+			idx, legacy = "0", true
+		}
+		i, err := strconv.Atoi(idx)
+		if err != nil || i < 0 {
+			continue // not a key of ours
+		}
+		var rec slotRecord
+		if json.Unmarshal(kv.Value, &rec) == nil && rec.Limit > 0 && rec.Limit != n {
+			return slotsRead{}, &lock.LimitMismatchError{Key: req.Key, Want: n, Have: rec.Limit}
+		}
+		if i >= n { // only a holder with a larger limit can be there
+			return slotsRead{}, &lock.LimitMismatchError{Key: req.Key, Want: n, Have: max(rec.Limit, i+1)}
+		}
+		held[i] = true
+		if oldest == nil || kv.CreateRevision < oldest.CreateRevision {
+			oldest = kv
+		}
+	}
+	sr := slotsRead{free: -1, oldest: oldest, legacy: legacy}
+	for i, h := range held {
+		if !h {
+			sr.free = i
+			break
+		}
+	}
+	return sr, nil
+}
+
+// busyHolder names whom a busy acquirer waits for: the oldest holder,
+// else the first waiter in line (waiters: its key, if any).
+func (b *Backend) busyHolder(ctx context.Context, key string, oldest *mvccpb.KeyValue, waiters []*mvccpb.KeyValue) lock.Holder {
+	switch {
+	case oldest != nil:
+		return b.holderOf(ctx, key, oldest)
+	case len(waiters) > 0:
+		return waiterHolder(key, waiters[0])
+	}
+	return lock.Holder{Key: key, ExpiresIn: -1}
+}
+
+func encodeJSON(v any) string {
+	b, _ := json.Marshal(v) // plain fields: cannot fail
+	return string(b)
 }

@@ -12,23 +12,24 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// step is a waiter's one transaction, for a mutex and a semaphore alike.
-// When it has something to take (a mutex: always, its own key; a
-// semaphore: the free slot of its last read) it asks whether anyone is
-// still ahead of us in line and, if nobody is and our key is still ours,
-// takes it and raises the token counter (takeOps, grantOp), with a
-// keep-alive of our lease sent at the same time, so that the lease's
-// validity counts from just before both: one round trip where a read, a
-// keep-alive and a write took three. Otherwise, or when someone is ahead,
-// it reads who is just ahead of us, our own key, the token counter and the
-// holders (reads), at one revision, and the answer is busy.
+// step is a waiter's one transaction. When its last read found a slot
+// free, it asks whether anyone is still ahead of us in line and, if nobody
+// is, our key is still ours and no key under the queue prefix was put
+// since that read (deletions only free slots; a put there is a slot taken,
+// or an older build's mutex contender: the read that follows tells), it
+// puts the free slot on our lease, deletes our waiter key and raises the
+// token counter (slotTake, grantOp), with a keep-alive of our lease sent at
+// the same time, so that the lease's validity counts from just before
+// both. Otherwise, or when someone is ahead, it reads who is just ahead of
+// us, our own key, the token counter and the slots (reads), at one
+// revision, and the answer is busy.
 //
 // Waiters are woken only by the deletion of the one just ahead, so at a
 // handover one waiter asks, not all of them; the progress line asks the
 // engine for the holder on its own (cmd/progress.go).
 func (c *contender) step(ctx context.Context) (lock.Lease, error) {
 	e, b := c.e, c.b
-	if c.sem && c.free < 0 {
+	if c.free < 0 {
 		resp, err := b.cli.Txn(ctx).Then(c.reads()...).Commit()
 		if err != nil {
 			// A transient failure (leader change, timeout) is the wait
@@ -45,16 +46,16 @@ func (c *contender) step(ctx context.Context) (lock.Lease, error) {
 	}()
 	var held *entry
 	resp, err := grant(e.key, c.last, func(t uint64) (*clientv3.TxnResponse, error) {
-		var cmps []clientv3.Cmp
-		var ops []clientv3.Op
-		held, cmps, ops = c.takeOps(t)
+		var put clientv3.Op
+		held, put = b.slotTake(e.key, e.rec, c.req.Limit, c.free, e.id, t)
 		return b.cli.Txn(ctx).
-			If(append([]clientv3.Cmp{
+			If(
 				// every key of the line was created at or after ours
 				clientv3.Compare(clientv3.CreateRevision(e.line), ">", e.rev-1).WithPrefix(),
 				clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", e.rev),
-			}, cmps...)...).
-			Then(b.grantOp(e.key, t, ops...)).
+				clientv3.Compare(clientv3.ModRevision(b.queuePrefix(e.key)).WithPrefix(), "<", c.readRev+1),
+			).
+			Then(b.grantOp(e.key, t, put, clientv3.OpDelete(e.etcdKey))).
 			Else(c.reads()...).
 			Commit()
 	})
@@ -68,47 +69,19 @@ func (c *contender) step(ctx context.Context) (lock.Lease, error) {
 	case !resp.Succeeded:
 		return nil, c.read(ctx, resp)
 	}
-	if held.rev == 0 {
-		held.rev = resp.Header.Revision // a slot key, created by the take
-	}
+	held.rev = resp.Header.Revision // the slot key, created by the take
 	return c.won(held, granted, kaErr)
 }
 
-// takeOps is what the first in line takes with token t: the entry it then
-// holds, and the compares and writes of the take besides the line's. A
-// mutex stamps its own key with the acquisition time and the token. A
-// semaphore puts the free slot of its last read on its lease and deletes
-// its waiter key, if no key under the queue prefix was put since that
-// read (deletions only free slots; a put there would be a slot taken, or a
-// mutex contender: the read that follows tells).
-func (c *contender) takeOps(t uint64) (*entry, []clientv3.Cmp, []clientv3.Op) {
-	e, now := c.e, time.Now()
-	if !c.sem {
-		h := *e
-		h.line, h.token = "", t
-		h.rec.AcquiredAt, h.rec.Token = now, t
-		return &h, nil, []clientv3.Op{clientv3.OpPut(e.etcdKey, h.rec.encode(), clientv3.WithLease(e.id))}
-	}
-	h, put := c.b.slotTake(e.key, e.rec, c.req.Limit, c.free, e.id, t)
-	return h,
-		[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(c.b.queuePrefix(e.key)).WithPrefix(), "<", c.readRev+1)},
-		[]clientv3.Op{put, clientv3.OpDelete(e.etcdKey)}
-}
-
 // reads are a step's reads: the one just ahead of us in line, our own key,
-// the token counter, and the holders (a mutex: the queue's first; a
-// semaphore: every key under the queue prefix, its slots).
+// the token counter, and every key under the queue prefix (the slots).
 func (c *contender) reads() []clientv3.Op {
-	e, qp := c.e, c.b.queuePrefix(c.e.key)
-	holders := clientv3.OpGet(qp, clientv3.WithFirstCreate()...)
-	if c.sem {
-		holders = clientv3.OpGet(qp, clientv3.WithPrefix())
-	}
+	e := c.e
 	return []clientv3.Op{
 		clientv3.OpGet(e.line, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(e.rev-1))...),
 		clientv3.OpGet(e.etcdKey, clientv3.WithKeysOnly()),
 		clientv3.OpGet(c.b.tokenKey(e.key)),
-		holders,
+		clientv3.OpGet(c.b.queuePrefix(e.key), clientv3.WithPrefix()),
 	}
 }
 
@@ -125,30 +98,19 @@ func (c *contender) read(ctx context.Context, resp *clientv3.TxnResponse) error 
 	if c.last, err = counterOf(c.req.Key, r[2]); err != nil {
 		return c.b.opError("wait for "+c.req.Key, err)
 	}
-	holders := r[3].GetResponseRange().Kvs
-	if c.sem {
-		sr, err := readSlots(c.req, c.b.queuePrefix(c.req.Key), holders)
-		if err != nil {
-			return err
-		}
-		c.free, holders = sr.free, nil
-		if sr.oldest != nil {
-			holders = []*mvccpb.KeyValue{sr.oldest}
-		}
+	sr, err := readSlots(c.req, c.b.queuePrefix(c.req.Key), r[3].GetResponseRange().Kvs)
+	if err != nil {
+		return err
 	}
-	if len(holders) > 0 {
-		if err := c.describe(ctx, holders[0]); err != nil {
-			return err
-		}
+	c.free, c.legacy = sr.free, sr.legacy
+	if sr.oldest != nil {
+		c.describe(ctx, sr.oldest)
 	}
 	c.ahead = nil
 	if ahead := r[0].GetResponseRange().Kvs; len(ahead) > 0 {
 		c.ahead = ahead[0]
 	}
-	// Nobody ahead: a semaphore's read found a slot free, take it at once.
-	// (A mutex cannot get here, its compare and reads seeing one revision,
-	// but it would read again rather than wait on nobody.)
-	c.again = c.ahead == nil && (!c.sem || c.free >= 0)
+	c.again = c.ahead == nil && c.free >= 0 // first, and a slot is free: take it at once
 	return c.busy()
 }
 
@@ -184,22 +146,17 @@ func (c *contender) confirm(ctx context.Context) (lock.Lease, error) {
 }
 
 // describe names the holder kv (asking etcd for its time left only when it
-// changed). A first in line that has no token yet is a waiter taking over
-// from the holder that just left: until it has taken the lock, the last
-// holder shown stays. A mutex that finds a slot holder is refused: every
-// holder of a key must use the same --limit (as every engine says).
-func (c *contender) describe(ctx context.Context, kv *mvccpb.KeyValue) error {
-	if have := c.b.slotLimit(c.req.Key, kv); !c.sem && have > 1 {
-		return &lock.LimitMismatchError{Key: c.req.Key, Want: 1, Have: have}
-	}
+// changed). A holder that has no token yet is an older build's waiter
+// taking over from the holder that just left: until it has taken the
+// lock, the last holder shown stays.
+func (c *contender) describe(ctx context.Context, kv *mvccpb.KeyValue) {
 	if c.shown == nil || c.shown.CreateRevision != kv.CreateRevision || c.shown.ModRevision != kv.ModRevision {
 		h := c.b.holderOf(ctx, c.req.Key, kv)
 		if h.Token == 0 && c.shown != nil {
-			return nil
+			return
 		}
 		c.shown, c.holder = kv, h
 	}
-	return nil
 }
 
 // busy is the busy answer, naming the holder last described.

@@ -78,10 +78,7 @@ func TestTakeoverWhoseKeepAliveFailedIsConfirmed(t *testing.T) {
 					}
 					got <- l
 				}()
-				line := b.queuePrefix("k")
-				if limit > 1 {
-					line = b.semWaitPrefix("k")
-				}
+				line := b.linePrefix("k")
 				var waiting clientv3.LeaseID
 				wait.Until(t, 5*time.Second, "the waiter to stand in line", func() bool {
 					resp, err := raw.Get(ctx, line, clientv3.WithLastCreate()...)

@@ -2,7 +2,7 @@ package etcd
 
 // Fencing tokens on etcd.
 //
-// The queue keeps its order by create revision (fairness), but revisions
+// The line keeps its order by create revision (fairness), but revisions
 // start again at 1 when etcd loses its data (a rebuilt cluster, a restore
 // from an older snapshot, a wiped server), so they are not the token. The
 // token follows lock.NextToken: max(last token of KEY + 1, distlock's wall
@@ -11,7 +11,7 @@ package etcd
 //
 //	<prefix>/<url.PathEscape(KEY)>#token    the last token, 20 decimal digits
 //
-// outside the key's queue prefix (like the semaphore's line, '#' cannot
+// outside the key's queue prefix (like its line, '#' cannot
 // appear in an escaped key, and List skips it). The grant writes the
 // counter and the holder's record (which carries the token, for status,
 // list, break --token and handles) in the transaction that grants, only
@@ -37,7 +37,7 @@ import (
 // grantAttempts bounds how often a grant is tried again because the
 // counter was at or above the token it offered (each retry offers the
 // counter + 1, so a second attempt fails only if another grant came in
-// between, which the queue and the slots' compares already exclude).
+// between, which the line's and the slots' compares already exclude).
 const grantAttempts = 5
 
 // tokenKey is where the last token of key is kept.
@@ -49,17 +49,11 @@ func (b *Backend) tokenKey(key string) string {
 // values byte by byte compares the numbers.
 func tokenValue(t uint64) string { return fmt.Sprintf("%020d", t) }
 
-// nextToken is the token to offer for a grant now, when the counter was
-// last seen at last (0: not seen).
-func nextToken(last uint64) uint64 {
-	return lock.NextToken(last, lock.ClockMicros(time.Now()))
-}
-
 // grantOp is the part of a granting transaction (whose own compares are
-// the queue's or the slots') that hands out token t of key: when the
+// the line's and the slots') that hands out token t of key: when the
 // counter is below t, or missing, it sets the counter to t and applies
 // ops (the holder's record, carrying t); otherwise it only reads the
-// counter. grantResult reads its answer.
+// counter. grant reads its answer.
 func (b *Backend) grantOp(key string, t uint64, ops ...clientv3.Op) clientv3.Op {
 	tk, v := b.tokenKey(key), tokenValue(t)
 	then := append([]clientv3.Op{clientv3.OpPut(tk, v)}, ops...)
@@ -77,49 +71,36 @@ func (b *Backend) grantOp(key string, t uint64, ops ...clientv3.Op) clientv3.Op 
 }
 
 // grant runs a granting transaction: txn(t) commits it offering token t
-// (its Then a grantOp). When its compares held but the counter was at or
-// above t (a clock behind the last token), it is sent again offering the
-// counter + 1. resp is the last answer: not Succeeded when the compares
-// failed.
+// (lock.NextToken after last; its Then a grantOp). When its compares held
+// but the counter was at or above t (a clock behind the last token), it
+// is sent again offering the counter + 1. resp is the last answer: not
+// Succeeded when the compares failed.
 func grant(key string, last uint64, txn func(t uint64) (*clientv3.TxnResponse, error)) (*clientv3.TxnResponse, error) {
 	for attempt := 1; ; attempt++ {
-		resp, err := txn(nextToken(last))
+		resp, err := txn(lock.NextToken(last, lock.ClockMicros(time.Now())))
 		if err != nil || !resp.Succeeded {
 			return resp, err
 		}
-		ok, counter, err := grantResult(key, resp.Responses[0])
-		if err != nil || ok {
+		// The grantOp's answer: its outer or inner transaction succeeded,
+		// or the inner one read the counter.
+		outer := resp.Responses[0].GetResponseTxn()
+		if outer.GetSucceeded() {
+			return resp, nil
+		}
+		if len(outer.GetResponses()) == 0 || len(outer.Responses[0].GetResponseTxn().GetResponses()) == 0 {
+			return resp, fmt.Errorf("etcd gave no answer to the token's transaction")
+		}
+		inner := outer.Responses[0].GetResponseTxn()
+		if inner.Succeeded {
+			return resp, nil
+		}
+		if last, err = counterOf(key, inner.Responses[0]); err != nil {
 			return resp, err
 		}
-		last = counter
 		if attempt >= grantAttempts {
 			return resp, fmt.Errorf("the token counter of %s kept moving", key)
 		}
 	}
-}
-
-// grantResult reads the answer to a grantOp: granted, or the counter's
-// value when it was not (at or above the token offered).
-func grantResult(key string, r *pb.ResponseOp) (granted bool, last uint64, err error) {
-	tr := r.GetResponseTxn()
-	if tr == nil || len(tr.Responses) == 0 {
-		return false, 0, fmt.Errorf("etcd gave no answer to the token's transaction")
-	}
-	if tr.Succeeded {
-		return true, 0, nil
-	}
-	inner := tr.Responses[0].GetResponseTxn()
-	if inner == nil {
-		return false, 0, fmt.Errorf("etcd gave no answer to the token's transaction")
-	}
-	if inner.Succeeded {
-		return true, 0, nil
-	}
-	if len(inner.Responses) == 0 {
-		return false, 0, fmt.Errorf("etcd gave no answer to the token's transaction")
-	}
-	last, err = parseCounter(key, inner.Responses[0].GetResponseRange().GetKvs())
-	return false, last, err
 }
 
 // counterOf reads the counter from the answer to an OpGet of tokenKey
@@ -133,15 +114,11 @@ func parseCounter(key string, kvs []*mvccpb.KeyValue) (uint64, error) {
 		return 0, nil
 	}
 	t, err := strconv.ParseUint(string(kvs[0].Value), 10, 64)
-	if err != nil || len(kvs[0].Value) != 20 {
-		return 0, fmt.Errorf("the token counter of %s (etcd key %s) holds %q, not a token: delete that key (the next token then follows the clock)", key, kvs[0].Key, truncate(kvs[0].Value, 40))
+	if v := kvs[0].Value; err != nil || len(v) != 20 {
+		if len(v) > 40 {
+			v = append(v[:40:40], "…"...)
+		}
+		return 0, fmt.Errorf("the token counter of %s (etcd key %s) holds %q, not a token: delete that key (the next token then follows the clock)", key, kvs[0].Key, v)
 	}
 	return t, nil
-}
-
-func truncate(b []byte, n int) string {
-	if len(b) > n {
-		return string(b[:n]) + "…"
-	}
-	return string(b)
 }

@@ -11,8 +11,15 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// DefaultPort is used for endpoints given without a port.
-const DefaultPort = "2379"
+// Config's defaults.
+const (
+	// DefaultPort is used for endpoints given without a port.
+	DefaultPort = "2379"
+	// DefaultPrefix namespaces lock keys when Config.Prefix is empty.
+	DefaultPrefix = "distlock"
+	// DefaultDialTimeout is used when Config.DialTimeout is zero.
+	DefaultDialTimeout = 5 * time.Second
+)
 
 // Config is what New needs. ParseURL fills the connection part from an
 // etcd:// or etcds:// URL; the opener fills Prefix, DialTimeout and, when
