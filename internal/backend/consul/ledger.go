@@ -53,7 +53,7 @@ func (b *Backend) DeleteEntries(ctx context.Context, key string, ids []string) e
 		for _, id := range ids[:n] {
 			ops = append(ops, kvOp(api.KVDelete, b.ledgerDir(key)+id, nil, 0, ""))
 		}
-		if _, _, err := b.txn(ctx, "delete from the ledger of "+key, ops); err != nil {
+		if _, _, _, err := b.txn(ctx, "delete from the ledger of "+key, ops); err != nil {
 			return err
 		}
 		ids = ids[n:]
