@@ -26,17 +26,17 @@ type contender struct {
 
 	sid     string
 	granted time.Time // just before the session was created
-	own     *api.KVPair
-	waited  bool
+	joined  bool
 	last    *lock.Holder // the last holder seen, for busy answers
 
 	// block is what Wait watches, set by the last busy Try (watch.go);
 	// nil when a lock-delay holds our slot back: Wait then polls.
 	block func(ctx context.Context)
 
-	stopKA    context.CancelFunc
-	lost      chan struct{} // closed when the keep-alive hears the session is gone
-	stopWatch context.CancelFunc
+	// A waiter's keep-alive runs while alive lasts, and ends alive itself
+	// when Consul says the session is gone (watch.go).
+	alive             context.Context
+	stopKA, stopWatch context.CancelFunc
 }
 
 // Contend implements lock.Backend: no I/O until the first Try.
@@ -63,7 +63,7 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 // step is one read of the line and what follows from it: the lease, busy,
 // an error, or again (read once more).
 func (c *contender) step(ctx context.Context) (lock.Lease, bool, error) {
-	if c.lost != nil && isClosed(c.lost) {
+	if c.alive != nil && c.alive.Err() != nil { // our session is gone
 		c.reset()
 	}
 	if c.sid == "" {
@@ -91,7 +91,7 @@ func (c *contender) step(ctx context.Context) (lock.Lease, bool, error) {
 func (c *contender) read(ctx context.Context) (view, error) {
 	b, key := c.b, c.req.Key
 	var ops api.TxnOps
-	if c.own == nil {
+	if !c.joined {
 		rec := record{Record: lock.NewRecord(c.req, time.Now()), Limit: c.req.Limit}
 		ops = append(ops, kvOp(api.KVLock, b.lineDir(key)+c.sid, rec.encode(), 0, c.sid))
 	}
@@ -99,8 +99,8 @@ func (c *contender) read(ctx context.Context) (view, error) {
 	if err != nil || !ok {
 		return view{}, err
 	}
-	if c.own == nil { // the lock's result comes first, then the reads'
-		c.own, res = res[0].KV, res[1:]
+	if !c.joined { // the lock's result comes first, then the reads'
+		c.joined, res = true, res[1:]
 	}
 	return b.viewOf(key, res), nil
 }
@@ -139,8 +139,8 @@ func (c *contender) decide(ctx context.Context, v view) (lock.Lease, bool, error
 // token into our record and claims a free slot (a mutex's is slot 0); it
 // applies only if the counter and our entry are as read and the slot is
 // free (and not held back by a lock-delay). Validity counts from just
-// before the session was created, or, for a waiter, from just before a
-// renewal sent alongside.
+// before the session was created, or, for a waiter (its keep-alive
+// running), from just before a renewal sent alongside.
 func (c *contender) takeOver(ctx context.Context, v view, me entry) (lock.Lease, bool, error) {
 	slot := v.freeSlot(c.b.slotDir(c.req.Key), c.limit)
 	if slot < 0 {
@@ -158,13 +158,13 @@ func (c *contender) takeOver(ctx context.Context, v view, me entry) (lock.Lease,
 		kvOp(api.KVLock, s.slotKey, []byte(c.sid), 0, c.sid),
 	}
 	sent := time.Now()
-	renewed := make(chan error, 1)
-	if c.waited {
+	renewed, waiter := make(chan error, 1), c.alive != nil
+	if waiter {
 		go func() { renewed <- c.b.renewSession(ctx, c.sid) }()
 	}
 	ok, _, why, err := c.b.txn(ctx, "take over "+c.req.Key, ops)
 	granted := c.granted
-	if c.waited {
+	if waiter {
 		rerr := <-renewed
 		if ok && err == nil {
 			granted, err = c.confirm(ctx, sent, rerr)
@@ -221,5 +221,5 @@ func (c *contender) Leave() { c.reset() }
 func (c *contender) reset() {
 	c.stopWaiting()
 	c.b.cleanup(context.Background(), c.sid)
-	c.sid, c.own, c.lost = "", nil, nil
+	c.sid, c.joined = "", false
 }

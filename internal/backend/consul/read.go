@@ -89,7 +89,7 @@ func holders(es []entry) []entry {
 // view is one read of KEY: its line, its token counter and its slots.
 type view struct {
 	line    []entry
-	counter *api.KVPair // nil when the key never had a token
+	counter api.KVPair // zero when the key never had a token
 	slots   []*api.KVPair
 }
 
@@ -102,21 +102,14 @@ func (v view) position(sid string) int {
 
 // lastToken is the counter's value (0 when missing or unreadable).
 func (v view) lastToken() uint64 {
-	if v.counter == nil {
-		return 0
-	}
 	n, _ := strconv.ParseUint(string(v.counter.Value), 10, 64)
 	return n
 }
 
 // counterOp sets KEY's counter to token if it is as v read it (absent:
-// index 0, create only if still absent).
+// at index 0, which creates it only if still absent).
 func (b *Backend) counterOp(v view, key string, token uint64) *api.TxnOp {
-	var index uint64
-	if v.counter != nil {
-		index = v.counter.ModifyIndex
-	}
-	return kvOp(api.KVCAS, b.tokenKey(key), []byte(strconv.FormatUint(token, 10)), index, "")
+	return kvOp(api.KVCAS, b.tokenKey(key), []byte(strconv.FormatUint(token, 10)), v.counter.ModifyIndex, "")
 }
 
 // freeSlot is the lowest slot under dir that no slot key claims, or -1.
@@ -149,7 +142,7 @@ func (b *Backend) viewOf(key string, res api.TxnResults) view {
 		switch kv := r.KV; {
 		case kv == nil:
 		case kv.Key == b.tokenKey(key):
-			v.counter = kv
+			v.counter = *kv
 		case strings.HasPrefix(kv.Key, b.slotDir(key)):
 			v.slots = append(v.slots, kv)
 		case strings.HasPrefix(kv.Key, b.lineDir(key)):

@@ -26,13 +26,12 @@ const watchWait = time.Minute
 const delayPoll = 250 * time.Millisecond
 
 // Wait implements lock.Contender: the session is kept alive from now on,
-// and Wake fires when what is ahead of us changed.
+// and Wake fires when what is ahead of us changed, the watch failed (the
+// next Try then finds out why), or the session was lost.
 func (c *contender) Wait(ctx context.Context) (lock.Retry, error) {
-	c.waited = true
-	if c.stopKA == nil && c.sid != "" {
-		kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		c.stopKA, c.lost = cancel, make(chan struct{})
-		go c.b.keepAlive(kctx, c.sid, c.req.TTL, c.lost)
+	if c.alive == nil {
+		c.alive, c.stopKA = context.WithCancel(context.WithoutCancel(ctx))
+		go c.b.keepAlive(c.alive, c.stopKA, c.sid, c.req.TTL)
 	}
 	if c.stopWatch != nil {
 		c.stopWatch()
@@ -41,8 +40,14 @@ func (c *contender) Wait(ctx context.Context) (lock.Retry, error) {
 		return lock.Retry{After: delayPoll}, nil
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	c.stopWatch = cancel
-	return lock.Retry{Wake: c.watch(wctx), After: lock.NoBound}, nil
+	stop := context.AfterFunc(c.alive, cancel)
+	c.stopWatch = func() { stop(); cancel() }
+	wake, block := make(chan struct{}), c.block
+	go func() {
+		defer close(wake)
+		block(wctx)
+	}()
+	return lock.Retry{Wake: wake, After: lock.NoBound}, nil
 }
 
 // stopWaiting ends the watch and the waiter's keep-alive.
@@ -53,27 +58,7 @@ func (c *contender) stopWaiting() {
 			*stop = nil
 		}
 	}
-}
-
-// watch returns a channel closed when what the last read put ahead of us
-// changed, or the watch failed (the next Try then finds out why), or the
-// session was lost.
-func (c *contender) watch(ctx context.Context) <-chan struct{} {
-	wake, done := make(chan struct{}), make(chan struct{})
-	block, lost := c.block, c.lost
-	go func() {
-		defer close(done)
-		block(ctx)
-	}()
-	go func() {
-		defer close(wake)
-		select {
-		case <-done:
-		case <-lost:
-		case <-ctx.Done():
-		}
-	}()
-	return wake
+	c.alive = nil
 }
 
 // blockOnKey returns a wait until kv's ModifyIndex passed the one read
@@ -117,9 +102,9 @@ func (b *Backend) blockOnHolders(dir string, hs []entry) func(context.Context) {
 }
 
 // keepAlive renews a waiter's session id every ttl/3 until ctx ends; it
-// closes lost when Consul says the session is gone. Other failures wait
-// for the next round.
-func (b *Backend) keepAlive(ctx context.Context, id string, ttl time.Duration, lost chan<- struct{}) {
+// ends ctx itself (lost) when Consul says the session is gone. Other
+// failures wait for the next round.
+func (b *Backend) keepAlive(ctx context.Context, lost context.CancelFunc, id string, ttl time.Duration) {
 	every := max(ttl/3, 50*time.Millisecond)
 	for ctx.Err() == nil {
 		select {
@@ -129,19 +114,8 @@ func (b *Backend) keepAlive(ctx context.Context, id string, ttl time.Duration, l
 			gone := errors.Is(b.renewSession(rctx, id), errSessionGone)
 			cancel()
 			if gone {
-				close(lost)
-				return
+				lost()
 			}
 		}
-	}
-}
-
-// isClosed reports, without waiting, whether ch is closed.
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
 	}
 }
