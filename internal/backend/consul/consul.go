@@ -15,7 +15,7 @@
 // The line is the entries in order of their CreateIndex (Raft indexes only
 // rise). The first limit entries hold the lock (a mutex: the first); an
 // entry that reached that place takes over by writing its token into its
-// record (takeover.go). url.PathEscape escapes '/' and '#', so no escaped
+// record (contender.takeOver). url.PathEscape escapes '/' and '#', so no escaped
 // key holds either: "#token" and "#slot/" are ours alone.
 //
 // # Sessions and time
@@ -38,7 +38,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -57,8 +56,7 @@ const (
 // Guarantee is status's engine: line for Consul.
 const Guarantee = "Consul: linearizable (Raft); one holder at a time, across a leader's failover; a holder that dies frees the key after TTL to 2×TTL"
 
-// Backend is the Consul engine. It implements lock.Backend, lock.Ledger,
-// lock.SlotInspector and lock.Doctor.
+// Backend is the Consul engine.
 type Backend struct {
 	clients []*api.Client // one per server of the URL
 	idle    []interface{ CloseIdleConnections() }
@@ -67,14 +65,13 @@ type Backend struct {
 	addrs   []string
 	root    string // the KV prefix, without a trailing '/'
 	connTO  time.Duration
-
-	closeOnce sync.Once
 }
 
 var (
 	_ lock.Backend       = (*Backend)(nil)
 	_ lock.Ledger        = (*Backend)(nil)
 	_ lock.SlotInspector = (*Backend)(nil)
+	_ lock.Doctor        = (*Backend)(nil)
 )
 
 // New makes a client per server and checks, within cfg.ConnectTimeout,
@@ -107,8 +104,8 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	defer cancel()
 	var err error
 	for range b.clients { // each server once, until one answers
-		if err = b.call(func(c *api.Client) error {
-			_, _, err := c.KV().Keys(b.root+"/", "/", qo(cctx))
+		if err = b.call(func(c *api.Client) (err error) {
+			_, _, err = c.KV().Keys(b.root+"/", "/", qo(cctx))
 			return err
 		}); err == nil {
 			return b, nil
@@ -125,24 +122,17 @@ func (b *Backend) Guarantee() string { return Guarantee }
 
 // Close implements lock.Backend: it closes idle connections.
 func (b *Backend) Close() error {
-	b.closeOnce.Do(func() {
-		for _, t := range b.idle {
-			t.CloseIdleConnections()
-		}
-	})
+	for _, t := range b.idle {
+		t.CloseIdleConnections()
+	}
 	return nil
 }
 
-// lineDir is the prefix of KEY's line entries ("<root>/<escaped KEY>/").
-func (b *Backend) lineDir(key string) string { return b.root + "/" + url.PathEscape(key) + "/" }
-
-// tokenKey is KEY's token counter.
-func (b *Backend) tokenKey(key string) string { return b.root + "/" + url.PathEscape(key) + "#token" }
-
-// slotDir is the prefix of KEY's semaphore slots.
-func (b *Backend) slotDir(key string) string { return b.root + "/" + url.PathEscape(key) + "#slot/" }
-
-// slotKey is KEY's slot i.
+// KEY's line directory, token counter, slot directory and slot i (the
+// layout above).
+func (b *Backend) lineDir(key string) string        { return b.root + "/" + url.PathEscape(key) + "/" }
+func (b *Backend) tokenKey(key string) string       { return b.root + "/" + url.PathEscape(key) + "#token" }
+func (b *Backend) slotDir(key string) string        { return b.root + "/" + url.PathEscape(key) + "#slot/" }
 func (b *Backend) slotKey(key string, i int) string { return b.slotDir(key) + strconv.Itoa(i) }
 
 // call runs f against the current server; when the server did not answer
@@ -165,11 +155,8 @@ func wo(ctx context.Context) *api.WriteOptions { return (&api.WriteOptions{}).Wi
 // reach it.
 func answered(err error) bool {
 	var se api.StatusError
-	if errors.As(err, &se) {
-		return true
-	}
 	s := err.Error()
-	return strings.Contains(s, "Unexpected response code") || strings.HasPrefix(s, "Failed request")
+	return errors.As(err, &se) || strings.Contains(s, "Unexpected response code") || strings.HasPrefix(s, "Failed request")
 }
 
 // refused: Consul answered that the token may not do this (an HTTP 401 or

@@ -17,13 +17,8 @@ func (b *Backend) ledgerDir(key string) string {
 
 // PutEntry implements lock.Ledger.
 func (b *Backend) PutEntry(ctx context.Context, key, id string, data []byte) error {
-	if err := b.call(func(c *api.Client) error {
-		_, err := c.KV().Put(&api.KVPair{Key: b.ledgerDir(key) + id, Value: data}, wo(ctx))
-		return err
-	}); err != nil {
-		return b.opError("write the ledger of "+key, err)
-	}
-	return nil
+	_, _, _, err := b.txn(ctx, "write the ledger of "+key, api.TxnOps{kvOp(api.KVSet, b.ledgerDir(key)+id, data, 0, "")})
+	return err
 }
 
 // Entries implements lock.Ledger.
@@ -53,7 +48,7 @@ func (b *Backend) DeleteEntries(ctx context.Context, key string, ids []string) e
 		for _, id := range ids[:n] {
 			ops = append(ops, kvOp(api.KVDelete, b.ledgerDir(key)+id, nil, 0, ""))
 		}
-		if _, _, err := b.txn(ctx, "delete from the ledger of "+key, ops); err != nil {
+		if _, _, _, err := b.txn(ctx, "delete from the ledger of "+key, ops); err != nil {
 			return err
 		}
 		ids = ids[n:]

@@ -1,7 +1,12 @@
 package consul
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,57 +16,110 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
+// The read side: a key's line as one transaction reads it, its records,
+// and what Inspect, List, Break and the test harness make of it.
+
+// record is a line entry's value: the contender's lock.Record, then its
+// token once it holds (0 while it waits), the limit it asked for, its
+// semaphore slot, and the hold that keeps it with no renewals.
+type record struct {
+	lock.Record
+	Token  uint64    `json:"token,omitempty"`
+	Limit  int       `json:"limit,omitempty"`
+	Slot   int       `json:"slot,omitempty"`
+	Hold   string    `json:"hold,omitempty"`
+	HoldMs int64     `json:"hold_ms,omitempty"`
+	HeldAt time.Time `json:"held_at,omitzero"` // the holder's clock when the hold began
+}
+
+func (r record) encode() []byte {
+	b, _ := json.Marshal(r) // plain fields: cannot fail
+	return b
+}
+
+// limit is the record's limit, a mutex's being 1.
+func (r record) limit() int { return max(r.Limit, 1) }
+
+// entry is one line entry as read: its KV pair and its decoded record.
+type entry struct {
+	kv  *api.KVPair
+	rec record
+}
+
+// holder describes the entry's contender, of key.
+func (e entry) holder(key string) lock.Holder {
+	h := e.rec.Record.Holder(key)
+	h.Token, h.Hold = e.rec.Token, e.rec.Hold
+	if e.rec.Hold != "" {
+		// Consul keeps a hold's session at least its TTL: the earliest end.
+		h.TTL = time.Duration(e.rec.HoldMs) * time.Millisecond
+		h.ExpiresIn = max(time.Until(e.rec.HeldAt.Add(h.TTL)), 0)
+	}
+	if e.rec.limit() > 1 {
+		h.Limit, h.Slot = e.rec.Limit, e.rec.Slot
+	}
+	return h
+}
+
+// line is KEY's entries in order of arrival (CreateIndex). Entries whose
+// value is not a record (written by something else) are left out.
+func line(kvs api.KVPairs, dir string) []entry {
+	var out []entry
+	for _, kv := range kvs {
+		rest, ok := strings.CutPrefix(kv.Key, dir)
+		var r record
+		if !ok || rest == "" || strings.Contains(rest, "/") || json.Unmarshal(kv.Value, &r) != nil || r.Owner == "" {
+			continue
+		}
+		out = append(out, entry{kv: kv, rec: r})
+	}
+	slices.SortFunc(out, func(a, b entry) int { return cmp.Compare(a.kv.CreateIndex, b.kv.CreateIndex) })
+	return out
+}
+
+// holders is the part of the line that holds: the first limit entries,
+// limit being the first entry's.
+func holders(es []entry) []entry {
+	if len(es) == 0 {
+		return nil
+	}
+	return es[:min(len(es), es[0].rec.limit())]
+}
+
 // view is one read of KEY: its line, its token counter and its slots.
 type view struct {
 	line    []entry
-	counter *api.KVPair // nil when the key never had a token
+	counter api.KVPair // zero when the key never had a token
 	slots   []*api.KVPair
 }
 
 // position is the place of session sid's entry in the line, -1 if absent.
 func (v view) position(sid string) int {
-	for i, e := range v.line {
-		if e.kv.Session == sid && strings.HasSuffix(e.kv.Key, "/"+sid) {
-			return i
-		}
-	}
-	return -1
+	return slices.IndexFunc(v.line, func(e entry) bool {
+		return e.kv.Session == sid && strings.HasSuffix(e.kv.Key, "/"+sid)
+	})
 }
 
 // lastToken is the counter's value (0 when missing or unreadable).
 func (v view) lastToken() uint64 {
-	if v.counter == nil {
-		return 0
-	}
 	n, _ := strconv.ParseUint(string(v.counter.Value), 10, 64)
 	return n
 }
 
-// read reads the line, the counter and the slots in one transaction; the
-// first read of a contender joins the line in it first (a "lock" of our
-// entry with our session). Any read that contains our entry shows every
-// entry ahead of it that still exists: entries are only ever created at
-// the back, so even a read served by a lagging server cannot show us
-// ahead of a live entry.
-func (c *contender) read(ctx context.Context) (view, error) {
-	b, key := c.b, c.req.Key
-	var ops api.TxnOps
-	if c.own == nil {
-		rec := record{Record: lock.NewRecord(c.req, time.Now()), Limit: c.req.Limit}
-		ops = append(ops, kvOp(api.KVLock, b.lineDir(key)+c.sid, rec.encode(), 0, c.sid))
+// counterOp sets KEY's counter to token if it is as v read it (absent:
+// at index 0, which creates it only if still absent).
+func (b *Backend) counterOp(v view, key string, token uint64) *api.TxnOp {
+	return kvOp(api.KVCAS, b.tokenKey(key), []byte(strconv.FormatUint(token, 10)), v.counter.ModifyIndex, "")
+}
+
+// freeSlot is the lowest slot under dir that no slot key claims, or -1.
+func (v view) freeSlot(dir string, limit int) int {
+	for i := range limit {
+		if !slices.ContainsFunc(v.slots, func(kv *api.KVPair) bool { return kv.Key == dir+strconv.Itoa(i) }) {
+			return i
+		}
 	}
-	ops = append(ops, b.viewOps(key)...)
-	ok, res, err := b.txn(ctx, "read the line of "+key, ops)
-	if err != nil {
-		return view{}, err
-	}
-	if !ok { // our session is gone: the lock of our entry failed
-		return view{}, errSessionGone
-	}
-	if c.own == nil { // the lock's result comes first, then the reads'
-		c.own, res = res[0].KV, res[1:]
-	}
-	return b.viewOf(key, res), nil
+	return -1
 }
 
 // viewOps read KEY's line, counter and slots (get-tree: a missing key is
@@ -84,7 +142,7 @@ func (b *Backend) viewOf(key string, res api.TxnResults) view {
 		switch kv := r.KV; {
 		case kv == nil:
 		case kv.Key == b.tokenKey(key):
-			v.counter = kv
+			v.counter = *kv
 		case strings.HasPrefix(kv.Key, b.slotDir(key)):
 			v.slots = append(v.slots, kv)
 		case strings.HasPrefix(kv.Key, b.lineDir(key)):
@@ -95,11 +153,107 @@ func (b *Backend) viewOf(key string, res api.TxnResults) view {
 	return v
 }
 
-// readKey reads KEY (no joining): for Inspect, Break, Resume.
+// readKey reads KEY without joining its line.
 func (b *Backend) readKey(ctx context.Context, key string) (view, error) {
-	_, res, err := b.txn(ctx, "read "+key, b.viewOps(key))
-	if err != nil {
-		return view{}, err
+	_, res, _, err := b.txn(ctx, "read "+key, b.viewOps(key))
+	return b.viewOf(key, res), err
+}
+
+// Inspect implements lock.Backend: the first entry of the line describes
+// the key (a semaphore by its oldest holder). The first in line that has
+// not taken over yet shows token 0. Consul does not say how long another
+// client's session has left: ExpiresIn is -1.
+func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
+	v, err := b.readKey(ctx, key)
+	if err != nil || len(v.line) == 0 {
+		return lock.Holder{}, false, err
 	}
-	return b.viewOf(key, res), nil
+	return v.line[0].holder(key), true, nil
+}
+
+// InspectSlots implements lock.SlotInspector: every holder, by slot.
+func (b *Backend) InspectSlots(ctx context.Context, key string) ([]lock.Holder, error) {
+	v, err := b.readKey(ctx, key)
+	var out []lock.Holder
+	for _, e := range holders(v.line) {
+		out = append(out, e.holder(key))
+	}
+	slices.SortFunc(out, func(a, b lock.Holder) int { return cmp.Compare(a.Slot, b.Slot) })
+	return out, err
+}
+
+// QueueLen is how many contenders wait behind the holders of key (the
+// test harness's waitqueue).
+func (b *Backend) QueueLen(ctx context.Context, key string) (int64, error) {
+	v, err := b.readKey(ctx, key)
+	return int64(len(v.line) - len(holders(v.line))), err
+}
+
+// List implements lock.Backend: one read of every line under the root.
+func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, error) {
+	var kvs api.KVPairs
+	if err := b.call(func(c *api.Client) (err error) {
+		kvs, _, err = c.KV().List(b.root+"/", qo(ctx))
+		return err
+	}); err != nil {
+		return nil, b.opError("list", err)
+	}
+	byKey := map[string]api.KVPairs{}
+	for _, kv := range kvs {
+		seg, _, ok := strings.Cut(strings.TrimPrefix(kv.Key, b.root+"/"), "/")
+		if ok && !strings.Contains(seg, "#") {
+			byKey[seg] = append(byKey[seg], kv)
+		}
+	}
+	var out []lock.Holder
+	for seg, kvs := range byKey {
+		key, err := url.PathUnescape(seg)
+		if err != nil || !strings.HasPrefix(key, keyPrefix) {
+			continue
+		}
+		if es := line(kvs, b.lineDir(key)); len(es) > 0 {
+			out = append(out, es[0].holder(key))
+		}
+	}
+	lock.SortHolders(out)
+	return out, nil
+}
+
+// Break implements lock.Backend: it deletes the holder's entry and slot
+// (with token != 0: only the holder with that token), each only if the
+// session read with the token still holds it, then destroys that session
+// (deleted first, the slot gets no lock-delay: a break hands over at
+// once, as on every engine); the holder's next renewal is "not yours". A
+// holder that moved to a hold's session in between makes Break read again
+// (three rounds at most).
+func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
+	for range 3 {
+		v, err := b.readKey(ctx, key)
+		if err != nil {
+			return lock.Holder{}, err
+		}
+		hs := holders(v.line)
+		if len(hs) == 0 {
+			return lock.Holder{}, fmt.Errorf("%s: %w", key, lock.ErrNotHeld)
+		}
+		i := 0
+		if token != 0 {
+			if i = slices.IndexFunc(hs, func(e entry) bool { return e.rec.Token == token }); i < 0 {
+				return lock.Holder{}, &lock.BusyError{Holder: hs[0].holder(key)}
+			}
+		}
+		target, slot := hs[i], ""
+		if target.rec.Token != 0 { // it took over: it holds its slot
+			slot = b.slotKey(key, target.rec.Slot)
+		}
+		ok, _, _, err := b.txn(ctx, "break "+key, dropOps(target.kv.Key, slot, target.kv.Session))
+		if err != nil {
+			return lock.Holder{}, err
+		}
+		if ok {
+			b.cleanup(ctx, target.kv.Session)
+			return target.holder(key), nil
+		}
+	}
+	return lock.Holder{}, &lock.UnavailableError{Msg: fmt.Sprintf("consul: break %s: the holder kept moving to new sessions; try again", key)}
 }

@@ -39,11 +39,16 @@ var errSessionGone = errors.New("the Consul session expired or was destroyed")
 // checks on sessionNode, registering that node first when Consul does not
 // know it (a new or emptied cluster). A TTL the servers refuse (below
 // session_ttl_min, above 24 h) is a usage error saying what they allow.
-func (b *Backend) createSession(ctx context.Context, ttl time.Duration) (string, error) {
-	id, err := b.newSession(ctx, ttl)
+func (b *Backend) createSession(ctx context.Context, ttl time.Duration) (id string, err error) {
+	create := func(c *api.Client) (err error) {
+		id, _, err = c.Session().CreateNoChecks(&api.SessionEntry{Name: "distlock", Node: sessionNode,
+			TTL: ttl.String(), Behavior: api.SessionBehaviorDelete, LockDelay: lockDelay}, wo(ctx))
+		return err
+	}
+	err = b.call(create)
 	if err != nil && strings.Contains(err.Error(), "Missing node registration") {
 		if err = b.registerNode(ctx); err == nil {
-			id, err = b.newSession(ctx, ttl)
+			err = b.call(create)
 		}
 	}
 	if err != nil {
@@ -53,22 +58,6 @@ func (b *Backend) createSession(ctx context.Context, ttl time.Duration) (string,
 		return "", b.opError("create a session", err)
 	}
 	return id, nil
-}
-
-func (b *Backend) newSession(ctx context.Context, ttl time.Duration) (string, error) {
-	var id string
-	err := b.call(func(c *api.Client) error {
-		var err error
-		id, _, err = c.Session().CreateNoChecks(&api.SessionEntry{
-			Name:      "distlock",
-			Node:      sessionNode,
-			TTL:       ttl.String(),
-			Behavior:  api.SessionBehaviorDelete,
-			LockDelay: lockDelay,
-		}, wo(ctx))
-		return err
-	})
-	return id, err
 }
 
 // registerNode puts sessionNode in the catalog (the ACL token needs
@@ -88,10 +77,12 @@ func (b *Backend) registerNode(ctx context.Context) error {
 var ttlBounds = regexp.MustCompile(`must be between \[([^=\]]+)=([^\]]+)\]`)
 
 // ttlError is Consul's refusal of a session TTL, a usage error (exit 64)
-// that says what the servers allow.
+// that says what the servers allow: min and max as Consul wrote them,
+// least the shortest TTL they grant (0 when unreadable).
 type ttlError struct {
 	ttl      time.Duration
-	min, max string // as Consul wrote them
+	min, max string
+	least    time.Duration
 }
 
 func (e *ttlError) Error() string {
@@ -100,26 +91,20 @@ func (e *ttlError) Error() string {
 
 func (e *ttlError) Is(target error) bool { return target == lock.ErrInvalid }
 
-// least is the shortest TTL the servers grant (0 when unreadable).
-func (e *ttlError) least() time.Duration {
-	d, _ := time.ParseDuration(e.min)
-	return d
-}
-
 // ttlRefused is the *ttlError for a TTL Consul refused, or nil.
 func ttlRefused(ttl time.Duration, err error) error {
 	m := ttlBounds.FindStringSubmatch(err.Error())
 	if m == nil {
 		return nil
 	}
-	return &ttlError{ttl: ttl, min: m[1], max: m[2]}
+	least, _ := time.ParseDuration(m[1])
+	return &ttlError{ttl: ttl, min: m[1], max: m[2], least: least}
 }
 
 // renewSession renews id: errSessionGone when Consul no longer has it.
 func (b *Backend) renewSession(ctx context.Context, id string) error {
 	var se *api.SessionEntry
-	err := b.call(func(c *api.Client) error {
-		var err error
+	err := b.call(func(c *api.Client) (err error) {
 		se, _, err = c.Session().Renew(id, wo(ctx))
 		return err
 	})
@@ -132,80 +117,46 @@ func (b *Backend) renewSession(ctx context.Context, id string) error {
 	return nil
 }
 
-// destroySession destroys id, which deletes every key it holds
-// (behavior=delete). Destroying a session that is gone is no error.
-func (b *Backend) destroySession(ctx context.Context, id string) error {
-	err := b.call(func(c *api.Client) error {
+// destroy destroys session id, which deletes every key it holds
+// (behavior=delete). A session that is gone is no error, and a failed
+// destroy leaves a session that expires by itself: callers go on.
+func (b *Backend) destroy(ctx context.Context, id string) {
+	_ = b.call(func(c *api.Client) error {
 		_, err := c.Session().Destroy(id, wo(ctx))
 		return err
 	})
-	if err != nil {
-		return b.opError("destroy a session", err)
-	}
-	return nil
 }
 
 // cleanup destroys id on a fresh short context (the caller's may have
-// just ended); if that fails the session expires by itself.
+// just ended).
 func (b *Backend) cleanup(ctx context.Context, id string) {
 	if id == "" {
 		return
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(b.connTO, 2*time.Second))
 	defer cancel()
-	_ = b.destroySession(cctx, id)
-}
-
-// keepAlive renews id every ttl/3 until ctx ends (a waiter's session);
-// it closes lost when Consul says the session is gone. Other failures
-// wait for the next round.
-func (b *Backend) keepAlive(ctx context.Context, id string, ttl time.Duration, lost chan<- struct{}) {
-	every := max(ttl/3, 50*time.Millisecond)
-	for ctx.Err() == nil {
-		select {
-		case <-ctx.Done():
-		case <-time.After(every):
-			rctx, cancel := context.WithTimeout(ctx, every)
-			gone := errors.Is(b.renewSession(rctx, id), errSessionGone)
-			cancel()
-			if gone {
-				close(lost)
-				return
-			}
-		}
-	}
+	b.destroy(cctx, id)
 }
 
 // txn runs ops as one Consul transaction: ok false when a check failed
-// (nothing was applied); err when Consul did not answer.
-func (b *Backend) txn(ctx context.Context, op string, ops api.TxnOps) (bool, api.TxnResults, error) {
-	ok, res, _, err := b.txnWhy(ctx, op, ops)
-	return ok, res, err
-}
-
-// txnWhy is txn that also says why a transaction was not applied
-// (Consul's errors, joined).
-func (b *Backend) txnWhy(ctx context.Context, op string, ops api.TxnOps) (bool, api.TxnResults, string, error) {
-	var (
-		ok   bool
-		resp *api.TxnResponse
-	)
-	err := b.call(func(c *api.Client) error {
-		var err error
+// (nothing was applied), with why (Consul's errors, joined); err when
+// Consul did not answer or refused the token.
+func (b *Backend) txn(ctx context.Context, op string, ops api.TxnOps) (ok bool, res api.TxnResults, why string, err error) {
+	var resp *api.TxnResponse
+	if err = b.call(func(c *api.Client) (err error) {
 		ok, resp, _, err = c.Txn().Txn(ops, qo(ctx))
 		return err
-	})
-	if err != nil {
+	}); err != nil {
 		return false, nil, "", b.opError(op, err)
 	}
-	var why []string
-	for _, e := range resp.Errors {
-		why = append(why, e.What)
+	whys := make([]string, len(resp.Errors))
+	for i, e := range resp.Errors {
+		whys[i] = e.What
 	}
-	if w := strings.Join(why, "; "); refused(errors.New(w)) {
-		return false, nil, w, b.opError(op, errors.New(w))
+	if why = strings.Join(whys, "; "); refused(errors.New(why)) {
+		return false, nil, why, b.opError(op, errors.New(why))
 	}
-	return ok, resp.Results, strings.Join(why, "; "), nil
+	return ok, resp.Results, why, nil
 }
 
 // kvOp is one KV operation of a transaction.

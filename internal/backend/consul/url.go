@@ -43,18 +43,6 @@ const (
 	DefaultTLSPort = "8501"
 )
 
-// String describes the configuration as a URL, without the token.
-func (c Config) String() string {
-	s := "consul://"
-	if c.TLS {
-		s = "consuls://"
-	}
-	if c.Token != "" {
-		s += ":xxxxx@"
-	}
-	return s + strings.Join(c.Addrs, ",") + "/" + c.Path
-}
-
 // root is the KV prefix of every key distlock writes.
 func (c Config) root() string {
 	p := strings.Trim(c.Prefix, "/")
