@@ -34,6 +34,19 @@ type Config struct {
 	ConnectTimeout time.Duration
 }
 
+// String shows the config without its ACL token, so that no %v of a
+// Config can print the secret.
+func (c Config) String() string {
+	s := "consul://"
+	if c.TLS {
+		s = "consuls://"
+	}
+	if c.Token != "" {
+		s += ":xxxxx@"
+	}
+	return s + strings.Join(c.Addrs, ",") + "/" + c.Path
+}
+
 // urlForm is the shape of a Consul URL, for the errors that show it.
 const urlForm = "consul://[:TOKEN@]host:port[,host:port...][/PATH][?cacert=FILE&cert=FILE&key=FILE]"
 

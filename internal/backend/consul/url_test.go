@@ -2,6 +2,7 @@ package consul
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -25,6 +26,9 @@ func TestParseURL(t *testing.T) {
 		}
 		if got := strings.Join(cfg.Addrs, ","); got != c.addrs || cfg.Token != c.token || cfg.root() != c.root || cfg.TLS != c.tls {
 			t.Errorf("%s: addrs %s token %q root %q tls %v", c.raw, got, cfg.Token, cfg.root(), cfg.TLS)
+		}
+		if s := fmt.Sprintf("%v", cfg); strings.Contains(s, "ecret") {
+			t.Errorf("%s: a printed Config shows the token: %s", c.raw, s)
 		}
 	}
 }
