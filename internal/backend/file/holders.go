@@ -56,16 +56,20 @@ func (s slotHolder) holder(key string, now time.Time) lock.Holder {
 	return h
 }
 
-// oldest is the holder with the lowest fencing token (the one that has held
-// longest); holders without a readable record come last.
-func oldest(hs []slotHolder) slotHolder {
-	best := hs[0]
-	for _, h := range hs[1:] {
-		if h.ok && (!best.ok || h.m.Token < best.m.Token) {
-			best = h
-		}
+// seenLimit is what s tells of its holder's --limit: a bound only for a
+// slot holder whose record does not state it (gone: broken, not yet let go).
+func (s slotHolder) seenLimit() lock.SeenLimit {
+	return lock.SeenLimit{Have: s.limit(), Bound: !s.mutex && s.m.Limit == 0}
+}
+
+// describe is the holders of key in held, in held's order.
+func describe(key string, held []slotHolder) []lock.Holder {
+	now := time.Now()
+	out := make([]lock.Holder, len(held))
+	for i, s := range held {
+		out[i] = s.holder(key, now)
 	}
-	return best
+	return out
 }
 
 // holders describes who holds key right now, slot by slot: the held slots
@@ -93,7 +97,7 @@ func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, e
 	if err != nil || len(held) == 0 {
 		return lock.Holder{}, false, err
 	}
-	return oldest(held).holder(key, time.Now()), true, nil
+	return lock.Oldest(describe(key, held)), true, nil
 }
 
 // InspectSlots implements lock.SlotInspector: every held slot of key, by
@@ -103,12 +107,7 @@ func (b *Backend) InspectSlots(ctx context.Context, key string) ([]lock.Holder, 
 	if err != nil || len(held) == 0 {
 		return nil, err
 	}
-	now := time.Now()
-	out := make([]lock.Holder, len(held))
-	for i, s := range held {
-		out[i] = s.holder(key, now)
-	}
-	return out, nil
+	return describe(key, held), nil
 }
 
 // List implements lock.Backend by scanning the lock directory for records:
@@ -125,8 +124,7 @@ func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 		return nil, &lock.UnavailableError{Msg: fmt.Sprintf("cannot read lock directory %s: %v", b.dir, errors.Unwrap(err)), Err: err}
 	}
 	start := escapePrefix(b.prefix) + "#"
-	var out []lock.Holder
-	seen := map[string]bool{}
+	var keys []string
 	for _, e := range ents {
 		name := e.Name()
 		if !strings.HasPrefix(name, start) || !strings.HasSuffix(name, ".json") || !e.Type().IsRegular() {
@@ -135,24 +133,12 @@ func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		m, ok, err := readMeta(filepath.Join(b.dir, name))
-		if err != nil || !ok {
-			continue // gone since the directory was read: released
-		}
-		if seen[m.Key] || !strings.HasPrefix(m.Key, keyPrefix) || lock.ValidateKey(m.Key) != nil || !ownSidecar(baseName(b.prefix, m.Key), name) {
-			continue
-		}
-		seen[m.Key] = true
-		h, held, err := b.Inspect(ctx, m.Key)
-		if err != nil {
-			return nil, err
-		}
-		if held && h.Key == m.Key {
-			out = append(out, h)
+		// A record gone since the directory was read was released.
+		if m, ok, err := readMeta(filepath.Join(b.dir, name)); err == nil && ok && ownSidecar(baseName(b.prefix, m.Key), name) {
+			keys = append(keys, m.Key)
 		}
 	}
-	lock.SortHolders(out)
-	return out, nil
+	return lock.ListInspected(ctx, keyPrefix, keys, b.Inspect)
 }
 
 // ownSidecar reports whether name is the mutex record "<base>.json" or a
@@ -185,44 +171,15 @@ func ownSidecar(base, name string) bool {
 // (removeRecord, record.go): never the next holder's record.
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
 	held, err := b.holders(ctx, key)
-	if err != nil || len(held) == 0 {
-		if err == nil { // free: nothing to break, and no record lock to make
-			err = lock.ErrNotHeld
-		}
+	if err != nil {
 		return lock.Holder{}, err
 	}
-	now := time.Now()
-	var victims, others, broken []slotHolder
-	for _, s := range held {
-		if token == 0 || s.ok && s.m.Token == token {
-			victims = append(victims, s)
-		} else {
-			others = append(others, s)
-		}
-	}
-	if len(victims) == 0 {
-		o := oldest(held).holder(key, now)
-		return o, &lock.BusyError{Holder: o}
-	}
-	for _, s := range victims {
+	return lock.BreakHolders(key, describe(key, held), token, func(i int) (bool, error) {
+		s := held[i]
 		removed, err := b.removeRecord(ctx, key, s)
-		if err != nil {
-			return s.holder(key, now), err
-		}
-		if !removed {
-			continue // it let go by itself meanwhile
-		}
-		broken = append(broken, s)
-		if s.m.Hold == "" && s.m.PID > 0 && s.m.Host == b.host { // a hold's process is gone
+		if removed && s.m.Hold == "" && s.m.PID > 0 && s.m.Host == b.host { // a hold's process is gone
 			pokeHolder(s.m.PID)
 		}
-	}
-	switch {
-	case len(broken) > 0:
-		return oldest(broken).holder(key, now), nil
-	case len(others) > 0: // the holder with the token let go; others still hold
-		o := oldest(others).holder(key, now)
-		return o, &lock.BusyError{Holder: o}
-	}
-	return lock.Holder{}, lock.ErrNotHeld
+		return removed, err
+	})
 }

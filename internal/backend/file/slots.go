@@ -116,20 +116,14 @@ func (b *Backend) take(ctx context.Context, key string, p keyPaths, n int) (file
 }
 
 // refuse answers a request for n slots of key whose scan found held (free:
-// it took a free slot): a *lock.LimitMismatchError when a holder uses
-// another limit, a *lock.BusyError naming the oldest holder when every slot
-// is held, else nil. A slot holder without a record (broken, not yet gone)
-// may use n, unless its slot is beyond n.
+// it took a free slot), by lock.Refuse: a slot holder without a record
+// (broken, not yet gone) may use n, unless its slot is beyond n.
 func refuse(key string, n int, held []slotHolder, free bool) error {
-	for _, h := range held {
-		if have := h.limit(); have != n && (h.mutex || n == 1 || h.m.Limit > 0 || h.slot >= n) {
-			return &lock.LimitMismatchError{Key: key, Want: n, Have: have}
-		}
+	limits := make([]lock.SeenLimit, len(held))
+	for i, h := range held {
+		limits[i] = h.seenLimit()
 	}
-	if !free {
-		return &lock.BusyError{Holder: oldest(held).holder(key, time.Now())}
-	}
-	return nil
+	return lock.Refuse(key, n, describe(key, held), limits, !free)
 }
 
 // scanSlots looks at every slot file of key under the short flock, creating

@@ -12,20 +12,16 @@ import (
 
 // List implements lock.Backend: one row per held key, its oldest live lease.
 func (s *Store) List(ctx context.Context, keyPrefix string) ([]lock.Holder, error) {
-	var out []lock.Holder
+	var hs []lock.Holder
 	err := s.holders(ctx, s.d.SQL.List, []any{s.d.Prefix, keyPrefix}, func(r *slotRow) {
-		if len(out) > 0 && out[len(out)-1].Key == r.key {
-			return // a semaphore's younger holder: the oldest describes it
-		}
-		if h, ok := r.holder(r.key); ok && lock.ValidateKey(r.key) == nil {
-			out = append(out, h)
+		if h, ok := r.holder(r.key); ok {
+			hs = append(hs, h)
 		}
 	})
 	if err != nil {
 		return nil, err
 	}
-	lock.SortHolders(out)
-	return out, nil
+	return lock.ListOldest(keyPrefix, hs), nil
 }
 
 // Inspect implements lock.Backend: the oldest live lease of key (for a
@@ -94,17 +90,13 @@ func (s *Store) Break(ctx context.Context, key string, token uint64) (lock.Holde
 	if err != nil {
 		return lock.Holder{}, err
 	}
-	if len(broken) > 0 {
-		return broken[0], nil
+	var left []lock.Holder // only read when nothing was broken
+	if len(broken) == 0 {
+		if left, err = s.leases(ctx, key); err != nil {
+			return lock.Holder{}, err
+		}
 	}
-	h, held, err := s.Inspect(ctx, key)
-	if err != nil {
-		return lock.Holder{}, err
-	}
-	if !held {
-		return lock.Holder{}, lock.ErrNotHeld
-	}
-	return h, &lock.BusyError{Holder: h}
+	return lock.BreakAnswer(key, broken, left)
 }
 
 // LeaseLeft is the time left on key's lease with token by the database's

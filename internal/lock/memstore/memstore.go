@@ -11,7 +11,6 @@ package memstore
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -129,7 +128,8 @@ func (s *Store) try(req lock.Request) (lock.Lease, time.Duration, error) {
 		k = &key{}
 		s.keys[req.Key] = k
 	}
-	if oldest := k.oldest(now); oldest == nil {
+	_, held := k.held(now)
+	if len(held) == 0 {
 		k.limit, k.slots = limit, make([]*entry, limit)
 	} else if k.limit != limit {
 		return nil, -1, &lock.LimitMismatchError{Key: req.Key, Want: limit, Have: k.limit}
@@ -146,20 +146,17 @@ func (s *Store) try(req lock.Request) (lock.Lease, time.Duration, error) {
 		k.slots[i] = e
 		return s.lease(e, now, limit), 0, nil
 	}
-	h := k.oldest(now).holder(now)
-	return nil, k.soonest(now), &lock.BusyError{Holder: h}
+	return nil, k.soonest(now), &lock.BusyError{Holder: lock.Oldest(held)}
 }
 
-// oldest is the live slot holder that acquired first (it describes the
-// key), or nil when the key is free.
-func (k *key) oldest(now time.Time) *entry {
-	var o *entry
+// held is k's live slot holders, by slot, and their Holders.
+func (k *key) held(now time.Time) (es []*entry, hs []lock.Holder) {
 	for _, e := range k.slots {
-		if e.live(now) && (o == nil || e.acquired.Before(o.acquired)) {
-			o = e
+		if e.live(now) {
+			es, hs = append(es, e), append(hs, e.holder(now))
 		}
 	}
-	return o
+	return es, hs
 }
 
 // soonest is the time until the first live slot expires.
@@ -186,14 +183,13 @@ func (s *Store) free(e *entry) bool {
 	return true
 }
 
-// Inspect implements lock.Backend.
+// Inspect implements lock.Backend: the oldest holder.
 func (s *Store) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now()
 	if k := s.keys[key]; k != nil {
-		if o := k.oldest(now); o != nil {
-			return o.holder(now), true, nil
+		if _, hs := k.held(time.Now()); len(hs) > 0 {
+			return lock.Oldest(hs), true, nil
 		}
 	}
 	return lock.Holder{}, false, nil
@@ -203,42 +199,27 @@ func (s *Store) Inspect(ctx context.Context, key string) (lock.Holder, bool, err
 func (s *Store) List(ctx context.Context, keyPrefix string) ([]lock.Holder, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now()
 	var hs []lock.Holder
-	for name, k := range s.keys {
-		if o := k.oldest(now); o != nil && strings.HasPrefix(name, keyPrefix) {
-			hs = append(hs, o.holder(now))
-		}
+	for _, k := range s.keys {
+		_, held := k.held(time.Now())
+		hs = append(hs, held...)
 	}
-	lock.SortHolders(hs)
-	return hs, nil
+	return lock.ListOldest(keyPrefix, hs), nil
 }
 
 // Break implements lock.Backend: the holder with token (any holder's
-// token), or with token 0 the oldest holder.
+// token), or with token 0 every holder, as lock.BreakHolders rules.
 func (s *Store) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now()
-	k := s.keys[key]
-	if k == nil || k.oldest(now) == nil {
-		return lock.Holder{}, fmt.Errorf("%s: %w", key, lock.ErrNotHeld)
+	var (
+		es []*entry
+		hs []lock.Holder
+	)
+	if k := s.keys[key]; k != nil {
+		es, hs = k.held(time.Now())
 	}
-	victim := k.oldest(now)
-	if token != 0 {
-		victim = nil
-		for _, e := range k.slots {
-			if e.live(now) && e.token == token {
-				victim = e
-			}
-		}
-		if victim == nil {
-			return lock.Holder{}, &lock.BusyError{Holder: k.oldest(now).holder(now)}
-		}
-	}
-	h := victim.holder(now)
-	s.free(victim)
-	return h, nil
+	return lock.BreakHolders(key, hs, token, func(i int) (bool, error) { return s.free(es[i]), nil })
 }
 
 // Resume implements lock.Backend.
