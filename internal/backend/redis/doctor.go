@@ -295,7 +295,7 @@ func replicationVerdict(repl map[string]string, minReplicas string) lock.Check {
 // the caller's permissions).
 func (b *Backend) aclCommands(key string) [][]string {
 	lk, tk := b.lockKey(key), b.tokenKey(key)
-	q, alive, waiting, slot := b.queueKey(key), b.aliveKey(key), b.waitingKey(key), b.slotKey(key, 0)
+	q, alive, waiting, slot := b.queueKey(key), b.aliveKey(key), b.waitingKey(key), b.slotKey(key, 0, 2)
 	ch, wake, lg := b.channel(key), b.wakePrefix(key)+"0", b.ledgerKey(key)
 	cmds := [][]string{
 		{"PING"},

@@ -152,48 +152,6 @@ func (b *Backend) Contend(req lock.Request) lock.Contender {
 	return &queueContender{b: b, req: req}
 }
 
-// tryOnce is a mutex's try-once, one round trip (try_once.lua): it takes
-// the lock only when it is free and no live waiter is queued ahead.
-func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, error) {
-	granted := time.Now()
-	cmd, nr := b.run(ctx, req.TTL, tryOnceScript(),
-		[]string{b.lockKey(req.Key), b.tokenKey(req.Key), b.queueKey(req.Key), b.aliveKey(req.Key), b.waitingKey(req.Key)},
-		req.Owner, req.TTL.Milliseconds(), req.Meta.Host, req.Meta.PID, req.Meta.User, req.Meta.Command, req.Meta.Note,
-		b.wakePrefix(req.Key),
-	)
-	res, err := cmd.Slice()
-	if err != nil {
-		return nil, b.unavailable(err)
-	}
-	return b.tryOnceReply(ctx, req, granted, res, nr)
-}
-
-// tryOnceReply reads try_once.lua's reply res (a grant at granted; nr:
-// too few replicas acknowledged it).
-func (b *Backend) tryOnceReply(ctx context.Context, req lock.Request, granted time.Time, res []any, nr error) (lock.Lease, error) {
-	if len(res) >= 2 && res[0] == int64(1) {
-		tok, err := strconv.ParseUint(fmt.Sprint(res[1]), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("redis returned a bad token %v", res[1])
-		}
-		l := b.lease(req, tok, granted)
-		if nr != nil {
-			return nil, b.unreplicatedGrant(ctx, req.Key, nr, l.Release)
-		}
-		return l, nil
-	}
-	switch {
-	case len(res) == 3 && res[0] == int64(0):
-		return nil, &lock.BusyError{Holder: parseHolder(req.Key, res[1], res[2])}
-	case len(res) == 4 && res[0] == int64(0):
-		return nil, &lock.BusyError{Holder: queuedHolder(req.Key, res[1], res[2], res[3])}
-	case len(res) == 2 && res[0] == int64(-1):
-		have, _ := strconv.Atoi(fmt.Sprint(res[1]))
-		return nil, &lock.LimitMismatchError{Key: req.Key, Want: max(1, req.Limit), Have: have}
-	}
-	return nil, fmt.Errorf("unexpected reply from the try-once script: %v", res)
-}
-
 // Inspect implements lock.Backend.
 func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
 	res, err := inspectScript().Run(ctx, b.c, []string{b.lockKey(key)}).Slice()
@@ -209,47 +167,38 @@ func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, e
 	return parseHolder(key, res[0], res[1]), true, nil
 }
 
-// Break implements lock.Backend.
+// Break implements lock.Backend: with token != 0 it breaks the holder
+// with that token, or returns a *lock.BusyError naming the holder (a
+// semaphore's oldest) when none has it; with token 0 it breaks every
+// holder and returns the (oldest) one.
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
-	if h, handled, err := b.breakSemaphore(ctx, key, token); handled {
-		return h, err // a semaphore (semaphore.go)
-	}
-	res, err := breakScript().Run(ctx, b.c, []string{b.lockKey(key)}, strconv.FormatUint(token, 10), b.channel(key)).Slice()
-	if err != nil {
-		return lock.Holder{}, b.unavailable(err)
-	}
-	if len(res) == 0 || res[0] == int64(0) {
-		return lock.Holder{}, lock.ErrNotHeld
-	}
-	if len(res) != 3 {
-		return lock.Holder{}, fmt.Errorf("unexpected reply from the break script: %v", res)
-	}
-	h := parseHolder(key, res[1], res[2])
-	if res[0] == int64(2) {
-		return h, &lock.BusyError{Holder: h}
-	}
-	return h, nil
-}
-
-// notify wakes a waiter on every message on the key's release channel (a
-// Redlock waiter listens on every node this way).
-func (b *Backend) notify(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	ps := b.c.Subscribe(ctx, b.channel(key))
-	if _, err := ps.Receive(ctx); err != nil {
-		ps.Close()
-		return nil, nil, b.unavailable(err)
-	}
-	out := make(chan struct{}, 1)
-	msgs := ps.Channel()
-	go func() {
-		for range msgs {
-			select {
-			case out <- struct{}{}:
-			default:
-			}
+	for range 5 {
+		limit, err := b.c.HGet(ctx, b.lockKey(key), "limit").Int()
+		var rerr goredis.Error
+		switch {
+		case errors.Is(err, goredis.Nil) || errors.As(err, &rerr) || errors.Is(err, strconv.ErrSyntax):
+			limit = 1 // free, or not a semaphore's marker: a mutex
+		case err != nil:
+			return lock.Holder{}, b.unavailable(err)
 		}
-	}()
-	return out, func() { ps.Close() }, nil
+		res, err := breakScript().Run(ctx, b.c, b.slotKeys(key, limit), strconv.FormatUint(token, 10), limit, b.channel(key)).Slice()
+		switch {
+		case err != nil:
+			return lock.Holder{}, b.unavailable(err)
+		case len(res) == 1 && res[0] == int64(-3):
+			continue // the lock changed between a semaphore and a mutex: look again
+		case len(res) == 1 && res[0] == int64(0):
+			return lock.Holder{}, lock.ErrNotHeld
+		case len(res) != 3:
+			return lock.Holder{}, fmt.Errorf("unexpected reply from the break script: %v", res)
+		}
+		h := parseHolder(key, res[1], res[2])
+		if res[0] == int64(2) {
+			return h, &lock.BusyError{Holder: h}
+		}
+		return h, nil
+	}
+	return lock.Holder{}, fmt.Errorf("%s keeps changing between a semaphore and a mutex; try again", key)
 }
 
 // parseHolder reads the lock hash's fields (a flat name/value list) and PTTL.

@@ -42,35 +42,21 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-var (
-	//go:embed settoken.lua
-	setTokenSrc    string
-	setTokenScript = lazyScript(func() string { return setTokenSrc })
-	//go:embed redlock_lib.lua
-	redlockLibSrc string
-	//go:embed redlock_renew.lua
-	redlockRenewSrc string
-
-	redlockAcquireScript = lazyScript(func() string {
-		return grantLibSrc + queueLibSrc + redlockLibSrc + redlockAcquireHead + tryOnceSrc + redlockAcquireTail
-	})
-	redlockRenewScript = lazyScript(func() string { return redlockLibSrc + redlockRenewSrc })
-)
-
-// Redlock's try-once is try_once.lua wrapped in the delayed restart's
-// bookkeeping (redlock_lib.lua): KEYS[1..5] and ARGV as try_once.lua's,
-// KEYS[6] the boot marker, KEYS[7] the TTL ledger. It returns {marker
-// age ms, longest live TTL ms (before this call), try_once.lua's reply}.
+// Redlock's try-once is acquire.lua (limit 1, no place) wrapped in the
+// delayed restart's bookkeeping (redlock_lib.lua): KEYS[1..6] and ARGV as
+// acquire.lua's, KEYS[7] the boot marker, KEYS[8] the TTL ledger. It
+// returns {marker age ms, longest live TTL ms (before this call),
+// acquire.lua's reply}.
 const (
 	redlockAcquireHead = `
 local rl_now = rl_now_ms()
-local rl_age, rl_longest = rl_state(KEYS[6], KEYS[7], rl_now)
+local rl_age, rl_longest = rl_state(KEYS[7], KEYS[8], rl_now)
 local function rl_try_once()
 `
 	redlockAcquireTail = `
 end
 local rl_res = rl_try_once()
-if rl_res[1] == 1 then rl_note(KEYS[7], rl_now, tonumber(ARGV[2])) end
+if rl_res[1] == 1 then rl_note(KEYS[8], rl_now, tonumber(ARGV[2])) end
 return {rl_age, rl_longest, rl_res}
 `
 )
@@ -146,7 +132,7 @@ func OpenRedlock(ctx context.Context, cfg RedlockConfig) (*Redlock, error) {
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
-	errs := r.each(ctx, timeout, func(ctx context.Context, n *Backend) error {
+	errs := r.each(ctx, timeout, func(ctx context.Context, k int, n *Backend) error {
 		if err := n.c.Ping(ctx).Err(); err != nil {
 			return n.unavailable(err)
 		}
@@ -183,9 +169,9 @@ func (r *Redlock) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Che
 	return out
 }
 
-// each runs f on every node at once, each call bounded by timeout, and
-// returns their errors in node order.
-func (r *Redlock) each(ctx context.Context, timeout time.Duration, f func(context.Context, *Backend) error) []error {
+// each runs f on every node (k its index) at once, each call bounded by
+// timeout, and returns their errors in node order.
+func (r *Redlock) each(ctx context.Context, timeout time.Duration, f func(ctx context.Context, k int, n *Backend) error) []error {
 	errs := make([]error, len(r.nodes))
 	var wg sync.WaitGroup
 	for i, n := range r.nodes {
@@ -194,7 +180,7 @@ func (r *Redlock) each(ctx context.Context, timeout time.Duration, f func(contex
 			defer wg.Done()
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			errs[i] = f(cctx, n)
+			errs[i] = f(cctx, i, n)
 		}()
 	}
 	wg.Wait()
@@ -273,8 +259,7 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 	start := time.Now()
 	leases := make([]lock.Lease, len(r.nodes))
 	infos := make([]restartInfo, len(r.nodes))
-	errs := r.each(ctx, nodeTimeout(req.TTL), func(ctx context.Context, n *Backend) error {
-		k := i(r, n)
+	errs := r.each(ctx, nodeTimeout(req.TTL), func(ctx context.Context, k int, n *Backend) error {
 		l, info, err := n.redlockTryOnce(ctx, req)
 		infos[k] = info
 		if err == nil {
@@ -306,8 +291,7 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 		// that granted. A master whose grant landed but whose reply was
 		// lost gets it from the first renewal (redlock_renew.lua); until
 		// then Inspect reads the token a quorum's records carry.
-		werrs := r.each(ctx, nodeTimeout(req.TTL), func(ctx context.Context, n *Backend) error {
-			k := i(r, n)
+		werrs := r.each(ctx, nodeTimeout(req.TTL), func(ctx context.Context, k int, n *Backend) error {
 			if leases[k] == nil {
 				return errs[k]
 			}
@@ -341,14 +325,14 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 	return nil, r.needQuorum(errs, "granted "+req.Key)
 }
 
-// redlockTryOnce is one master's part in an acquire: try_once.lua with
-// the delayed restart's bookkeeping (redlockAcquireScript).
+// redlockTryOnce is one master's part in an acquire: acquire.lua's
+// try-once with the delayed restart's bookkeeping (redlockAcquireScript).
 func (b *Backend) redlockTryOnce(ctx context.Context, req lock.Request) (lock.Lease, restartInfo, error) {
 	granted := time.Now()
 	res, err := redlockAcquireScript().Run(ctx, b.c,
-		[]string{b.lockKey(req.Key), b.tokenKey(req.Key), b.queueKey(req.Key), b.aliveKey(req.Key), b.waitingKey(req.Key), b.bootKey(), b.ttlsKey()},
+		[]string{b.lockKey(req.Key), b.tokenKey(req.Key), b.queueKey(req.Key), b.aliveKey(req.Key), b.waitingKey(req.Key), b.lockKey(req.Key), b.bootKey(), b.ttlsKey()},
 		req.Owner, req.TTL.Milliseconds(), req.Meta.Host, req.Meta.PID, req.Meta.User, req.Meta.Command, req.Meta.Note,
-		b.wakePrefix(req.Key),
+		1, 0, b.wakePrefix(req.Key),
 	).Slice()
 	if err != nil {
 		return nil, restartInfo{}, b.unavailable(err)
@@ -358,11 +342,12 @@ func (b *Backend) redlockTryOnce(ctx context.Context, req lock.Request) (lock.Le
 	if !ok || len(res) != 3 {
 		return nil, restartInfo{}, fmt.Errorf("unexpected reply from the Redlock try-once script: %v", res)
 	}
-	l, err := b.tryOnceReply(ctx, req, granted, inner, nil)
-	if err != nil {
-		return nil, info, err
+	s, err := b.stepReply(ctx, req, granted, inner, nil)
+	if err == nil {
+		l, err := s.result(req)
+		return l, info, err
 	}
-	return l, info, nil
+	return nil, info, err
 }
 
 // The delayed restart's keys on each master (redlock_lib.lua).
@@ -431,36 +416,21 @@ func recordFields(m lock.Meta, acquired time.Time) []any {
 		"acquired_ms", acquired.UnixMilli()}
 }
 
-// i is n's index in r.nodes.
-func i(r *Redlock, n *Backend) int {
-	for k, m := range r.nodes {
-		if m == n {
-			return k
-		}
-	}
-	panic("redlock: not one of our nodes")
-}
-
-// releaseAll releases key on every node where owner holds it, on a fresh
-// short context (ctx may have ended).
-func (r *Redlock) releaseAll(ctx context.Context, key, owner string) (released int, errs []error) {
-	return r.releaseEach(ctx, key, owner, true)
-}
-
-// releaseEach is releaseAll; wake says whether to publish the release.
-// A failed attempt gives back grants on masters where the key was free
-// before it, which frees nothing anyone waits for: it must not wake the
-// waiters, among them the attempt's own process, which would try again
-// at once, grant, give back and wake itself in a loop, holding the free
-// masters nearly all the time (and keeping a holder's renewal from
+// releaseEach releases key on every node where owner holds it, on a fresh
+// short context (ctx may have ended); wake says whether to publish the
+// release. A failed attempt gives back grants on masters where the key
+// was free before it, which frees nothing anyone waits for: it must not
+// wake the waiters, among them the attempt's own process, which would try
+// again at once, grant, give back and wake itself in a loop, holding the
+// free masters nearly all the time (and keeping a holder's renewal from
 // taking a key back on them).
 func (r *Redlock) releaseEach(ctx context.Context, key, owner string, wake bool) (released int, errs []error) {
-	cctx := context.WithoutCancel(ctx)
-	errs = r.each(cctx, 2*time.Second, func(ctx context.Context, n *Backend) error {
-		if !wake {
-			return n.release(ctx, key, owner, "")
+	errs = r.each(context.WithoutCancel(ctx), 2*time.Second, func(ctx context.Context, k int, n *Backend) error {
+		channel := ""
+		if wake {
+			channel = n.channel(key)
 		}
-		return n.release(ctx, key, owner, n.channel(key))
+		return n.release(ctx, key, owner, 0, 1, channel)
 	})
 	for _, err := range errs {
 		if err == nil {
@@ -473,23 +443,18 @@ func (r *Redlock) releaseEach(ctx context.Context, key, owner string, wake bool)
 // notify wakes a waiter when the key is released on any node that answers.
 func (r *Redlock) notify(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	out := make(chan struct{}, 1)
-	done := make(chan struct{})
-	stops := []func(){func() { close(done) }}
+	var subs []*goredis.PubSub
 	errs := make([]error, len(r.nodes))
 	for k, n := range r.nodes {
-		ch, stop, err := n.notify(ctx, key)
-		if err != nil {
-			errs[k] = err
+		ps := n.c.Subscribe(ctx, n.channel(key))
+		if _, err := ps.Receive(ctx); err != nil {
+			ps.Close()
+			errs[k] = n.unavailable(err)
 			continue
 		}
-		stops = append(stops, stop)
+		subs = append(subs, ps)
 		go func() {
-			for {
-				select {
-				case <-ch:
-				case <-done:
-					return
-				}
+			for range ps.Channel() { // closed by ps.Close
 				select {
 				case out <- struct{}{}:
 				default:
@@ -497,16 +462,14 @@ func (r *Redlock) notify(ctx context.Context, key string) (<-chan struct{}, func
 			}
 		}()
 	}
-	stopAll := func() {
-		for _, s := range stops {
-			s()
-		}
-	}
-	if len(stops) == 1 { // no node answered
-		stopAll()
+	if len(subs) == 0 {
 		return nil, nil, r.needQuorum(errs, "answered")
 	}
-	return out, stopAll, nil
+	return out, func() {
+		for _, ps := range subs {
+			ps.Close()
+		}
+	}, nil
 }
 
 // Inspect implements lock.Backend: the key is held when one owner holds
@@ -514,10 +477,10 @@ func (r *Redlock) notify(ctx context.Context, key string) (<-chan struct{}, func
 // leases does.
 func (r *Redlock) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
 	holders := make([]*lock.Holder, len(r.nodes))
-	errs := r.each(ctx, 5*time.Second, func(ctx context.Context, n *Backend) error {
+	errs := r.each(ctx, 5*time.Second, func(ctx context.Context, k int, n *Backend) error {
 		h, held, err := n.Inspect(ctx, key)
 		if held {
-			holders[i(r, n)] = &h
+			holders[k] = &h
 		}
 		return err
 	})
@@ -571,9 +534,9 @@ func quorumToken(hs []lock.Holder, quorum int) uint64 {
 // List implements lock.Backend: the keys a quorum holds.
 func (r *Redlock) List(ctx context.Context, keyPrefix string) ([]lock.Holder, error) {
 	lists := make([][]lock.Holder, len(r.nodes))
-	errs := r.each(ctx, 30*time.Second, func(ctx context.Context, n *Backend) error {
+	errs := r.each(ctx, 30*time.Second, func(ctx context.Context, k int, n *Backend) error {
 		hs, err := n.List(ctx, keyPrefix)
-		lists[i(r, n)] = hs
+		lists[k] = hs
 		return err
 	})
 	if err := r.needQuorum(errs, "answered"); err != nil {
@@ -614,7 +577,7 @@ func (r *Redlock) Break(ctx context.Context, key string, token uint64) (lock.Hol
 	if token != 0 && h.Token != token {
 		return h, &lock.BusyError{Holder: h}
 	}
-	errs := r.each(ctx, 5*time.Second, func(ctx context.Context, n *Backend) error {
+	errs := r.each(ctx, 5*time.Second, func(ctx context.Context, k int, n *Backend) error {
 		nh, held, err := n.Inspect(ctx, key)
 		if err != nil || !held || nh.Owner != h.Owner {
 			return err
@@ -635,7 +598,7 @@ func (r *Redlock) Break(ctx context.Context, key string, token uint64) (lock.Hol
 // and token.
 func (r *Redlock) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
 	granted := time.Now()
-	errs := r.each(ctx, 5*time.Second, func(ctx context.Context, n *Backend) error {
+	errs := r.each(ctx, 5*time.Second, func(ctx context.Context, k int, n *Backend) error {
 		_, err := n.Resume(ctx, h)
 		return err
 	})
@@ -698,7 +661,7 @@ func (s *redlockStore) Renew(ctx context.Context, l *lock.Held) error {
 // young, so no other holder of the key can be live, and a young master
 // holding our record keeps it from everyone else like any other.
 func (s *redlockStore) refresh(ctx context.Context, l *lock.Held, timeout, ttl time.Duration, mode, what string) error {
-	errs := s.r.each(ctx, timeout, func(ctx context.Context, n *Backend) error {
+	errs := s.r.each(ctx, timeout, func(ctx context.Context, k int, n *Backend) error {
 		args := append([]any{l.Owner(), max(ttl.Milliseconds(), 1), strconv.FormatUint(l.Token(), 10), mode,
 			time.Since(l.Granted()).Milliseconds(), sameBoot.Milliseconds()}, s.fields...)
 		res, err := redlockRenewScript().Run(ctx, n.c, []string{n.lockKey(l.Key()), n.tokenKey(l.Key()), n.bootKey(), n.ttlsKey()}, args...).Slice()
@@ -718,7 +681,7 @@ func (s *redlockStore) refresh(ctx context.Context, l *lock.Held, timeout, ttl t
 
 // Release implements lock.LeaseStore: on every node.
 func (s *redlockStore) Release(ctx context.Context, l *lock.Held) error {
-	released, errs := s.r.releaseAll(ctx, l.Key(), l.Owner())
+	released, errs := s.r.releaseEach(ctx, l.Key(), l.Owner(), true)
 	if released > 0 {
 		return nil
 	}

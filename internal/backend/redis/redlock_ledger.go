@@ -61,7 +61,7 @@ func (r *Redlock) PutEntry(ctx context.Context, key, id string, data []byte) err
 	}
 	v := strconv.AppendInt(nil, r.ledgerVer.next(), 10)
 	v = append(append(v, ':'), data...)
-	errs := r.each(ctx, ledgerTimeout, func(ctx context.Context, n *Backend) error {
+	errs := r.each(ctx, ledgerTimeout, func(ctx context.Context, k int, n *Backend) error {
 		return n.putEntry(ctx, key, id, v)
 	})
 	return r.needQuorum(errs, "stored the ledger entry "+id+" of "+key)
@@ -70,7 +70,7 @@ func (r *Redlock) PutEntry(ctx context.Context, key, id string, data []byte) err
 // DeleteEntries implements lock.Ledger: on every master, a quorum must
 // answer.
 func (r *Redlock) DeleteEntries(ctx context.Context, key string, ids []string) error {
-	errs := r.each(ctx, ledgerTimeout, func(ctx context.Context, n *Backend) error {
+	errs := r.each(ctx, ledgerTimeout, func(ctx context.Context, k int, n *Backend) error {
 		return n.DeleteEntries(ctx, key, ids)
 	})
 	return r.needQuorum(errs, "deleted ledger entries of "+key)
@@ -80,9 +80,9 @@ func (r *Redlock) DeleteEntries(ctx context.Context, key string, ids []string) e
 // the top of this file).
 func (r *Redlock) Entries(ctx context.Context, key string) (map[string][]byte, error) {
 	all := make([]map[string][]byte, len(r.nodes))
-	errs := r.each(ctx, ledgerTimeout, func(ctx context.Context, n *Backend) error {
+	errs := r.each(ctx, ledgerTimeout, func(ctx context.Context, k int, n *Backend) error {
 		m, err := n.Entries(ctx, key)
-		all[i(r, n)] = m
+		all[k] = m
 		return err
 	})
 	if err := r.needQuorum(errs, "answered"); err != nil {

@@ -28,7 +28,7 @@ func (b *Backend) InspectSlots(ctx context.Context, key string) ([]lock.Holder, 
 	cmds := make([]pair, h.Limit)
 	_, err = b.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i := range cmds {
-			name := b.slotKey(key, i)
+			name := b.slotKey(key, i, h.Limit)
 			cmds[i] = pair{p.HGetAll(ctx, name), p.PTTL(ctx, name)}
 		}
 		return nil
