@@ -9,7 +9,8 @@
 -- it must not take a slot from the first in line between a release and
 -- that waiter's next step. Tokens come from the key's one counter, so
 -- they rise across every acquisition of the key, mutex and semaphore.
--- Prepended: grant_lib.lua, queue_lib.lua, slots_lib.lua, take_lib.lua.
+-- Prepended: clock_lib.lua, grant_lib.lua, queue_lib.lua, slots_lib.lua,
+-- take_lib.lua.
 -- KEYS[1] lock hash, KEYS[2] fencing counter (no TTL), KEYS[3] queue,
 -- KEYS[4] alive, KEYS[5] waiting, KEYS[6..5+N] slot hashes (slots_lib.lua).
 -- ARGV: owner, ttl_ms, host, pid, user, command, note, N, place_ms (how
@@ -22,20 +23,19 @@
 -- limit-in-use} the key is held with another limit (we left the queue).
 local me, limit, place, wake = ARGV[1], tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10]
 local slots = s_slots(6, limit)
-local now_ms = q_now_ms()
+local now = now_ms()
 local before = q_head(KEYS[3])
-q_prune(KEYS[3], KEYS[4], KEYS[5], now_ms)
+q_prune(KEYS[3], KEYS[4], KEYS[5], now)
 local conflict = sem_conflict(KEYS[1], limit)
 local free, mine, minp = sem_scan(slots, me)
 if conflict or mine then
-  q_remove(KEYS[3], KEYS[4], KEYS[5], me)
-  q_wake_new_head(KEYS[3], before, wake, me)
+  q_leave(KEYS[3], KEYS[4], KEYS[5], me, before, wake)
   if conflict then return {-1, conflict} end
   -- Our own earlier attempt got through but its reply was lost.
   return {1, sem_take(KEYS[1], KEYS[2], slots, mine, limit, true), mine - 1}
 end
 if place > 0 then
-  q_join(KEYS[3], KEYS[4], KEYS[5], me, now_ms, place, ARGV[3] .. '\t' .. ARGV[4])
+  q_join(KEYS[3], KEYS[4], KEYS[5], me, now, place, ARGV[3] .. '\t' .. ARGV[4])
 end
 local first = q_wake_new_head(KEYS[3], before, wake, me)
 if (first and first ~= me) or not free then
@@ -48,6 +48,5 @@ if (first and first ~= me) or not free then
   return {0, f, p, is_first, next, minp}
 end
 local tok = sem_take(KEYS[1], KEYS[2], slots, free, limit, false)
-q_remove(KEYS[3], KEYS[4], KEYS[5], me)
-q_wake_new_head(KEYS[3], me, wake, me)
+q_leave(KEYS[3], KEYS[4], KEYS[5], me, me, wake)
 return {1, tok, free - 1}

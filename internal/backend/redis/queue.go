@@ -1,41 +1,19 @@
 package redis
 
-// Fair waiting on Redis, for a mutex and for a semaphore's slots alike:
-// waiters take the lock (a slot) in arrival order, a waiter that dies
-// cannot block the queue, and a release wakes one waiter (no herd).
-//
-// # Layout (all in the key's hash tag, see queue_lib.lua)
-//
-//	<prefix>:{KEY}:queue    sorted set owner -> ticket (arrival order)
-//	<prefix>:{KEY}:alive    sorted set owner -> deadline (server time, ms)
-//	<prefix>:{KEY}:waiting  hash owner -> "host<TAB>pid", to name the next in line
-//	<prefix>:{KEY}:wake:<owner>  each waiter's own channel
-//
-// Every try runs acquire.lua, a mutex being a semaphore of one: a
-// waiter's step joins (or refreshes its place), prunes waiters whose
-// deadline passed, and takes the lowest free slot only if one is free and
-// the caller is the first live waiter. Only the first waiter subscribes to
-// the key's release channel (release.lua and break.lua publish there);
-// the others sleep on their own channel until a script makes them first
-// (the first took a slot, left, or was pruned), or until their next
-// heartbeat. A waiter refreshes its place every max(1s, ttl/3) and the
+// Fair waiting on Redis, whatever the limit (a mutex is a semaphore of
+// one): waiters take slots in arrival order, a waiter that dies cannot
+// block the queue, and a release wakes one waiter (no herd). The queue's
+// keys and rules are in queue_lib.lua; a step's and a try-once's in
+// acquire.lua. A waiter refreshes its place every max(1s, ttl/3) and the
 // place lasts twice that, so a dead waiter is pruned within about
 // 2*max(1s, ttl/3).
-//
-// A try-once (--wait 0, and every waiter's first try) runs the same script
-// with no place: while live waiters are queued it is busy, so it cannot
-// take a slot from the first in line in the moment between a release and
-// that waiter's next step, and it never joins the queue; the check and the
-// acquisition are one script, one round trip.
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -114,18 +92,23 @@ func (s step) result(req lock.Request) (lock.Lease, error) {
 // place in the key's queue, and take a slot if one is free and we are
 // first; without, a try-once.
 func (b *Backend) queueStep(ctx context.Context, req lock.Request, lasts time.Duration) (step, error) {
-	n := max(1, req.Limit)
 	granted := time.Now()
-	cmd, nr := b.run(ctx, req.TTL, acquireScript(),
-		b.slotKeys(req.Key, n, b.tokenKey(req.Key), b.queueKey(req.Key), b.aliveKey(req.Key), b.waitingKey(req.Key)),
-		req.Owner, req.TTL.Milliseconds(), req.Meta.Host, req.Meta.PID, req.Meta.User, req.Meta.Command, req.Meta.Note,
-		n, lasts.Milliseconds(), b.wakePrefix(req.Key),
-	)
+	keys, args := b.acquireCall(req, lasts)
+	cmd, nr := b.run(ctx, req.TTL, acquireScript(), keys, args...)
 	res, err := cmd.Slice()
 	if err != nil {
 		return step{}, b.unavailable(err)
 	}
 	return b.stepReply(ctx, req, granted, res, nr)
+}
+
+// acquireCall is acquire.lua's keys and arguments for req; lasts is how
+// long our place in the queue lasts (0: a try-once).
+func (b *Backend) acquireCall(req lock.Request, lasts time.Duration) ([]string, []any) {
+	n := max(1, req.Limit)
+	return b.slotKeys(req.Key, n, b.tokenKey(req.Key), b.queueKey(req.Key), b.aliveKey(req.Key), b.waitingKey(req.Key)),
+		[]any{req.Owner, req.TTL.Milliseconds(), req.Meta.Host, req.Meta.PID, req.Meta.User, req.Meta.Command, req.Meta.Note,
+			n, lasts.Milliseconds(), b.wakePrefix(req.Key)}
 }
 
 // stepReply reads acquire.lua's reply res (a grant at granted; nr: too
@@ -225,6 +208,7 @@ func (c *queueContender) Wait(ctx context.Context) (lock.Retry, error) {
 		// queue, so that a waiter holds its place when Wait returns.
 		w, err := c.b.newWaker(ctx, c.b.wakePrefix(c.req.Key)+c.req.Owner)
 		if err != nil {
+			w.close()
 			return lock.Retry{}, err
 		}
 		c.w = w
@@ -239,7 +223,7 @@ func (c *queueContender) Wait(ctx context.Context) (lock.Retry, error) {
 	if s.first && !c.listening {
 		// Listen for releases from now on, then look again at once: a
 		// release may have come before the subscription took effect.
-		err := c.w.subscribe(ctx, c.b.channel(c.req.Key))
+		err := c.w.subscribe(ctx, c.b, c.b.channel(c.req.Key))
 		if err == nil {
 			c.listening = true
 			return lock.Retry{Wake: c.w.msgs, After: 0}, nil
@@ -276,92 +260,58 @@ func (c *queueContender) Leave() {
 	}
 }
 
-// waker is a waiter's subscription: its own channel, and the key's release
-// channel once it is first. msgs gets a value per message (dropped when one
-// is already pending); subscription confirmations go to confirms.
+// waker is a waiter's subscriptions: its own channel, and the key's
+// release channel once it is first. msgs gets a value per message
+// (dropped when one is already pending).
 type waker struct {
-	ps       *goredis.PubSub
-	msgs     chan struct{}
-	confirms chan string
-	done     chan struct{}
-	closed   sync.Once
+	msgs chan struct{}
+	subs []*goredis.PubSub
 }
 
 // newWaker subscribes to channel and returns once Redis confirmed it.
 func (b *Backend) newWaker(ctx context.Context, channel string) (*waker, error) {
-	ps := b.c.Subscribe(ctx, channel)
-	if _, err := ps.Receive(ctx); err != nil {
+	w := &waker{msgs: make(chan struct{}, 1)}
+	return w, w.subscribe(ctx, b, channel)
+}
+
+// subscribe adds b's channel and returns once Redis confirmed it.
+func (w *waker) subscribe(ctx context.Context, b *Backend, channel string) error {
+	ps, err := b.listen(ctx, channel, w.msgs)
+	if err == nil {
+		w.subs = append(w.subs, ps)
+	}
+	return err
+}
+
+// close ends the subscriptions; a second call does nothing (a grant closes
+// them, and Leave may follow).
+func (w *waker) close() {
+	for _, ps := range w.subs {
+		ps.Close()
+	}
+	w.subs = nil
+}
+
+// listen subscribes to channel and returns once Redis confirmed it (within
+// 5s); from then on every message on channel signals out (dropped when a
+// signal is pending), until ps is closed. go-redis reconnects and
+// resubscribes by itself after a connection error.
+func (b *Backend) listen(ctx context.Context, channel string, out chan<- struct{}) (*goredis.PubSub, error) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ps := b.c.Subscribe(cctx, channel)
+	if _, err := ps.Receive(cctx); err != nil {
 		ps.Close()
 		return nil, b.unavailable(err)
 	}
-	w := &waker{ps: ps, msgs: make(chan struct{}, 1), confirms: make(chan string, 4), done: make(chan struct{})}
-	go w.run()
-	return w, nil
-}
-
-func (w *waker) run() {
-	for {
-		m, err := w.ps.Receive(context.Background())
-		select {
-		case <-w.done:
-			return
-		default:
-		}
-		if err != nil {
-			// go-redis reconnects and resubscribes on the next Receive;
-			// meanwhile the heartbeat timer keeps the waiter going.
-			t := time.NewTimer(50 * time.Millisecond)
+	msgs := ps.Channel()
+	go func() {
+		for range msgs { // closed by ps.Close
 			select {
-			case <-w.done:
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			continue
-		}
-		switch m := m.(type) {
-		case *goredis.Message:
-			select {
-			case w.msgs <- struct{}{}:
+			case out <- struct{}{}:
 			default:
 			}
-		case *goredis.Subscription:
-			if m.Kind == "subscribe" {
-				select {
-				case w.confirms <- m.Channel:
-				default:
-				}
-			}
 		}
-	}
-}
-
-// subscribe adds channel and waits for Redis to confirm it.
-func (w *waker) subscribe(ctx context.Context, channel string) error {
-	if err := w.ps.Subscribe(ctx, channel); err != nil {
-		return err
-	}
-	t := time.NewTimer(5 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case c := <-w.confirms:
-			if c == channel {
-				return nil
-			}
-		case <-t.C:
-			return errors.New("redis did not confirm the subscription to " + channel)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// close ends the subscription; a second call does nothing (a grant closes
-// it, and Leave may follow).
-func (w *waker) close() {
-	w.closed.Do(func() {
-		close(w.done)
-		w.ps.Close()
-	})
+	}()
+	return ps, nil
 }

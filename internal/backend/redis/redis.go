@@ -41,12 +41,24 @@ type Backend struct {
 
 // New connects and checks the server answers within cfg.ConnectTimeout.
 func New(ctx context.Context, cfg Config) (*Backend, error) {
+	b, dial := open(cfg)
+	pctx, cancel := context.WithTimeout(ctx, dial)
+	defer cancel()
+	if err := b.c.Ping(pctx).Err(); err != nil {
+		b.c.Close()
+		return nil, b.unavailable(err)
+	}
+	return b, nil
+}
+
+// open makes cfg's client, and returns the dial timeout, which bounds the
+// first PING. Without ContextTimeoutEnabled go-redis ignores context
+// deadlines on socket reads, and a renew against a paused server blocks
+// for ReadTimeout (docs/ARCHITECTURE.md, "Timing"). MaxRetries -1:
+// distlock has its own retry policy; a blind retry of a script whose
+// reply was lost must not hide the real timing from the renewer.
+func open(cfg Config) (*Backend, time.Duration) {
 	b := &Backend{prefix: cfg.Prefix, addr: cfg.addr, topo: cfg.Topology, wait: cfg.Wait}
-	// Without ContextTimeoutEnabled go-redis ignores context deadlines on
-	// socket reads, and a renew against a paused server blocks for
-	// ReadTimeout (docs/ARCHITECTURE.md, "Timing"). MaxRetries -1:
-	// distlock has its own retry policy; a blind retry of a script whose
-	// reply was lost must not hide the real timing from the renewer.
 	var dial time.Duration
 	switch {
 	case cfg.Failover != nil:
@@ -69,13 +81,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		}
 		b.c = goredis.NewClient(o)
 	}
-	pctx, cancel := context.WithTimeout(ctx, dial)
-	defer cancel()
-	if err := b.c.Ping(pctx).Err(); err != nil {
-		b.c.Close()
-		return nil, b.unavailable(err)
-	}
-	return b, nil
+	return b, dial
 }
 
 // policy sets the fields of a topology's client options (go-redis has one
@@ -147,7 +153,7 @@ func Guarantee(topo Topology, wait int) string {
 func (b *Backend) Close() error { return b.c.Close() }
 
 // Contend implements lock.Backend: waiters queue in arrival order, for a
-// mutex and a semaphore's slots alike (queue.go, semaphore.go).
+// mutex and a semaphore's slots alike (queue.go).
 func (b *Backend) Contend(req lock.Request) lock.Contender {
 	return &queueContender{b: b, req: req}
 }
@@ -233,7 +239,7 @@ func parseHolder(key string, fields, pttl any) lock.Holder {
 			if ms, err := strconv.ParseInt(val, 10, 64); err == nil {
 				h.TTL = time.Duration(ms) * time.Millisecond
 			}
-		case "limit": // a semaphore's slot, or its marker (sem_lib.lua)
+		case "limit": // a semaphore's slot, or its marker (slots_lib.lua)
 			h.Limit, _ = strconv.Atoi(val)
 		case "slot":
 			h.Slot, _ = strconv.Atoi(val)

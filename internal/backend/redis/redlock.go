@@ -1,29 +1,13 @@
 package redis
 
 // Redlock (redlock://host:port,host:port,host:port[,…]): one lock over N
-// independent Redis masters, each running the single-node engine's
-// scripts. A lock is held when a quorum (N/2+1) of them hold it:
-//
-//   - Acquire sends the try-once to every node at once, each bounded by
-//     ttl/20; it is granted only with a quorum, and only if validity is
-//     left: validUntil = start + ttl·(1−0.01) − 2 ms, counted from before
-//     the first request (the same as start + elapsed + (ttl·0.99 − 2 ms −
-//     elapsed)); the lease's Granted is start, so the keeper counts the
-//     same way. A failed acquire is released on every node.
-//   - The fencing token is the maximum the quorum's nodes granted, written
-//     back to the quorum (settoken.lua) before the lease is returned, so
-//     before the command starts; quorums intersect, so the next holder's
-//     quorum includes a node whose counter is at least our token. Every
-//     renewal writes it into every record too, and status reads the token
-//     a quorum of records carry: always DISTLOCK_TOKEN.
-//   - Delayed restart (redlock_lib.lua): a master that lost its data (an
-//     empty restart, a flush) does not count toward an acquire's quorum
-//     until the leases it may have lost have run out; see young.
-//   - Renew and hold need a quorum; they take the key back on a master
-//     that lost its data since the grant (redlock_renew.lua). Release and
-//     break go to every node.
-//   - Waiters poll (lock.Polling), woken by releases on any node: no fair
-//     queue. Semaphores (--limit) are refused with 64.
+// independent Redis masters, each a single-node Backend running the same
+// scripts; a lock is held when a quorum (N/2+1) of them hold it. The design
+// (validity, the written-back fencing token, the delayed restart, renewals
+// that take the key back) is in docs/ARCHITECTURE.md, "Redis"; each
+// function below says its part. Waiters poll (lock.Polling), woken by
+// releases on any node: no fair queue. Semaphores (--limit) are refused
+// with 64.
 
 import (
 	"context"
@@ -49,7 +33,7 @@ import (
 // acquire.lua's reply}.
 const (
 	redlockAcquireHead = `
-local rl_now = rl_now_ms()
+local rl_now = now_ms()
 local rl_age, rl_longest = rl_state(KEYS[7], KEYS[8], rl_now)
 local function rl_try_once()
 `
@@ -116,39 +100,35 @@ func ParseRedlockURL(raw string) (RedlockConfig, error) {
 func OpenRedlock(ctx context.Context, cfg RedlockConfig) (*Redlock, error) {
 	r := &Redlock{quorum: quorum(len(cfg.Nodes))}
 	var addrs []string
+	var timeout time.Duration
 	for _, o := range cfg.Nodes {
-		if o.Password == "" {
-			o.Password = cfg.Password
-		}
-		if cfg.ConnectTimeout > 0 {
-			o.DialTimeout = cfg.ConnectTimeout
-		}
-		o.ContextTimeoutEnabled, o.MaxRetries, o.PoolSize, o.DisableIdentity = true, -1, 4, true
-		r.nodes = append(r.nodes, &Backend{c: goredis.NewClient(o), prefix: cfg.Prefix, addr: "redis at " + o.Addr, redlock: true})
+		n, dial := open(Config{Options: o, Password: cfg.Password, Prefix: cfg.Prefix, ConnectTimeout: cfg.ConnectTimeout})
+		n.redlock, timeout = true, dial
+		r.nodes = append(r.nodes, n)
 		addrs = append(addrs, o.Addr)
 	}
 	r.addrs = strings.Join(addrs, ",")
-	timeout := cfg.ConnectTimeout
-	if timeout <= 0 {
-		timeout = 5 * time.Second
-	}
 	errs := r.each(ctx, timeout, func(ctx context.Context, k int, n *Backend) error {
 		if err := n.c.Ping(ctx).Err(); err != nil {
 			return n.unavailable(err)
 		}
 		return nil
 	})
-	answered := 0
-	for _, err := range errs {
-		if err == nil {
-			answered++
-		}
-	}
-	if answered == 0 {
+	if answered(errs) == 0 {
 		r.Close()
 		return nil, &lock.UnavailableError{Msg: fmt.Sprintf("redlock: none of the %d redis masters answered: %s", len(r.nodes), firstLine(errs[0].Error())), Err: errs[0], Refused: isRefused(errs[0])}
 	}
 	return r, nil
+}
+
+// answered is how many of errs are nil.
+func answered(errs []error) (n int) {
+	for _, err := range errs {
+		if err == nil {
+			n++
+		}
+	}
+	return n
 }
 
 func isRefused(err error) bool {
@@ -190,27 +170,21 @@ func (r *Redlock) each(ctx context.Context, timeout time.Duration, f func(ctx co
 // needQuorum returns nil when a quorum of errs are nil, else an
 // unavailable error naming the first failure.
 func (r *Redlock) needQuorum(errs []error, what string) error {
-	ok := 0
-	var first error
-	for _, err := range errs {
-		if err == nil {
-			ok++
-		} else if first == nil {
-			first = err
-		}
-	}
+	ok := answered(errs)
 	if ok >= r.quorum {
 		return nil
 	}
-	var refused bool
-	var ue *lock.UnavailableError
-	if errors.As(first, &ue) {
-		refused = ue.Refused
+	var first error
+	for _, err := range errs {
+		if err != nil {
+			first = err
+			break
+		}
 	}
 	return &lock.UnavailableError{
 		Msg:     fmt.Sprintf("redlock: only %d of %d redis masters %s (a quorum is %d): %s", ok, len(r.nodes), what, r.quorum, firstLine(first.Error())),
 		Err:     first,
-		Refused: refused,
+		Refused: isRefused(first),
 	}
 }
 
@@ -251,7 +225,14 @@ func (r *Redlock) Contend(req lock.Request) lock.Contender {
 	}
 }
 
-// acquire is one Redlock attempt (see the top of this file).
+// acquire is one Redlock attempt: the try-once on every node at once, each
+// bounded by ttl/20, granted only with a quorum of grants that count (see
+// young) and validity left: start + ttl·(1−ρ) − δ, counted from before the
+// first request, which is also the lease's Granted, so the keeper counts
+// the same way. The token is the maximum the quorum granted, written back
+// to it (redlock_renew.lua) before the lease is returned: quorums intersect, so
+// the next holder's includes a node whose counter is at least ours. A
+// failed attempt is released on every node.
 func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, error) {
 	if req.Limit > 1 {
 		return nil, lock.Invalidf("--limit is not supported on redlock://: a semaphore's slots cannot be kept consistent across independent masters; use --limit on redis:// or etcd://")
@@ -283,29 +264,27 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 			granted++
 		}
 	}
-	// Redlock's validity allows for drift and a fixed margin as the keeper
-	// does (ρ, δ: lock.ClockDrift, lock.ValidityDelta).
+	// ρ, δ: lock.ClockDrift, lock.ValidityDelta, as the keeper uses them.
 	validity := time.Duration(float64(req.TTL)*(1-lock.ClockDrift)) - lock.ValidityDelta - time.Since(start)
 	if granted >= r.quorum && validity > 0 {
 		// The token: the maximum granted, written back to every master
-		// that granted. A master whose grant landed but whose reply was
-		// lost gets it from the first renewal (redlock_renew.lua); until
-		// then Inspect reads the token a quorum's records carry.
+		// that granted by a renewal (which writes the lease's token). A
+		// master whose grant landed but whose reply was lost gets it from
+		// the first renewal; until then Inspect reads the token a quorum's
+		// records carry.
+		st := &redlockStore{r: r, fields: recordFields(req.Meta, start)}
+		l := lock.NewLease(lock.Grant{Key: req.Key, Owner: req.Owner, Token: tok, TTL: req.TTL, Granted: start}, st).(*lock.Held)
 		werrs := r.each(ctx, nodeTimeout(req.TTL), func(ctx context.Context, k int, n *Backend) error {
 			if leases[k] == nil {
 				return errs[k]
 			}
-			res, err := setTokenScript().Run(ctx, n.c, []string{n.lockKey(req.Key), n.tokenKey(req.Key)}, req.Owner, strconv.FormatUint(tok, 10)).Int()
-			if err != nil {
-				return n.unavailable(err)
-			}
-			if res != 1 {
-				return lock.ErrNotHeld
+			if err := st.refreshOn(ctx, n, l, req.TTL, ""); err != nil {
+				return err
 			}
 			return young[k]
 		})
 		if validity = time.Duration(float64(req.TTL)*(1-lock.ClockDrift)) - lock.ValidityDelta - time.Since(start); r.needQuorum(werrs, "took the fencing token") == nil && validity > 0 {
-			return r.lease(req.Key, req.Owner, tok, req.TTL, start, recordFields(req.Meta, start)), nil
+			return l, nil
 		}
 	}
 	r.releaseEach(ctx, req.Key, req.Owner, false)
@@ -329,11 +308,8 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 // try-once with the delayed restart's bookkeeping (redlockAcquireScript).
 func (b *Backend) redlockTryOnce(ctx context.Context, req lock.Request) (lock.Lease, restartInfo, error) {
 	granted := time.Now()
-	res, err := redlockAcquireScript().Run(ctx, b.c,
-		[]string{b.lockKey(req.Key), b.tokenKey(req.Key), b.queueKey(req.Key), b.aliveKey(req.Key), b.waitingKey(req.Key), b.lockKey(req.Key), b.bootKey(), b.ttlsKey()},
-		req.Owner, req.TTL.Milliseconds(), req.Meta.Host, req.Meta.PID, req.Meta.User, req.Meta.Command, req.Meta.Note,
-		1, 0, b.wakePrefix(req.Key),
-	).Slice()
+	keys, args := b.acquireCall(req, 0)
+	res, err := redlockAcquireScript().Run(ctx, b.c, append(keys, b.bootKey(), b.ttlsKey()), args...).Slice()
 	if err != nil {
 		return nil, restartInfo{}, b.unavailable(err)
 	}
@@ -343,11 +319,11 @@ func (b *Backend) redlockTryOnce(ctx context.Context, req lock.Request) (lock.Le
 		return nil, restartInfo{}, fmt.Errorf("unexpected reply from the Redlock try-once script: %v", res)
 	}
 	s, err := b.stepReply(ctx, req, granted, inner, nil)
-	if err == nil {
-		l, err := s.result(req)
-		return l, info, err
+	if err != nil {
+		return nil, info, err
 	}
-	return nil, info, err
+	l, err := s.result(req)
+	return l, info, err
 }
 
 // The delayed restart's keys on each master (redlock_lib.lua).
@@ -432,44 +408,20 @@ func (r *Redlock) releaseEach(ctx context.Context, key, owner string, wake bool)
 		}
 		return n.release(ctx, key, owner, 0, 1, channel)
 	})
-	for _, err := range errs {
-		if err == nil {
-			released++
-		}
-	}
-	return released, errs
+	return answered(errs), errs
 }
 
 // notify wakes a waiter when the key is released on any node that answers.
 func (r *Redlock) notify(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	out := make(chan struct{}, 1)
-	var subs []*goredis.PubSub
+	w := &waker{msgs: make(chan struct{}, 1)}
 	errs := make([]error, len(r.nodes))
 	for k, n := range r.nodes {
-		ps := n.c.Subscribe(ctx, n.channel(key))
-		if _, err := ps.Receive(ctx); err != nil {
-			ps.Close()
-			errs[k] = n.unavailable(err)
-			continue
-		}
-		subs = append(subs, ps)
-		go func() {
-			for range ps.Channel() { // closed by ps.Close
-				select {
-				case out <- struct{}{}:
-				default:
-				}
-			}
-		}()
+		errs[k] = w.subscribe(ctx, n, n.channel(key))
 	}
-	if len(subs) == 0 {
+	if len(w.subs) == 0 {
 		return nil, nil, r.needQuorum(errs, "answered")
 	}
-	return out, func() {
-		for _, ps := range subs {
-			ps.Close()
-		}
-	}, nil
+	return w.msgs, w.close, nil
 }
 
 // Inspect implements lock.Backend: the key is held when one owner holds
@@ -489,6 +441,35 @@ func (r *Redlock) Inspect(ctx context.Context, key string) (lock.Holder, bool, e
 	}
 	h, ok := r.quorumHolder(holders)
 	return h, ok, nil
+}
+
+// List implements lock.Backend: the keys a quorum holds.
+func (r *Redlock) List(ctx context.Context, keyPrefix string) ([]lock.Holder, error) {
+	byKey := map[string][]*lock.Holder{}
+	var mu sync.Mutex
+	errs := r.each(ctx, 30*time.Second, func(ctx context.Context, k int, n *Backend) error {
+		hs, err := n.List(ctx, keyPrefix)
+		mu.Lock()
+		defer mu.Unlock()
+		for _, h := range hs {
+			if byKey[h.Key] == nil {
+				byKey[h.Key] = make([]*lock.Holder, len(r.nodes))
+			}
+			byKey[h.Key][k] = &h
+		}
+		return err
+	})
+	if err := r.needQuorum(errs, "answered"); err != nil {
+		return nil, err
+	}
+	var out []lock.Holder
+	for _, hs := range byKey {
+		if h, ok := r.quorumHolder(hs); ok {
+			out = append(out, h)
+		}
+	}
+	lock.SortHolders(out)
+	return out, nil
 }
 
 // quorumHolder is the holder that a quorum of the nodes' holders name.
@@ -529,36 +510,6 @@ func quorumToken(hs []lock.Holder, quorum int) uint64 {
 		}
 	}
 	return top
-}
-
-// List implements lock.Backend: the keys a quorum holds.
-func (r *Redlock) List(ctx context.Context, keyPrefix string) ([]lock.Holder, error) {
-	lists := make([][]lock.Holder, len(r.nodes))
-	errs := r.each(ctx, 30*time.Second, func(ctx context.Context, k int, n *Backend) error {
-		hs, err := n.List(ctx, keyPrefix)
-		lists[k] = hs
-		return err
-	})
-	if err := r.needQuorum(errs, "answered"); err != nil {
-		return nil, err
-	}
-	byKey := map[string][]*lock.Holder{}
-	for k, hs := range lists {
-		for _, h := range hs {
-			if byKey[h.Key] == nil {
-				byKey[h.Key] = make([]*lock.Holder, len(r.nodes))
-			}
-			byKey[h.Key][k] = &h
-		}
-	}
-	var out []lock.Holder
-	for _, hs := range byKey {
-		if h, ok := r.quorumHolder(hs); ok {
-			out = append(out, h)
-		}
-	}
-	lock.SortHolders(out)
-	return out, nil
 }
 
 // Break implements lock.Backend: on every node, by token. Nodes that did
@@ -662,21 +613,26 @@ func (s *redlockStore) Renew(ctx context.Context, l *lock.Held) error {
 // holding our record keeps it from everyone else like any other.
 func (s *redlockStore) refresh(ctx context.Context, l *lock.Held, timeout, ttl time.Duration, mode, what string) error {
 	errs := s.r.each(ctx, timeout, func(ctx context.Context, k int, n *Backend) error {
-		args := append([]any{l.Owner(), max(ttl.Milliseconds(), 1), strconv.FormatUint(l.Token(), 10), mode,
-			time.Since(l.Granted()).Milliseconds(), sameBoot.Milliseconds()}, s.fields...)
-		res, err := redlockRenewScript().Run(ctx, n.c, []string{n.lockKey(l.Key()), n.tokenKey(l.Key()), n.bootKey(), n.ttlsKey()}, args...).Slice()
-		if err != nil {
-			return n.unavailable(err)
-		}
-		if _, ok := parseRestartInfo(res[min(1, len(res)):]); !ok || len(res) != 3 {
-			return fmt.Errorf("unexpected reply from the Redlock renew script: %v", res)
-		}
-		if res[0] == int64(0) {
-			return lock.ErrNotHeld
-		}
-		return nil
+		return s.refreshOn(ctx, n, l, ttl, mode)
 	})
 	return s.r.quorumOf(errs, what)
+}
+
+// refreshOn is refresh on master n.
+func (s *redlockStore) refreshOn(ctx context.Context, n *Backend, l *lock.Held, ttl time.Duration, mode string) error {
+	args := append([]any{l.Owner(), max(ttl.Milliseconds(), 1), strconv.FormatUint(l.Token(), 10), mode,
+		time.Since(l.Granted()).Milliseconds(), sameBoot.Milliseconds()}, s.fields...)
+	res, err := redlockRenewScript().Run(ctx, n.c, []string{n.lockKey(l.Key()), n.tokenKey(l.Key()), n.bootKey(), n.ttlsKey()}, args...).Slice()
+	if err != nil {
+		return n.unavailable(err)
+	}
+	if _, ok := parseRestartInfo(res[min(1, len(res)):]); !ok || len(res) != 3 {
+		return fmt.Errorf("unexpected reply from the Redlock renew script: %v", res)
+	}
+	if res[0] == int64(0) {
+		return lock.ErrNotHeld
+	}
+	return nil
 }
 
 // Release implements lock.LeaseStore: on every node.

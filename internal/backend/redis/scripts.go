@@ -9,6 +9,8 @@ import (
 
 // The scripts (*.lua); a script is its libraries followed by its body.
 var (
+	//go:embed clock_lib.lua
+	clockLibSrc string
 	//go:embed grant_lib.lua
 	grantLibSrc string
 	//go:embed queue_lib.lua
@@ -31,14 +33,12 @@ var (
 	breakSrc string
 	//go:embed inspect.lua
 	inspectSrc string
-	//go:embed settoken.lua
-	setTokenSrc string
 	//go:embed redlock_lib.lua
 	redlockLibSrc string
 	//go:embed redlock_renew.lua
 	redlockRenewSrc string
 
-	takeLibs = grantLibSrc + queueLibSrc + slotsLibSrc + takeLibSrc
+	takeLibs = clockLibSrc + grantLibSrc + queueLibSrc + slotsLibSrc + takeLibSrc
 
 	acquireScript      = lazyScript(takeLibs + acquireSrc)
 	queueLeaveScript   = lazyScript(queueLibSrc + queueLeaveSrc)
@@ -47,8 +47,7 @@ var (
 	holdScript         = lazyScript(slotsLibSrc + holdSrc)
 	breakScript        = lazyScript(slotsLibSrc + breakSrc)
 	inspectScript      = lazyScript(inspectSrc)
-	setTokenScript     = lazyScript(setTokenSrc)
-	redlockRenewScript = lazyScript(redlockLibSrc + redlockRenewSrc)
+	redlockRenewScript = lazyScript(clockLibSrc + redlockLibSrc + redlockRenewSrc)
 	// Redlock's try-once is acquire.lua run as a function inside the
 	// delayed restart's bookkeeping (redlock.go, redlock_lib.lua).
 	redlockAcquireScript = lazyScript(takeLibs + redlockLibSrc + redlockAcquireHead + acquireSrc + redlockAcquireTail)
