@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"strconv"
 	"time"
@@ -102,20 +103,13 @@ func (b *Backend) owned(n int, err error) error {
 // and token (a handle names a mutex).
 func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
 	granted := time.Now()
-	vals, err := b.c.HMGet(ctx, b.lockKey(h.Key), "owner", "token", "ttl_ms").Result()
+	rec, held, err := b.Inspect(ctx, h.Key)
 	if err != nil {
-		return nil, b.unavailable(err)
+		return nil, err
 	}
-	owner, _ := vals[0].(string)
-	token, _ := vals[1].(string)
-	if owner != h.Owner || token != strconv.FormatUint(h.Token, 10) {
+	if !held || rec.Owner != h.Owner || rec.Token != h.Token {
 		return nil, lock.ErrNotHeld
 	}
-	ttl := h.TTL()
-	if s, ok := vals[2].(string); ok {
-		if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
-			ttl = time.Duration(ms) * time.Millisecond
-		}
-	}
+	ttl := cmp.Or(rec.TTL, h.TTL()) // the record's: a hold may have changed it
 	return b.lease(lock.Request{Key: h.Key, Owner: h.Owner, TTL: ttl}, h.Token, 0, granted), nil
 }
