@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -18,14 +19,11 @@ import (
 // whether our user may run what distlock runs, and its clock.
 func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Check {
 	rctx := req.RequestContexts(ctx, 5*time.Second)
-	checks := []lock.Check{
-		b.deploymentCheck(rctx),
-		b.evictionCheck(rctx),
-		b.persistenceCheck(rctx),
-		b.replicationCheck(rctx),
-		b.aclCheck(rctx, req.Key),
-		b.clockCheck(rctx, req.TTL),
+	var checks []lock.Check
+	for _, p := range probes {
+		checks = append(checks, b.probe(rctx, p))
 	}
+	checks = append(checks, b.aclCheck(rctx, req.Key), b.clockCheck(rctx, req.TTL))
 	if b.nodeOptions != nil {
 		checks = append(checks, b.replicaClockCheck(rctx, req.TTL))
 	}
@@ -34,15 +32,85 @@ func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Che
 
 type reqCtx = lock.RequestContext
 
-// info reads one INFO section as field → value.
-func (b *Backend) info(rctx reqCtx, section string) (map[string]string, error) {
+// source is what a probe reads: an INFO section or CONFIG GET settings.
+type source struct {
+	info   string
+	config []string
+}
+
+// probe is a check judged from what the server reports: need must be
+// readable, also is merged in when it is; what names need, and fix says
+// what to do when it cannot be read.
+type probe struct {
+	name       string
+	need, also source
+	what, fix  string
+	verdict    func(b *Backend, m map[string]string) lock.Check
+}
+
+var probes = []probe{
+	{name: "deployment", need: source{info: "server"}, also: source{info: "cluster"}, what: "INFO server",
+		fix:     "make sure --backend names a standalone Redis primary, not a Sentinel or a Cluster node",
+		verdict: func(b *Backend, m map[string]string) lock.Check { return deploymentVerdict(b.topo, m, b.addr) }},
+	{name: "maxmemory-policy", need: source{config: []string{"maxmemory-policy", "maxmemory"}}, what: "maxmemory-policy (CONFIG GET)",
+		fix: "check it in the server's configuration or your provider's settings: it must be noeviction, or every lock can be evicted when memory is full",
+		verdict: func(_ *Backend, m map[string]string) lock.Check {
+			return evictionVerdict(m["maxmemory-policy"], m["maxmemory"])
+		}},
+	{name: "persistence", need: source{config: []string{"appendonly", "appendfsync", "save"}}, what: "appendonly and save (CONFIG GET)",
+		fix: "find out what a restart of this Redis keeps (see the README's \"Doctor\" section for what it means for locks)",
+		verdict: func(b *Backend, m map[string]string) lock.Check {
+			if b.redlock {
+				return redlockPersistenceVerdict(m["appendonly"], m["appendfsync"], m["save"])
+			}
+			return persistenceVerdict(m["appendonly"], m["appendfsync"], m["save"])
+		}},
+	{name: "replication", need: source{info: "replication"}, also: source{config: []string{"min-replicas-to-write"}}, what: "INFO replication",
+		fix: "find out whether this Redis has replicas: a failover to an async replica can grant a lock twice",
+		verdict: func(_ *Backend, m map[string]string) lock.Check {
+			return replicationVerdict(m, m["min-replicas-to-write"])
+		}},
+}
+
+// probe reads p's sources and judges them.
+func (b *Backend) probe(rctx reqCtx, p probe) lock.Check {
+	m, err := b.read(rctx, p.need)
+	if err != nil {
+		return cannotRead(p.name, p.what, err, p.fix)
+	}
+	if also, err := b.read(rctx, p.also); err == nil {
+		for k, v := range also {
+			m[k] = v
+		}
+	}
+	return p.verdict(b, m)
+}
+
+// read reads an INFO section or CONFIG GET of each setting (neither: an
+// empty map).
+func (b *Backend) read(rctx reqCtx, s source) (map[string]string, error) {
 	ctx, cancel := rctx()
 	defer cancel()
-	s, err := b.c.Info(ctx, section).Result()
-	if err != nil {
-		return nil, err
+	out := map[string]string{}
+	if s.info != "" {
+		txt, err := b.c.Info(ctx, s.info).Result()
+		if err != nil {
+			return nil, err
+		}
+		out = parseInfo(txt)
 	}
-	return parseInfo(s), nil
+	for _, n := range s.config {
+		m, err := b.c.ConfigGet(ctx, n).Result()
+		if err != nil {
+			return nil, err
+		}
+		v, ok := m[n]
+		if !ok {
+			return nil, fmt.Errorf("CONFIG GET %s: no such setting", n)
+		}
+		out[n] = v
+	}
+	return out, nil
 }
 
 // parseInfo reads INFO's "field:value" lines; '#' lines are section titles.
@@ -60,25 +128,6 @@ func parseInfo(s string) map[string]string {
 	return out
 }
 
-// config reads CONFIG GET for each name.
-func (b *Backend) config(rctx reqCtx, names ...string) (map[string]string, error) {
-	ctx, cancel := rctx()
-	defer cancel()
-	out := map[string]string{}
-	for _, n := range names {
-		m, err := b.c.ConfigGet(ctx, n).Result()
-		if err != nil {
-			return nil, err
-		}
-		v, ok := m[n]
-		if !ok {
-			return nil, fmt.Errorf("CONFIG GET %s: no such setting", n)
-		}
-		out[n] = v
-	}
-	return out, nil
-}
-
 // cannotRead is the warning for a setting this connection may not read
 // (CONFIG and INFO are often refused by managed services and ACLs).
 func cannotRead(name, what string, err error, fix string) lock.Check {
@@ -87,71 +136,35 @@ func cannotRead(name, what string, err error, fix string) lock.Check {
 		Fix:    fix}
 }
 
-func (b *Backend) deploymentCheck(rctx reqCtx) lock.Check {
+// deploymentVerdict judges INFO server and INFO cluster (info holds
+// both): a node must be what the URL says it is.
+func deploymentVerdict(topo Topology, info map[string]string, addr string) lock.Check {
 	const name = "deployment"
-	srv, err := b.info(rctx, "server")
-	if err != nil {
-		return cannotRead(name, "INFO server", err, "make sure --backend names a standalone Redis primary, not a Sentinel or a Cluster node")
-	}
-	cluster, err := b.info(rctx, "cluster")
-	if err != nil {
-		cluster = map[string]string{}
-	}
-	if b.topo != Single {
-		return topologyVerdict(b.topo, srv, cluster, b.addr)
-	}
-	return deploymentVerdict(srv, cluster, b.addr)
-}
-
-// topologyVerdict judges a node reached through redis+sentinel:// or
-// redis+cluster://: it must be what the URL says it is.
-func topologyVerdict(topo Topology, srv, cluster map[string]string, addr string) lock.Check {
-	const name = "deployment"
-	version := srv["redis_version"]
-	isCluster := srv["redis_mode"] == "cluster" || cluster["cluster_enabled"] == "1"
+	version, mode := info["redis_version"], cmp.Or(info["redis_mode"], "standalone")
+	isCluster := mode == "cluster" || info["cluster_enabled"] == "1"
 	switch {
 	case topo == Cluster && isCluster:
 		return lock.Check{Name: name, Status: lock.CheckOK, Detail: fmt.Sprintf("Redis Cluster %s", version)}
 	case topo == Cluster:
 		return lock.Check{Name: name, Status: lock.CheckProblem,
-			Detail: fmt.Sprintf("%s is not a Redis Cluster (redis_mode %s)", addr, srv["redis_mode"]),
+			Detail: fmt.Sprintf("%s is not a Redis Cluster (redis_mode %s)", addr, info["redis_mode"]),
 			Fix:    "use redis:// for a standalone Redis, redis+cluster:// only for a cluster's nodes"}
-	case isCluster:
+	case topo == Sentinel && isCluster:
 		return lock.Check{Name: name, Status: lock.CheckProblem,
 			Detail: fmt.Sprintf("the master of %s is a Redis Cluster node", addr),
 			Fix:    "use redis+cluster:// with the cluster's nodes"}
-	}
-	return lock.Check{Name: name, Status: lock.CheckOK, Detail: fmt.Sprintf("Redis %s master found through Sentinel", version)}
-}
-
-// deploymentVerdict judges INFO server and INFO cluster.
-func deploymentVerdict(srv, cluster map[string]string, addr string) lock.Check {
-	const name = "deployment"
-	version := srv["redis_version"]
-	switch {
-	case srv["redis_mode"] == "sentinel":
+	case topo == Sentinel:
+		return lock.Check{Name: name, Status: lock.CheckOK, Detail: fmt.Sprintf("Redis %s master found through Sentinel", version)}
+	case mode == "sentinel":
 		return lock.Check{Name: name, Status: lock.CheckProblem,
 			Detail: fmt.Sprintf("%s is a Redis Sentinel %s, reached through a plain redis:// URL: Sentinel watches Redis servers, it holds no locks", addr, version),
 			Fix:    "point --backend at the current primary (SENTINEL get-master-addr-by-name NAME names it); a plain URL does not follow a failover"}
-	case srv["redis_mode"] == "cluster" || cluster["cluster_enabled"] == "1":
+	case isCluster:
 		return lock.Check{Name: name, Status: lock.CheckProblem,
 			Detail: fmt.Sprintf("%s is a node of a Redis Cluster (%s), reached through a plain redis:// URL: distlock talks to this node only, and a key whose slot another node serves fails with MOVED", addr, version),
 			Fix:    "keep distlock's locks on a standalone Redis (with replicas if you like), or on etcd"}
 	}
-	mode := srv["redis_mode"]
-	if mode == "" {
-		mode = "standalone"
-	}
 	return lock.Check{Name: name, Status: lock.CheckOK, Detail: fmt.Sprintf("%s Redis %s", mode, version)}
-}
-
-func (b *Backend) evictionCheck(rctx reqCtx) lock.Check {
-	cfg, err := b.config(rctx, "maxmemory-policy", "maxmemory")
-	if err != nil {
-		return cannotRead("maxmemory-policy", "maxmemory-policy (CONFIG GET)", err,
-			"check it in the server's configuration or your provider's settings: it must be noeviction, or every lock can be evicted when memory is full")
-	}
-	return evictionVerdict(cfg["maxmemory-policy"], cfg["maxmemory"])
 }
 
 // evictionVerdict judges maxmemory-policy and maxmemory. Every lock hash
@@ -180,18 +193,6 @@ func evictionVerdict(policy, maxmemory string) lock.Check {
 	}
 	return lock.Check{Name: name, Status: lock.CheckProblem,
 		Detail: fmt.Sprintf("%s (maxmemory %s) %s", policy, maxmemory, why), Fix: fix}
-}
-
-func (b *Backend) persistenceCheck(rctx reqCtx) lock.Check {
-	cfg, err := b.config(rctx, "appendonly", "appendfsync", "save")
-	if err != nil {
-		return cannotRead("persistence", "appendonly and save (CONFIG GET)", err,
-			"find out what a restart of this Redis keeps (see the README's \"Doctor\" section for what it means for locks)")
-	}
-	if b.redlock {
-		return redlockPersistenceVerdict(cfg["appendonly"], cfg["appendfsync"], cfg["save"])
-	}
-	return persistenceVerdict(cfg["appendonly"], cfg["appendfsync"], cfg["save"])
 }
 
 // redlockPersistenceVerdict says what a restart of one Redlock master
@@ -245,18 +246,6 @@ func persistenceVerdict(appendonly, appendfsync, save string) lock.Check {
 		Fix:    "keep Redis down for longer than --ttl when restarting it (every holder then stops first), or turn on appendonly yes with appendfsync always; a store that checks DISTLOCK_TOKEN rejects the old holder's writes"}
 }
 
-func (b *Backend) replicationCheck(rctx reqCtx) lock.Check {
-	repl, err := b.info(rctx, "replication")
-	if err != nil {
-		return cannotRead("replication", "INFO replication", err, "find out whether this Redis has replicas: a failover to an async replica can grant a lock twice")
-	}
-	minReplicas := ""
-	if cfg, err := b.config(rctx, "min-replicas-to-write"); err == nil {
-		minReplicas = cfg["min-replicas-to-write"]
-	}
-	return replicationVerdict(repl, minReplicas)
-}
-
 // replicationVerdict judges INFO replication and min-replicas-to-write
 // ("" when unreadable).
 func replicationVerdict(repl map[string]string, minReplicas string) lock.Check {
@@ -295,7 +284,7 @@ func replicationVerdict(repl map[string]string, minReplicas string) lock.Check {
 // the caller's permissions).
 func (b *Backend) aclCommands(key string) [][]string {
 	lk, tk := b.lockKey(key), b.tokenKey(key)
-	q, alive, waiting, slot := b.queueKey(key), b.aliveKey(key), b.waitingKey(key), b.slotKey(key, 0)
+	q, alive, waiting, slot := b.queueKey(key), b.aliveKey(key), b.waitingKey(key), b.slotKey(key, 0, 2)
 	ch, wake, lg := b.channel(key), b.wakePrefix(key)+"0", b.ledgerKey(key)
 	cmds := [][]string{
 		{"PING"},
@@ -406,7 +395,7 @@ type replicaClock struct {
 // reading").
 func (b *Backend) replicaClockCheck(rctx reqCtx, ttl time.Duration) lock.Check {
 	const name = "replica clocks"
-	repl, err := b.info(rctx, "replication")
+	repl, err := b.read(rctx, source{info: "replication"})
 	if err != nil {
 		return cannotRead(name, "INFO replication", err, "keep every Redis node's clock synchronised (NTP)")
 	}

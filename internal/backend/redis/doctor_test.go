@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -132,7 +133,9 @@ func TestDeploymentVerdict(t *testing.T) {
 		{map[string]string{"redis_mode": "cluster"}, nil, lock.CheckProblem, "MOVED"},
 		{map[string]string{"redis_mode": "standalone"}, map[string]string{"cluster_enabled": "1"}, lock.CheckProblem, "node of a Redis Cluster"},
 	} {
-		c := deploymentVerdict(tc.srv, tc.cluster, "h:6379")
+		info := maps.Clone(tc.srv)
+		maps.Copy(info, tc.cluster)
+		c := deploymentVerdict(Single, info, "h:6379")
 		if c.Status != tc.want || !strings.Contains(c.Detail, tc.says) {
 			t.Errorf("deploymentVerdict(%v, %v) = %+v, want %s saying %q", tc.srv, tc.cluster, c, tc.want, tc.says)
 		}

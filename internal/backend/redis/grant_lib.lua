@@ -1,22 +1,20 @@
--- Shared by the scripts that grant a lock (acquire, queue_acquire,
--- sem_acquire); prepended to each of them, so the token rule lives here only.
+-- Shared by the scripts that grant a slot (acquire.lua, Redlock's
+-- acquire); prepended to each of them, so the token rule lives here only.
 -- ARGV[1..7] of those scripts: owner, ttl_ms, host, pid, user, command, note.
 
 -- grant makes hash h the caller's holder record with a fresh fencing token
 -- and a TTL of ttl_ms, and returns the token. The token is
 -- max(counter + 1, server time in µs): it rises even if Redis restarted
--- empty or failed over to a lagging replica whose clock is sane. (µs since
--- 1970 stay below 2^53, so Lua's doubles hold them exactly.)
+-- empty or failed over to a lagging replica whose clock is sane.
 local function grant(h, counter)
-  local t = redis.call('TIME')
-  local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local now = now_us()
   local tok = (tonumber(redis.call('GET', counter)) or 0) + 1
-  if now_us > tok then tok = now_us end
+  if now > tok then tok = now end
   tok = string.format('%.0f', tok)
   redis.call('SET', counter, tok)
   redis.call('HSET', h, 'owner', ARGV[1], 'token', tok, 'host', ARGV[3], 'pid', ARGV[4],
     'user', ARGV[5], 'cmd', ARGV[6], 'note', ARGV[7],
-    'acquired_ms', string.format('%.0f', math.floor(now_us / 1000)), 'ttl_ms', ARGV[2])
+    'acquired_ms', string.format('%.0f', math.floor(now / 1000)), 'ttl_ms', ARGV[2])
   redis.call('PEXPIRE', h, ARGV[2])
   return tok
 end

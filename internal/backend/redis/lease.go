@@ -1,7 +1,9 @@
 package redis
 
 import (
+	"cmp"
 	"context"
+	"strconv"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -9,29 +11,68 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// mutexStore is the lock.LeaseStore of a mutex: our ownership of the lock
-// hash, proven by the owner id (the lease's).
-type mutexStore struct{ b *Backend }
+// slotStore is the lock.LeaseStore of a slot of a lock of limit N (a
+// mutex: the one slot, the lock hash): our ownership of the slot, proven
+// by the owner id (the lease's).
+type slotStore struct{ b *Backend }
 
-// lease makes the lease of req's mutex, granted with token at granted.
-func (b *Backend) lease(req lock.Request, token uint64, granted time.Time) lock.Lease {
-	return lock.NewLease(lock.Grant{Key: req.Key, Owner: req.Owner, Token: token, TTL: req.TTL, Granted: granted}, mutexStore{b})
+// lease makes the lease of req's slot, granted with token at granted.
+func (b *Backend) lease(req lock.Request, token uint64, slot int, granted time.Time) lock.Lease {
+	g := lock.Grant{Key: req.Key, Owner: req.Owner, Token: token, TTL: req.TTL, Granted: granted}
+	if req.Limit > 1 {
+		g.Slot, g.Limit = slot, req.Limit
+	}
+	return lock.NewLease(g, slotStore{b})
 }
 
+// slotKey is slot i of key's lock of limit n: a mutex's is the lock hash
+// (slots_lib.lua).
+func (b *Backend) slotKey(key string, i, n int) string {
+	if n <= 1 {
+		return b.lockKey(key)
+	}
+	return b.lockKey(key) + ":slot:" + strconv.Itoa(i)
+}
+
+// slotKeys is the lock hash, then extra, then the n slot hashes of key.
+func (b *Backend) slotKeys(key string, n int, extra ...string) []string {
+	keys := append([]string{b.lockKey(key)}, extra...)
+	for i := range max(n, 1) {
+		keys = append(keys, b.slotKey(key, i, n))
+	}
+	return keys
+}
+
+// limitOf is a lease's limit as the scripts take it (a mutex's is 1).
+func limitOf(l *lock.Held) int { return max(l.Limit(), 1) }
+
 // Renew implements lock.LeaseStore.
-func (s mutexStore) Renew(ctx context.Context, l *lock.Held) error {
-	return renewed(s.b.run(ctx, l.TTL(), renewScript(), []string{s.b.lockKey(l.Key())}, l.Owner(), l.TTL().Milliseconds()))
+func (s slotStore) Renew(ctx context.Context, l *lock.Held) error {
+	return renewed(s.b.run(ctx, l.TTL(), renewScript(), s.b.slotKeys(l.Key(), limitOf(l)), l.Owner(), l.TTL().Milliseconds(), l.Slot(), limitOf(l)))
 }
 
 // Release implements lock.LeaseStore.
-func (s mutexStore) Release(ctx context.Context, l *lock.Held) error {
-	return s.b.release(ctx, l.Key(), l.Owner(), s.b.channel(l.Key()))
+func (s slotStore) Release(ctx context.Context, l *lock.Held) error {
+	return s.b.release(ctx, l.Key(), l.Owner(), l.Slot(), limitOf(l), s.b.channel(l.Key()))
 }
 
-// release frees key's lock if owner holds it and publishes on channel (""
-// publishes nothing).
-func (b *Backend) release(ctx context.Context, key, owner, channel string) error {
-	return b.owned(releaseScript().Run(ctx, b.c, []string{b.lockKey(key)}, owner, channel).Int())
+// Hold implements lock.LeaseStore: an owner-checked PEXPIRE of our slot to
+// d, marked with mode so status can say why nobody renews it.
+func (s slotStore) Hold(ctx context.Context, l *lock.Held, d time.Duration, mode string) (time.Duration, error) {
+	cmd, nr := s.b.run(ctx, l.TTL(), holdScript(), s.b.slotKeys(l.Key(), limitOf(l)), l.Owner(), max(d.Milliseconds(), 1), mode, l.Slot(), limitOf(l))
+	if err := s.b.owned(cmd.Int()); err != nil {
+		return d, err
+	}
+	if nr != nil {
+		return d, &lock.UnavailableError{Msg: nr.Error() + ": the hold may not survive a failover", Err: nr}
+	}
+	return d, nil
+}
+
+// release frees owner's slot of key's lock of limit n and publishes on
+// channel ("" publishes nothing).
+func (b *Backend) release(ctx context.Context, key, owner string, slot, n int, channel string) error {
+	return b.owned(releaseScript().Run(ctx, b.c, b.slotKeys(key, n), owner, slot, n, channel).Int())
 }
 
 // renewed reads the reply of an owner-checked renewal (run: nr says too
@@ -58,14 +99,17 @@ func (b *Backend) owned(n int, err error) error {
 	return nil
 }
 
-// held reads the reply of an owner-checked hold (run: nr says too few
-// replicas acknowledged it).
-func (b *Backend) held(cmd *goredis.Cmd, nr error) error {
-	if err := b.owned(cmd.Int()); err != nil {
-		return err
+// Resume implements lock.Backend: the lock hash must still name h's owner
+// and token (a handle names a mutex).
+func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
+	granted := time.Now()
+	rec, held, err := b.Inspect(ctx, h.Key)
+	if err != nil {
+		return nil, err
 	}
-	if nr != nil {
-		return &lock.UnavailableError{Msg: nr.Error() + ": the hold may not survive a failover", Err: nr}
+	if !held || rec.Owner != h.Owner || rec.Token != h.Token {
+		return nil, lock.ErrNotHeld
 	}
-	return nil
+	ttl := cmp.Or(rec.TTL, h.TTL()) // the record's: a hold may have changed it
+	return b.lease(lock.Request{Key: h.Key, Owner: h.Owner, TTL: ttl}, h.Token, 0, granted), nil
 }

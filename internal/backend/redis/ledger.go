@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -37,24 +36,16 @@ func (b *Backend) PutEntry(ctx context.Context, key, id string, data []byte) err
 // putEntry stores data unchecked: Redlock's entries carry a version
 // before the bytes it checked (redlock_ledger.go).
 func (b *Backend) putEntry(ctx context.Context, key, id string, data []byte) error {
-	var set, wait goredis.Cmder
-	_, _ = b.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+	var set goredis.Cmder
+	nr := b.waited(ctx, ledgerWait, "the run ledger's write", func(p goredis.Pipeliner) goredis.Cmder {
 		set = p.HSet(ctx, b.ledgerKey(key), id, data)
-		if b.wait > 0 {
-			wait = p.Do(ctx, "WAIT", b.wait, ledgerWait.Milliseconds())
-		}
-		return nil
+		return set
 	})
 	if err := set.Err(); err != nil {
 		return b.unavailable(err)
 	}
-	if wait == nil {
-		return nil
-	}
-	n, err := wait.(*goredis.Cmd).Int64()
-	if err != nil || n < int64(b.wait) {
-		return &lock.UnavailableError{Err: err, Msg: fmt.Sprintf("%s: the run ledger's write reached %d of the %d replicas asked for (wait=%d) within %s",
-			b.addr, n, b.wait, b.wait, ledgerWait)}
+	if nr != nil {
+		return &lock.UnavailableError{Msg: nr.Error(), Err: nr}
 	}
 	return nil
 }

@@ -48,7 +48,9 @@ func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 	out := make([]lock.Holder, 0, len(names))
 	for len(names) > 0 {
 		n := min(len(names), fetchBatch)
-		hs, err := b.fetch(ctx, head, names[:n])
+		hs, err := b.records(ctx, names[:n], func(name string) string {
+			return strings.TrimSuffix(strings.TrimPrefix(name, head), "}")
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -85,10 +87,11 @@ func (b *Backend) scan(ctx context.Context, pattern string, found func(string)) 
 	return fmt.Errorf("redis: cannot scan with a %T", b.c)
 }
 
-// fetch reads the lock hashes named in one pipelined round trip. A hash
-// that vanished since the scan (released, expired) is left out, and so is
-// anything that is not a lock hash of ours (no owner field, wrong type).
-func (b *Backend) fetch(ctx context.Context, head string, names []string) ([]lock.Holder, error) {
+// records reads the holder records (lock hashes, slots) named in one
+// pipelined round trip, each the holder of key(name). A hash that vanished
+// since it was named (released, expired) is left out, and so is anything
+// that is not a record of ours (no owner field, wrong type).
+func (b *Backend) records(ctx context.Context, names []string, key func(name string) string) ([]lock.Holder, error) {
 	type pair struct {
 		all  *goredis.MapStringStringCmd
 		pttl *goredis.DurationCmd
@@ -118,8 +121,7 @@ func (b *Backend) fetch(ctx context.Context, head string, names []string) ([]loc
 		if d, err := cmds[i].pttl.Result(); err == nil && d >= 0 {
 			pttl = d.Milliseconds()
 		}
-		key := strings.TrimSuffix(strings.TrimPrefix(name, head), "}")
-		out = append(out, parseHolder(key, fields, pttl))
+		out = append(out, parseHolder(key(name), fields, pttl))
 	}
 	return out, nil
 }

@@ -1,59 +1,24 @@
 package redis
 
-// Fair waiting on Redis, for a mutex and for a semaphore's slots alike:
-// waiters take the lock (a slot) in arrival order, a waiter that dies
-// cannot block the queue, and a release wakes one waiter (no herd).
-//
-// # Layout (all in the key's hash tag, see queue_lib.lua)
-//
-//	<prefix>:{KEY}:queue    sorted set owner -> ticket (arrival order)
-//	<prefix>:{KEY}:alive    sorted set owner -> deadline (server time, ms)
-//	<prefix>:{KEY}:waiting  hash owner -> "host<TAB>pid", to name the next in line
-//	<prefix>:{KEY}:wake:<owner>  each waiter's own channel
-//
-// A waiter runs queue_acquire.lua (a semaphore's: sem_queue_acquire.lua):
-// it joins (or refreshes its deadline), prunes waiters whose deadline
-// passed, and takes the lock (the lowest free slot) only if it is free and
-// the caller is the first live waiter. Only the first waiter
-// subscribes to the key's release channel (release.lua and break.lua
-// publish there); the others sleep on their own channel until a script
-// makes them first (the first took the lock, left, or was pruned), or
-// until their next heartbeat. A waiter refreshes its place every
-// max(1s, ttl/3) and the place lasts twice that, so a dead waiter is
-// pruned within about 2*max(1s, ttl/3).
-//
-// A try-once (--wait 0, and every waiter's first try) runs try_once.lua
-// (a semaphore's: sem_acquire.lua): while live waiters are queued it is
-// busy, so it cannot take the lock (a slot) from the first in line in the
-// moment between a release and that waiter's next step, and it never
-// joins the queue; the check and the acquisition are one script, one
-// round trip.
+// Fair waiting on Redis, whatever the limit (a mutex is a semaphore of
+// one): waiters take slots in arrival order, a waiter that dies cannot
+// block the queue, and a release wakes one waiter (no herd). The queue's
+// keys and rules are in queue_lib.lua; a step's and a try-once's in
+// acquire.lua. A waiter refreshes its place every max(1s, ttl/3) and the
+// place lasts twice that, so a dead waiter is pruned within about
+// 2*max(1s, ttl/3).
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/distlock/distlock/internal/lock"
-)
-
-var (
-	//go:embed queue_lib.lua
-	queueLibSrc string
-	//go:embed queue_acquire.lua
-	queueAcquireSrc string
-	//go:embed queue_leave.lua
-	queueLeaveSrc string
-
-	queueAcquireScript = lazyScript(func() string { return grantLibSrc + queueLibSrc + queueAcquireSrc })
-	queueLeaveScript   = lazyScript(func() string { return queueLibSrc + queueLeaveSrc })
 )
 
 func (b *Backend) queueKey(key string) string   { return b.lockKey(key) + ":queue" }
@@ -92,51 +57,86 @@ func queuedHolder(key string, fields, pttl, next any) lock.Holder {
 	return h
 }
 
-// step is one answer of queue_acquire.lua.
+// step is one answer of acquire.lua.
 type step struct {
-	token    uint64 // acquired when != 0
-	slot     int    // the slot acquired, for a semaphore
-	have     int    // > 0: the key is held with this other limit
-	holder   lock.Holder
-	pttl     time.Duration // the holder's time left; <0 none or unknown
-	first    bool          // we are first in line
-	acquired bool
+	lease  lock.Lease // acquired
+	have   int        // > 0: the key is held with this other limit
+	holder lock.Holder
+	pttl   time.Duration // the soonest slot's time left; <0 none or unknown
+	first  bool          // we are first in line
 }
 
-func (b *Backend) queueStep(ctx context.Context, req lock.Request, lasts time.Duration) (step, error) {
-	if req.Limit > 1 {
-		return b.semQueueStep(ctx, req, lasts)
+// tryOnce is a try-once, one round trip: the lowest free slot, unless live
+// waiters are queued for the key (then busy, naming the first in line when
+// no slot holder is left to name).
+func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, error) {
+	s, err := b.queueStep(ctx, req, 0)
+	if err != nil {
+		return nil, err
 	}
-	cmd, nr := b.run(ctx, req.TTL, queueAcquireScript(),
-		[]string{b.lockKey(req.Key), b.tokenKey(req.Key), b.queueKey(req.Key), b.aliveKey(req.Key), b.waitingKey(req.Key)},
-		req.Owner, req.TTL.Milliseconds(), req.Meta.Host, req.Meta.PID, req.Meta.User, req.Meta.Command, req.Meta.Note,
-		lasts.Milliseconds(), b.wakePrefix(req.Key),
-	)
+	return s.result(req)
+}
+
+// result is a step's answer to a Try.
+func (s step) result(req lock.Request) (lock.Lease, error) {
+	switch {
+	case s.lease != nil:
+		return s.lease, nil
+	case s.have > 0:
+		return nil, &lock.LimitMismatchError{Key: req.Key, Want: max(1, req.Limit), Have: s.have}
+	}
+	return nil, &lock.BusyError{Holder: s.holder}
+}
+
+// queueStep runs acquire.lua: with a place (lasts > 0) join or refresh our
+// place in the key's queue, and take a slot if one is free and we are
+// first; without, a try-once.
+func (b *Backend) queueStep(ctx context.Context, req lock.Request, lasts time.Duration) (step, error) {
+	granted := time.Now()
+	keys, args := b.acquireCall(req, lasts)
+	cmd, nr := b.run(ctx, req.TTL, acquireScript(), keys, args...)
 	res, err := cmd.Slice()
 	if err != nil {
 		return step{}, b.unavailable(err)
 	}
+	return b.stepReply(ctx, req, granted, res, nr)
+}
+
+// acquireCall is acquire.lua's keys and arguments for req; lasts is how
+// long our place in the queue lasts (0: a try-once).
+func (b *Backend) acquireCall(req lock.Request, lasts time.Duration) ([]string, []any) {
+	n := max(1, req.Limit)
+	return b.slotKeys(req.Key, n, b.tokenKey(req.Key), b.queueKey(req.Key), b.aliveKey(req.Key), b.waitingKey(req.Key)),
+		[]any{req.Owner, req.TTL.Milliseconds(), req.Meta.Host, req.Meta.PID, req.Meta.User, req.Meta.Command, req.Meta.Note,
+			n, lasts.Milliseconds(), b.wakePrefix(req.Key)}
+}
+
+// stepReply reads acquire.lua's reply res (a grant at granted; nr: too
+// few replicas acknowledged it).
+func (b *Backend) stepReply(ctx context.Context, req lock.Request, granted time.Time, res []any, nr error) (step, error) {
 	switch {
-	case len(res) == 2 && res[0] == int64(1):
+	case len(res) == 3 && res[0] == int64(1):
 		tok, err := strconv.ParseUint(fmt.Sprint(res[1]), 10, 64)
-		if err != nil {
-			return step{}, fmt.Errorf("redis returned a bad token %v", res[1])
+		slot, ok := res[2].(int64)
+		if err != nil || !ok {
+			break
 		}
+		l := b.lease(req, tok, int(slot), granted)
 		if nr != nil {
-			return step{}, b.unreplicatedGrant(ctx, req.Key, nr, b.lease(req, tok, time.Time{}).Release)
+			return step{}, b.unreplicatedGrant(ctx, req.Key, nr, l.Release)
 		}
-		return step{acquired: true, token: tok}, nil
+		return step{lease: l}, nil
 	case len(res) == 2 && res[0] == int64(-1):
 		have, _ := strconv.Atoi(fmt.Sprint(res[1]))
-		return step{have: max(have, 2)}, nil
-	case len(res) == 5 && res[0] == int64(0):
+		return step{have: max(have, 1)}, nil
+	case len(res) == 6 && res[0] == int64(0):
 		s := step{holder: queuedHolder(req.Key, res[1], res[2], res[4]), pttl: -1, first: res[3] == int64(1)}
-		if ms, ok := res[2].(int64); ok && ms >= 0 {
+		if ms, ok := res[5].(int64); ok && ms >= 0 {
 			s.pttl = time.Duration(ms) * time.Millisecond
 		}
 		return s, nil
 	}
-	return step{}, fmt.Errorf("unexpected reply from the queue acquire script: %v", res)
+	return step{}, fmt.Errorf("unexpected reply from the acquire script: %v", res)
 }
 
 // leaveQueue takes us out of the queue on a fresh short context (ctx may
@@ -149,19 +149,18 @@ func (b *Backend) leaveQueue(ctx context.Context, req lock.Request) {
 		req.Owner, b.wakePrefix(req.Key)).Err()
 }
 
-// queueContender is a contender for a mutex or a semaphore's slot. Before
-// its first Wait each Try is a try-once (tryOnce, semTryOnce: admitted
+// queueContender is a contender for a slot of a lock of limit N (a
+// mutex: N = 1). Before its first Wait each Try is a try-once (admitted
 // only when nobody is queued). Its first Wait subscribes to its own wake
-// channel; from then on each Try runs queue_acquire.lua
-// (sem_queue_acquire.lua), which joins the queue (or refreshes our place)
-// and takes the lock (a slot) only when it is free and we are first in
-// line. Only the
-// first in line listens to the key's release channel.
+// channel; from then on each Try is a step: it joins the queue (or
+// refreshes our place) and takes a slot only when one is free and we are
+// first in line. Only the first in line listens to the key's release
+// channel.
 type queueContender struct {
 	b         *Backend
 	req       lock.Request
 	w         *waker // nil until the first Wait: a try-once never subscribes
-	joined    bool   // a queue_acquire.lua step ran: we may hold a place
+	joined    bool   // a step ran: we may hold a place
 	listening bool   // to the key's release channel: only while first
 	last      step
 	// joinedWith is the lease or error of the step that joined the queue
@@ -175,9 +174,6 @@ type queueContender struct {
 // Try implements lock.Contender.
 func (c *queueContender) Try(ctx context.Context) (lock.Lease, error) {
 	if c.w == nil {
-		if c.req.Limit > 1 {
-			return c.b.semTryOnce(ctx, c.req)
-		}
 		return c.b.tryOnce(ctx, c.req)
 	}
 	if j := c.joinedWith; j.l != nil || j.err != nil {
@@ -187,27 +183,20 @@ func (c *queueContender) Try(ctx context.Context) (lock.Lease, error) {
 	return c.step(ctx)
 }
 
-// step runs queue_acquire.lua: join or refresh our place, and take the
-// lock if it is free and we are first in line.
+// step joins or refreshes our place, and takes a slot if one is free and
+// we are first in line.
 func (c *queueContender) step(ctx context.Context) (lock.Lease, error) {
 	_, lasts := heartbeat(c.req.TTL)
-	granted := time.Now()
 	c.joined = true
 	s, err := c.b.queueStep(ctx, c.req, lasts)
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, err
-	case s.acquired && c.req.Limit > 1:
+	}
+	if s.lease != nil {
 		c.w.close()
-		return c.b.slotLease(c.req, s.token, s.slot, granted), nil
-	case s.acquired:
-		c.w.close()
-		return c.b.lease(c.req, s.token, granted), nil
-	case s.have > 0:
-		return nil, &lock.LimitMismatchError{Key: c.req.Key, Want: max(1, c.req.Limit), Have: s.have}
 	}
 	c.last = s
-	return nil, &lock.BusyError{Holder: s.holder}
+	return s.result(c.req)
 }
 
 // Wait implements lock.Contender: after a queue step, sleep until a
@@ -219,6 +208,7 @@ func (c *queueContender) Wait(ctx context.Context) (lock.Retry, error) {
 		// queue, so that a waiter holds its place when Wait returns.
 		w, err := c.b.newWaker(ctx, c.b.wakePrefix(c.req.Key)+c.req.Owner)
 		if err != nil {
+			w.close()
 			return lock.Retry{}, err
 		}
 		c.w = w
@@ -233,7 +223,7 @@ func (c *queueContender) Wait(ctx context.Context) (lock.Retry, error) {
 	if s.first && !c.listening {
 		// Listen for releases from now on, then look again at once: a
 		// release may have come before the subscription took effect.
-		err := c.w.subscribe(ctx, c.b.channel(c.req.Key))
+		err := c.w.subscribe(ctx, c.b, c.b.channel(c.req.Key))
 		if err == nil {
 			c.listening = true
 			return lock.Retry{Wake: c.w.msgs, After: 0}, nil
@@ -270,92 +260,58 @@ func (c *queueContender) Leave() {
 	}
 }
 
-// waker is a waiter's subscription: its own channel, and the key's release
-// channel once it is first. msgs gets a value per message (dropped when one
-// is already pending); subscription confirmations go to confirms.
+// waker is a waiter's subscriptions: its own channel, and the key's
+// release channel once it is first. msgs gets a value per message
+// (dropped when one is already pending).
 type waker struct {
-	ps       *goredis.PubSub
-	msgs     chan struct{}
-	confirms chan string
-	done     chan struct{}
-	closed   sync.Once
+	msgs chan struct{}
+	subs []*goredis.PubSub
 }
 
 // newWaker subscribes to channel and returns once Redis confirmed it.
 func (b *Backend) newWaker(ctx context.Context, channel string) (*waker, error) {
-	ps := b.c.Subscribe(ctx, channel)
-	if _, err := ps.Receive(ctx); err != nil {
+	w := &waker{msgs: make(chan struct{}, 1)}
+	return w, w.subscribe(ctx, b, channel)
+}
+
+// subscribe adds b's channel and returns once Redis confirmed it.
+func (w *waker) subscribe(ctx context.Context, b *Backend, channel string) error {
+	ps, err := b.listen(ctx, channel, w.msgs)
+	if err == nil {
+		w.subs = append(w.subs, ps)
+	}
+	return err
+}
+
+// close ends the subscriptions; a second call does nothing (a grant closes
+// them, and Leave may follow).
+func (w *waker) close() {
+	for _, ps := range w.subs {
+		ps.Close()
+	}
+	w.subs = nil
+}
+
+// listen subscribes to channel and returns once Redis confirmed it (within
+// 5s); from then on every message on channel signals out (dropped when a
+// signal is pending), until ps is closed. go-redis reconnects and
+// resubscribes by itself after a connection error.
+func (b *Backend) listen(ctx context.Context, channel string, out chan<- struct{}) (*goredis.PubSub, error) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ps := b.c.Subscribe(cctx, channel)
+	if _, err := ps.Receive(cctx); err != nil {
 		ps.Close()
 		return nil, b.unavailable(err)
 	}
-	w := &waker{ps: ps, msgs: make(chan struct{}, 1), confirms: make(chan string, 4), done: make(chan struct{})}
-	go w.run()
-	return w, nil
-}
-
-func (w *waker) run() {
-	for {
-		m, err := w.ps.Receive(context.Background())
-		select {
-		case <-w.done:
-			return
-		default:
-		}
-		if err != nil {
-			// go-redis reconnects and resubscribes on the next Receive;
-			// meanwhile the heartbeat timer keeps the waiter going.
-			t := time.NewTimer(50 * time.Millisecond)
+	msgs := ps.Channel()
+	go func() {
+		for range msgs { // closed by ps.Close
 			select {
-			case <-w.done:
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			continue
-		}
-		switch m := m.(type) {
-		case *goredis.Message:
-			select {
-			case w.msgs <- struct{}{}:
+			case out <- struct{}{}:
 			default:
 			}
-		case *goredis.Subscription:
-			if m.Kind == "subscribe" {
-				select {
-				case w.confirms <- m.Channel:
-				default:
-				}
-			}
 		}
-	}
-}
-
-// subscribe adds channel and waits for Redis to confirm it.
-func (w *waker) subscribe(ctx context.Context, channel string) error {
-	if err := w.ps.Subscribe(ctx, channel); err != nil {
-		return err
-	}
-	t := time.NewTimer(5 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case c := <-w.confirms:
-			if c == channel {
-				return nil
-			}
-		case <-t.C:
-			return errors.New("redis did not confirm the subscription to " + channel)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// close ends the subscription; a second call does nothing (a grant closes
-// it, and Leave may follow).
-func (w *waker) close() {
-	w.closed.Do(func() {
-		close(w.done)
-		w.ps.Close()
-	})
+	}()
+	return ps, nil
 }

@@ -1,5 +1,5 @@
--- Shared by the fair-queue scripts (queue_*.lua, try_once.lua and the
--- semaphore's sem_acquire.lua, sem_queue_acquire.lua); prepended to each.
+-- Shared by the fair-queue scripts (acquire.lua, queue_leave.lua);
+-- prepended to each.
 --
 -- Waiters for a mutex, or for a semaphore's slots, queue in arrival order:
 --   <lock>:queue    sorted set, owner -> ticket (arrival order)
@@ -16,11 +16,6 @@ local function q_head(q)
   return redis.call('ZRANGE', q, 0, 0)[1]
 end
 
-local function q_now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
 local function q_remove(q, alive, waiting, owner)
   redis.call('ZREM', q, owner)
   redis.call('ZREM', alive, owner)
@@ -28,8 +23,8 @@ local function q_remove(q, alive, waiting, owner)
 end
 
 -- q_prune drops the waiters whose deadline has passed.
-local function q_prune(q, alive, waiting, now_ms)
-  for _, o in ipairs(redis.call('ZRANGEBYSCORE', alive, '-inf', now_ms)) do
+local function q_prune(q, alive, waiting, now)
+  for _, o in ipairs(redis.call('ZRANGEBYSCORE', alive, '-inf', now)) do
     q_remove(q, alive, waiting, o)
   end
 end
@@ -44,18 +39,25 @@ local function q_wake_new_head(q, before, wake_prefix, caller)
   return h
 end
 
+-- q_leave takes owner out of the queue and wakes the waiter that becomes
+-- first (the first was before).
+local function q_leave(q, alive, waiting, owner, before, wake_prefix)
+  q_remove(q, alive, waiting, owner)
+  q_wake_new_head(q, before, wake_prefix, owner)
+end
+
 -- q_join puts owner at the back of the queue unless it is there already,
--- and refreshes its deadline (place_ms from now_ms) and who it is
+-- and refreshes its deadline (place ms from now, server ms) and who it is
 -- ("host<TAB>pid"). The queue keys outlive the longest-lived place, then
 -- vanish.
-local function q_join(q, alive, waiting, owner, now_ms, place, who)
+local function q_join(q, alive, waiting, owner, now, place, who)
   if not redis.call('ZSCORE', q, owner) then
     local last = redis.call('ZRANGE', q, -1, -1, 'WITHSCORES')
     local ticket = 1
     if last[2] then ticket = tonumber(last[2]) + 1 end
     redis.call('ZADD', q, ticket, owner)
   end
-  redis.call('ZADD', alive, now_ms + place, owner)
+  redis.call('ZADD', alive, now + place, owner)
   redis.call('HSET', waiting, owner, who)
   for _, k in ipairs({q, alive, waiting}) do
     if redis.call('PTTL', k) < place then redis.call('PEXPIRE', k, place) end

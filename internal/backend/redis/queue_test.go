@@ -97,7 +97,7 @@ func TestQueuePrunesDeadWaiter(t *testing.T) {
 				// "dead" joins the queue first, with a place lasting 300ms, and is
 				// never heard of again.
 				st, err := b.queueStep(ctx, req(key, "dead", limit, 3*time.Second), 300*time.Millisecond)
-				if err != nil || st.acquired || !st.first {
+				if err != nil || st.lease != nil || !st.first {
 					t.Fatalf("dead joins: %+v %v", st, err)
 				}
 				got := make(chan error, 1)

@@ -41,12 +41,24 @@ type Backend struct {
 
 // New connects and checks the server answers within cfg.ConnectTimeout.
 func New(ctx context.Context, cfg Config) (*Backend, error) {
+	b, dial := open(cfg)
+	pctx, cancel := context.WithTimeout(ctx, dial)
+	defer cancel()
+	if err := b.c.Ping(pctx).Err(); err != nil {
+		b.c.Close()
+		return nil, b.unavailable(err)
+	}
+	return b, nil
+}
+
+// open makes cfg's client, and returns the dial timeout, which bounds the
+// first PING. Without ContextTimeoutEnabled go-redis ignores context
+// deadlines on socket reads, and a renew against a paused server blocks
+// for ReadTimeout (docs/ARCHITECTURE.md, "Timing"). MaxRetries -1:
+// distlock has its own retry policy; a blind retry of a script whose
+// reply was lost must not hide the real timing from the renewer.
+func open(cfg Config) (*Backend, time.Duration) {
 	b := &Backend{prefix: cfg.Prefix, addr: cfg.addr, topo: cfg.Topology, wait: cfg.Wait}
-	// Without ContextTimeoutEnabled go-redis ignores context deadlines on
-	// socket reads, and a renew against a paused server blocks for
-	// ReadTimeout (docs/ARCHITECTURE.md, "Timing"). MaxRetries -1:
-	// distlock has its own retry policy; a blind retry of a script whose
-	// reply was lost must not hide the real timing from the renewer.
 	var dial time.Duration
 	switch {
 	case cfg.Failover != nil:
@@ -69,13 +81,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		}
 		b.c = goredis.NewClient(o)
 	}
-	pctx, cancel := context.WithTimeout(ctx, dial)
-	defer cancel()
-	if err := b.c.Ping(pctx).Err(); err != nil {
-		b.c.Close()
-		return nil, b.unavailable(err)
-	}
-	return b, nil
+	return b, dial
 }
 
 // policy sets the fields of a topology's client options (go-redis has one
@@ -147,51 +153,9 @@ func Guarantee(topo Topology, wait int) string {
 func (b *Backend) Close() error { return b.c.Close() }
 
 // Contend implements lock.Backend: waiters queue in arrival order, for a
-// mutex and a semaphore's slots alike (queue.go, semaphore.go).
+// mutex and a semaphore's slots alike (queue.go).
 func (b *Backend) Contend(req lock.Request) lock.Contender {
 	return &queueContender{b: b, req: req}
-}
-
-// tryOnce is a mutex's try-once, one round trip (try_once.lua): it takes
-// the lock only when it is free and no live waiter is queued ahead.
-func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, error) {
-	granted := time.Now()
-	cmd, nr := b.run(ctx, req.TTL, tryOnceScript(),
-		[]string{b.lockKey(req.Key), b.tokenKey(req.Key), b.queueKey(req.Key), b.aliveKey(req.Key), b.waitingKey(req.Key)},
-		req.Owner, req.TTL.Milliseconds(), req.Meta.Host, req.Meta.PID, req.Meta.User, req.Meta.Command, req.Meta.Note,
-		b.wakePrefix(req.Key),
-	)
-	res, err := cmd.Slice()
-	if err != nil {
-		return nil, b.unavailable(err)
-	}
-	return b.tryOnceReply(ctx, req, granted, res, nr)
-}
-
-// tryOnceReply reads try_once.lua's reply res (a grant at granted; nr:
-// too few replicas acknowledged it).
-func (b *Backend) tryOnceReply(ctx context.Context, req lock.Request, granted time.Time, res []any, nr error) (lock.Lease, error) {
-	if len(res) >= 2 && res[0] == int64(1) {
-		tok, err := strconv.ParseUint(fmt.Sprint(res[1]), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("redis returned a bad token %v", res[1])
-		}
-		l := b.lease(req, tok, granted)
-		if nr != nil {
-			return nil, b.unreplicatedGrant(ctx, req.Key, nr, l.Release)
-		}
-		return l, nil
-	}
-	switch {
-	case len(res) == 3 && res[0] == int64(0):
-		return nil, &lock.BusyError{Holder: parseHolder(req.Key, res[1], res[2])}
-	case len(res) == 4 && res[0] == int64(0):
-		return nil, &lock.BusyError{Holder: queuedHolder(req.Key, res[1], res[2], res[3])}
-	case len(res) == 2 && res[0] == int64(-1):
-		have, _ := strconv.Atoi(fmt.Sprint(res[1]))
-		return nil, &lock.LimitMismatchError{Key: req.Key, Want: max(1, req.Limit), Have: have}
-	}
-	return nil, fmt.Errorf("unexpected reply from the try-once script: %v", res)
 }
 
 // Inspect implements lock.Backend.
@@ -209,47 +173,38 @@ func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, e
 	return parseHolder(key, res[0], res[1]), true, nil
 }
 
-// Break implements lock.Backend.
+// Break implements lock.Backend: with token != 0 it breaks the holder
+// with that token, or returns a *lock.BusyError naming the holder (a
+// semaphore's oldest) when none has it; with token 0 it breaks every
+// holder and returns the (oldest) one.
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
-	if h, handled, err := b.breakSemaphore(ctx, key, token); handled {
-		return h, err // a semaphore (semaphore.go)
-	}
-	res, err := breakScript().Run(ctx, b.c, []string{b.lockKey(key)}, strconv.FormatUint(token, 10), b.channel(key)).Slice()
-	if err != nil {
-		return lock.Holder{}, b.unavailable(err)
-	}
-	if len(res) == 0 || res[0] == int64(0) {
-		return lock.Holder{}, lock.ErrNotHeld
-	}
-	if len(res) != 3 {
-		return lock.Holder{}, fmt.Errorf("unexpected reply from the break script: %v", res)
-	}
-	h := parseHolder(key, res[1], res[2])
-	if res[0] == int64(2) {
-		return h, &lock.BusyError{Holder: h}
-	}
-	return h, nil
-}
-
-// notify wakes a waiter on every message on the key's release channel (a
-// Redlock waiter listens on every node this way).
-func (b *Backend) notify(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	ps := b.c.Subscribe(ctx, b.channel(key))
-	if _, err := ps.Receive(ctx); err != nil {
-		ps.Close()
-		return nil, nil, b.unavailable(err)
-	}
-	out := make(chan struct{}, 1)
-	msgs := ps.Channel()
-	go func() {
-		for range msgs {
-			select {
-			case out <- struct{}{}:
-			default:
-			}
+	for range 5 {
+		limit, err := b.c.HGet(ctx, b.lockKey(key), "limit").Int()
+		var rerr goredis.Error
+		switch {
+		case errors.Is(err, goredis.Nil) || errors.As(err, &rerr) || errors.Is(err, strconv.ErrSyntax):
+			limit = 1 // free, or not a semaphore's marker: a mutex
+		case err != nil:
+			return lock.Holder{}, b.unavailable(err)
 		}
-	}()
-	return out, func() { ps.Close() }, nil
+		res, err := breakScript().Run(ctx, b.c, b.slotKeys(key, limit), strconv.FormatUint(token, 10), limit, b.channel(key)).Slice()
+		switch {
+		case err != nil:
+			return lock.Holder{}, b.unavailable(err)
+		case len(res) == 1 && res[0] == int64(-3):
+			continue // the lock changed between a semaphore and a mutex: look again
+		case len(res) == 1 && res[0] == int64(0):
+			return lock.Holder{}, lock.ErrNotHeld
+		case len(res) != 3:
+			return lock.Holder{}, fmt.Errorf("unexpected reply from the break script: %v", res)
+		}
+		h := parseHolder(key, res[1], res[2])
+		if res[0] == int64(2) {
+			return h, &lock.BusyError{Holder: h}
+		}
+		return h, nil
+	}
+	return lock.Holder{}, fmt.Errorf("%s keeps changing between a semaphore and a mutex; try again", key)
 }
 
 // parseHolder reads the lock hash's fields (a flat name/value list) and PTTL.
@@ -284,7 +239,7 @@ func parseHolder(key string, fields, pttl any) lock.Holder {
 			if ms, err := strconv.ParseInt(val, 10, 64); err == nil {
 				h.TTL = time.Duration(ms) * time.Millisecond
 			}
-		case "limit": // a semaphore's slot, or its marker (sem_lib.lua)
+		case "limit": // a semaphore's slot, or its marker (slots_lib.lua)
 			h.Limit, _ = strconv.Atoi(val)
 		case "slot":
 			h.Slot, _ = strconv.Atoi(val)

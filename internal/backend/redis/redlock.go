@@ -1,29 +1,13 @@
 package redis
 
 // Redlock (redlock://host:port,host:port,host:port[,…]): one lock over N
-// independent Redis masters, each running the single-node engine's
-// scripts. A lock is held when a quorum (N/2+1) of them hold it:
-//
-//   - Acquire sends the try-once to every node at once, each bounded by
-//     ttl/20; it is granted only with a quorum, and only if validity is
-//     left: validUntil = start + ttl·(1−0.01) − 2 ms, counted from before
-//     the first request (the same as start + elapsed + (ttl·0.99 − 2 ms −
-//     elapsed)); the lease's Granted is start, so the keeper counts the
-//     same way. A failed acquire is released on every node.
-//   - The fencing token is the maximum the quorum's nodes granted, written
-//     back to the quorum (settoken.lua) before the lease is returned, so
-//     before the command starts; quorums intersect, so the next holder's
-//     quorum includes a node whose counter is at least our token. Every
-//     renewal writes it into every record too, and status reads the token
-//     a quorum of records carry: always DISTLOCK_TOKEN.
-//   - Delayed restart (redlock_lib.lua): a master that lost its data (an
-//     empty restart, a flush) does not count toward an acquire's quorum
-//     until the leases it may have lost have run out; see young.
-//   - Renew and hold need a quorum; they take the key back on a master
-//     that lost its data since the grant (redlock_renew.lua). Release and
-//     break go to every node.
-//   - Waiters poll (lock.Polling), woken by releases on any node: no fair
-//     queue. Semaphores (--limit) are refused with 64.
+// independent Redis masters, each a single-node Backend running the same
+// scripts; a lock is held when a quorum (N/2+1) of them hold it. The design
+// (validity, the written-back fencing token, the delayed restart, renewals
+// that take the key back) is in docs/ARCHITECTURE.md, "Redis"; each
+// function below says its part. Waiters poll (lock.Polling), woken by
+// releases on any node: no fair queue. Semaphores (--limit) are refused
+// with 64.
 
 import (
 	"context"
@@ -42,35 +26,21 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-var (
-	//go:embed settoken.lua
-	setTokenSrc    string
-	setTokenScript = lazyScript(func() string { return setTokenSrc })
-	//go:embed redlock_lib.lua
-	redlockLibSrc string
-	//go:embed redlock_renew.lua
-	redlockRenewSrc string
-
-	redlockAcquireScript = lazyScript(func() string {
-		return grantLibSrc + queueLibSrc + redlockLibSrc + redlockAcquireHead + tryOnceSrc + redlockAcquireTail
-	})
-	redlockRenewScript = lazyScript(func() string { return redlockLibSrc + redlockRenewSrc })
-)
-
-// Redlock's try-once is try_once.lua wrapped in the delayed restart's
-// bookkeeping (redlock_lib.lua): KEYS[1..5] and ARGV as try_once.lua's,
-// KEYS[6] the boot marker, KEYS[7] the TTL ledger. It returns {marker
-// age ms, longest live TTL ms (before this call), try_once.lua's reply}.
+// Redlock's try-once is acquire.lua (limit 1, no place) wrapped in the
+// delayed restart's bookkeeping (redlock_lib.lua): KEYS[1..6] and ARGV as
+// acquire.lua's, KEYS[7] the boot marker, KEYS[8] the TTL ledger. It
+// returns {marker age ms, longest live TTL ms (before this call),
+// acquire.lua's reply}.
 const (
 	redlockAcquireHead = `
-local rl_now = rl_now_ms()
-local rl_age, rl_longest = rl_state(KEYS[6], KEYS[7], rl_now)
+local rl_now = now_ms()
+local rl_age, rl_longest = rl_state(KEYS[7], KEYS[8], rl_now)
 local function rl_try_once()
 `
 	redlockAcquireTail = `
 end
 local rl_res = rl_try_once()
-if rl_res[1] == 1 then rl_note(KEYS[7], rl_now, tonumber(ARGV[2])) end
+if rl_res[1] == 1 then rl_note(KEYS[8], rl_now, tonumber(ARGV[2])) end
 return {rl_age, rl_longest, rl_res}
 `
 )
@@ -130,39 +100,35 @@ func ParseRedlockURL(raw string) (RedlockConfig, error) {
 func OpenRedlock(ctx context.Context, cfg RedlockConfig) (*Redlock, error) {
 	r := &Redlock{quorum: quorum(len(cfg.Nodes))}
 	var addrs []string
+	var timeout time.Duration
 	for _, o := range cfg.Nodes {
-		if o.Password == "" {
-			o.Password = cfg.Password
-		}
-		if cfg.ConnectTimeout > 0 {
-			o.DialTimeout = cfg.ConnectTimeout
-		}
-		o.ContextTimeoutEnabled, o.MaxRetries, o.PoolSize, o.DisableIdentity = true, -1, 4, true
-		r.nodes = append(r.nodes, &Backend{c: goredis.NewClient(o), prefix: cfg.Prefix, addr: "redis at " + o.Addr, redlock: true})
+		n, dial := open(Config{Options: o, Password: cfg.Password, Prefix: cfg.Prefix, ConnectTimeout: cfg.ConnectTimeout})
+		n.redlock, timeout = true, dial
+		r.nodes = append(r.nodes, n)
 		addrs = append(addrs, o.Addr)
 	}
 	r.addrs = strings.Join(addrs, ",")
-	timeout := cfg.ConnectTimeout
-	if timeout <= 0 {
-		timeout = 5 * time.Second
-	}
-	errs := r.each(ctx, timeout, func(ctx context.Context, n *Backend) error {
+	errs := r.each(ctx, timeout, func(ctx context.Context, k int, n *Backend) error {
 		if err := n.c.Ping(ctx).Err(); err != nil {
 			return n.unavailable(err)
 		}
 		return nil
 	})
-	answered := 0
-	for _, err := range errs {
-		if err == nil {
-			answered++
-		}
-	}
-	if answered == 0 {
+	if answered(errs) == 0 {
 		r.Close()
 		return nil, &lock.UnavailableError{Msg: fmt.Sprintf("redlock: none of the %d redis masters answered: %s", len(r.nodes), firstLine(errs[0].Error())), Err: errs[0], Refused: isRefused(errs[0])}
 	}
 	return r, nil
+}
+
+// answered is how many of errs are nil.
+func answered(errs []error) (n int) {
+	for _, err := range errs {
+		if err == nil {
+			n++
+		}
+	}
+	return n
 }
 
 func isRefused(err error) bool {
@@ -183,9 +149,9 @@ func (r *Redlock) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Che
 	return out
 }
 
-// each runs f on every node at once, each call bounded by timeout, and
-// returns their errors in node order.
-func (r *Redlock) each(ctx context.Context, timeout time.Duration, f func(context.Context, *Backend) error) []error {
+// each runs f on every node (k its index) at once, each call bounded by
+// timeout, and returns their errors in node order.
+func (r *Redlock) each(ctx context.Context, timeout time.Duration, f func(ctx context.Context, k int, n *Backend) error) []error {
 	errs := make([]error, len(r.nodes))
 	var wg sync.WaitGroup
 	for i, n := range r.nodes {
@@ -194,7 +160,7 @@ func (r *Redlock) each(ctx context.Context, timeout time.Duration, f func(contex
 			defer wg.Done()
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			errs[i] = f(cctx, n)
+			errs[i] = f(cctx, i, n)
 		}()
 	}
 	wg.Wait()
@@ -204,27 +170,21 @@ func (r *Redlock) each(ctx context.Context, timeout time.Duration, f func(contex
 // needQuorum returns nil when a quorum of errs are nil, else an
 // unavailable error naming the first failure.
 func (r *Redlock) needQuorum(errs []error, what string) error {
-	ok := 0
-	var first error
-	for _, err := range errs {
-		if err == nil {
-			ok++
-		} else if first == nil {
-			first = err
-		}
-	}
+	ok := answered(errs)
 	if ok >= r.quorum {
 		return nil
 	}
-	var refused bool
-	var ue *lock.UnavailableError
-	if errors.As(first, &ue) {
-		refused = ue.Refused
+	var first error
+	for _, err := range errs {
+		if err != nil {
+			first = err
+			break
+		}
 	}
 	return &lock.UnavailableError{
 		Msg:     fmt.Sprintf("redlock: only %d of %d redis masters %s (a quorum is %d): %s", ok, len(r.nodes), what, r.quorum, firstLine(first.Error())),
 		Err:     first,
-		Refused: refused,
+		Refused: isRefused(first),
 	}
 }
 
@@ -265,7 +225,14 @@ func (r *Redlock) Contend(req lock.Request) lock.Contender {
 	}
 }
 
-// acquire is one Redlock attempt (see the top of this file).
+// acquire is one Redlock attempt: the try-once on every node at once, each
+// bounded by ttl/20, granted only with a quorum of grants that count (see
+// young) and validity left: start + ttl·(1−ρ) − δ, counted from before the
+// first request, which is also the lease's Granted, so the keeper counts
+// the same way. The token is the maximum the quorum granted, written back
+// to it (redlock_renew.lua) before the lease is returned: quorums intersect, so
+// the next holder's includes a node whose counter is at least ours. A
+// failed attempt is released on every node.
 func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, error) {
 	if req.Limit > 1 {
 		return nil, lock.Invalidf("--limit is not supported on redlock://: a semaphore's slots cannot be kept consistent across independent masters; use --limit on redis:// or etcd://")
@@ -273,8 +240,7 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 	start := time.Now()
 	leases := make([]lock.Lease, len(r.nodes))
 	infos := make([]restartInfo, len(r.nodes))
-	errs := r.each(ctx, nodeTimeout(req.TTL), func(ctx context.Context, n *Backend) error {
-		k := i(r, n)
+	errs := r.each(ctx, nodeTimeout(req.TTL), func(ctx context.Context, k int, n *Backend) error {
 		l, info, err := n.redlockTryOnce(ctx, req)
 		infos[k] = info
 		if err == nil {
@@ -298,30 +264,27 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 			granted++
 		}
 	}
-	// Redlock's validity allows for drift and a fixed margin as the keeper
-	// does (ρ, δ: lock.ClockDrift, lock.ValidityDelta).
+	// ρ, δ: lock.ClockDrift, lock.ValidityDelta, as the keeper uses them.
 	validity := time.Duration(float64(req.TTL)*(1-lock.ClockDrift)) - lock.ValidityDelta - time.Since(start)
 	if granted >= r.quorum && validity > 0 {
 		// The token: the maximum granted, written back to every master
-		// that granted. A master whose grant landed but whose reply was
-		// lost gets it from the first renewal (redlock_renew.lua); until
-		// then Inspect reads the token a quorum's records carry.
-		werrs := r.each(ctx, nodeTimeout(req.TTL), func(ctx context.Context, n *Backend) error {
-			k := i(r, n)
+		// that granted by a renewal (which writes the lease's token). A
+		// master whose grant landed but whose reply was lost gets it from
+		// the first renewal; until then Inspect reads the token a quorum's
+		// records carry.
+		st := &redlockStore{r: r, fields: recordFields(req.Meta, start)}
+		l := lock.NewLease(lock.Grant{Key: req.Key, Owner: req.Owner, Token: tok, TTL: req.TTL, Granted: start}, st).(*lock.Held)
+		werrs := r.each(ctx, nodeTimeout(req.TTL), func(ctx context.Context, k int, n *Backend) error {
 			if leases[k] == nil {
 				return errs[k]
 			}
-			res, err := setTokenScript().Run(ctx, n.c, []string{n.lockKey(req.Key), n.tokenKey(req.Key)}, req.Owner, strconv.FormatUint(tok, 10)).Int()
-			if err != nil {
-				return n.unavailable(err)
-			}
-			if res != 1 {
-				return lock.ErrNotHeld
+			if err := st.refreshOn(ctx, n, l, req.TTL, ""); err != nil {
+				return err
 			}
 			return young[k]
 		})
 		if validity = time.Duration(float64(req.TTL)*(1-lock.ClockDrift)) - lock.ValidityDelta - time.Since(start); r.needQuorum(werrs, "took the fencing token") == nil && validity > 0 {
-			return r.lease(req.Key, req.Owner, tok, req.TTL, start, recordFields(req.Meta, start)), nil
+			return l, nil
 		}
 	}
 	r.releaseEach(ctx, req.Key, req.Owner, false)
@@ -341,15 +304,12 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 	return nil, r.needQuorum(errs, "granted "+req.Key)
 }
 
-// redlockTryOnce is one master's part in an acquire: try_once.lua with
-// the delayed restart's bookkeeping (redlockAcquireScript).
+// redlockTryOnce is one master's part in an acquire: acquire.lua's
+// try-once with the delayed restart's bookkeeping (redlockAcquireScript).
 func (b *Backend) redlockTryOnce(ctx context.Context, req lock.Request) (lock.Lease, restartInfo, error) {
 	granted := time.Now()
-	res, err := redlockAcquireScript().Run(ctx, b.c,
-		[]string{b.lockKey(req.Key), b.tokenKey(req.Key), b.queueKey(req.Key), b.aliveKey(req.Key), b.waitingKey(req.Key), b.bootKey(), b.ttlsKey()},
-		req.Owner, req.TTL.Milliseconds(), req.Meta.Host, req.Meta.PID, req.Meta.User, req.Meta.Command, req.Meta.Note,
-		b.wakePrefix(req.Key),
-	).Slice()
+	keys, args := b.acquireCall(req, 0)
+	res, err := redlockAcquireScript().Run(ctx, b.c, append(keys, b.bootKey(), b.ttlsKey()), args...).Slice()
 	if err != nil {
 		return nil, restartInfo{}, b.unavailable(err)
 	}
@@ -358,11 +318,12 @@ func (b *Backend) redlockTryOnce(ctx context.Context, req lock.Request) (lock.Le
 	if !ok || len(res) != 3 {
 		return nil, restartInfo{}, fmt.Errorf("unexpected reply from the Redlock try-once script: %v", res)
 	}
-	l, err := b.tryOnceReply(ctx, req, granted, inner, nil)
+	s, err := b.stepReply(ctx, req, granted, inner, nil)
 	if err != nil {
 		return nil, info, err
 	}
-	return l, info, nil
+	l, err := s.result(req)
+	return l, info, err
 }
 
 // The delayed restart's keys on each master (redlock_lib.lua).
@@ -431,82 +392,36 @@ func recordFields(m lock.Meta, acquired time.Time) []any {
 		"acquired_ms", acquired.UnixMilli()}
 }
 
-// i is n's index in r.nodes.
-func i(r *Redlock, n *Backend) int {
-	for k, m := range r.nodes {
-		if m == n {
-			return k
-		}
-	}
-	panic("redlock: not one of our nodes")
-}
-
-// releaseAll releases key on every node where owner holds it, on a fresh
-// short context (ctx may have ended).
-func (r *Redlock) releaseAll(ctx context.Context, key, owner string) (released int, errs []error) {
-	return r.releaseEach(ctx, key, owner, true)
-}
-
-// releaseEach is releaseAll; wake says whether to publish the release.
-// A failed attempt gives back grants on masters where the key was free
-// before it, which frees nothing anyone waits for: it must not wake the
-// waiters, among them the attempt's own process, which would try again
-// at once, grant, give back and wake itself in a loop, holding the free
-// masters nearly all the time (and keeping a holder's renewal from
+// releaseEach releases key on every node where owner holds it, on a fresh
+// short context (ctx may have ended); wake says whether to publish the
+// release. A failed attempt gives back grants on masters where the key
+// was free before it, which frees nothing anyone waits for: it must not
+// wake the waiters, among them the attempt's own process, which would try
+// again at once, grant, give back and wake itself in a loop, holding the
+// free masters nearly all the time (and keeping a holder's renewal from
 // taking a key back on them).
 func (r *Redlock) releaseEach(ctx context.Context, key, owner string, wake bool) (released int, errs []error) {
-	cctx := context.WithoutCancel(ctx)
-	errs = r.each(cctx, 2*time.Second, func(ctx context.Context, n *Backend) error {
-		if !wake {
-			return n.release(ctx, key, owner, "")
+	errs = r.each(context.WithoutCancel(ctx), 2*time.Second, func(ctx context.Context, k int, n *Backend) error {
+		channel := ""
+		if wake {
+			channel = n.channel(key)
 		}
-		return n.release(ctx, key, owner, n.channel(key))
+		return n.release(ctx, key, owner, 0, 1, channel)
 	})
-	for _, err := range errs {
-		if err == nil {
-			released++
-		}
-	}
-	return released, errs
+	return answered(errs), errs
 }
 
 // notify wakes a waiter when the key is released on any node that answers.
 func (r *Redlock) notify(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	out := make(chan struct{}, 1)
-	done := make(chan struct{})
-	stops := []func(){func() { close(done) }}
+	w := &waker{msgs: make(chan struct{}, 1)}
 	errs := make([]error, len(r.nodes))
 	for k, n := range r.nodes {
-		ch, stop, err := n.notify(ctx, key)
-		if err != nil {
-			errs[k] = err
-			continue
-		}
-		stops = append(stops, stop)
-		go func() {
-			for {
-				select {
-				case <-ch:
-				case <-done:
-					return
-				}
-				select {
-				case out <- struct{}{}:
-				default:
-				}
-			}
-		}()
+		errs[k] = w.subscribe(ctx, n, n.channel(key))
 	}
-	stopAll := func() {
-		for _, s := range stops {
-			s()
-		}
-	}
-	if len(stops) == 1 { // no node answered
-		stopAll()
+	if len(w.subs) == 0 {
 		return nil, nil, r.needQuorum(errs, "answered")
 	}
-	return out, stopAll, nil
+	return w.msgs, w.close, nil
 }
 
 // Inspect implements lock.Backend: the key is held when one owner holds
@@ -514,10 +429,10 @@ func (r *Redlock) notify(ctx context.Context, key string) (<-chan struct{}, func
 // leases does.
 func (r *Redlock) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
 	holders := make([]*lock.Holder, len(r.nodes))
-	errs := r.each(ctx, 5*time.Second, func(ctx context.Context, n *Backend) error {
+	errs := r.each(ctx, 5*time.Second, func(ctx context.Context, k int, n *Backend) error {
 		h, held, err := n.Inspect(ctx, key)
 		if held {
-			holders[i(r, n)] = &h
+			holders[k] = &h
 		}
 		return err
 	})
@@ -526,6 +441,35 @@ func (r *Redlock) Inspect(ctx context.Context, key string) (lock.Holder, bool, e
 	}
 	h, ok := r.quorumHolder(holders)
 	return h, ok, nil
+}
+
+// List implements lock.Backend: the keys a quorum holds.
+func (r *Redlock) List(ctx context.Context, keyPrefix string) ([]lock.Holder, error) {
+	byKey := map[string][]*lock.Holder{}
+	var mu sync.Mutex
+	errs := r.each(ctx, 30*time.Second, func(ctx context.Context, k int, n *Backend) error {
+		hs, err := n.List(ctx, keyPrefix)
+		mu.Lock()
+		defer mu.Unlock()
+		for _, h := range hs {
+			if byKey[h.Key] == nil {
+				byKey[h.Key] = make([]*lock.Holder, len(r.nodes))
+			}
+			byKey[h.Key][k] = &h
+		}
+		return err
+	})
+	if err := r.needQuorum(errs, "answered"); err != nil {
+		return nil, err
+	}
+	var out []lock.Holder
+	for _, hs := range byKey {
+		if h, ok := r.quorumHolder(hs); ok {
+			out = append(out, h)
+		}
+	}
+	lock.SortHolders(out)
+	return out, nil
 }
 
 // quorumHolder is the holder that a quorum of the nodes' holders name.
@@ -568,36 +512,6 @@ func quorumToken(hs []lock.Holder, quorum int) uint64 {
 	return top
 }
 
-// List implements lock.Backend: the keys a quorum holds.
-func (r *Redlock) List(ctx context.Context, keyPrefix string) ([]lock.Holder, error) {
-	lists := make([][]lock.Holder, len(r.nodes))
-	errs := r.each(ctx, 30*time.Second, func(ctx context.Context, n *Backend) error {
-		hs, err := n.List(ctx, keyPrefix)
-		lists[i(r, n)] = hs
-		return err
-	})
-	if err := r.needQuorum(errs, "answered"); err != nil {
-		return nil, err
-	}
-	byKey := map[string][]*lock.Holder{}
-	for k, hs := range lists {
-		for _, h := range hs {
-			if byKey[h.Key] == nil {
-				byKey[h.Key] = make([]*lock.Holder, len(r.nodes))
-			}
-			byKey[h.Key][k] = &h
-		}
-	}
-	var out []lock.Holder
-	for _, hs := range byKey {
-		if h, ok := r.quorumHolder(hs); ok {
-			out = append(out, h)
-		}
-	}
-	lock.SortHolders(out)
-	return out, nil
-}
-
 // Break implements lock.Backend: on every node, by token. Nodes that did
 // not take the written-back token (the holder's grant there failed to be
 // counted) carry their own; with a token, a node whose holder has the same
@@ -614,7 +528,7 @@ func (r *Redlock) Break(ctx context.Context, key string, token uint64) (lock.Hol
 	if token != 0 && h.Token != token {
 		return h, &lock.BusyError{Holder: h}
 	}
-	errs := r.each(ctx, 5*time.Second, func(ctx context.Context, n *Backend) error {
+	errs := r.each(ctx, 5*time.Second, func(ctx context.Context, k int, n *Backend) error {
 		nh, held, err := n.Inspect(ctx, key)
 		if err != nil || !held || nh.Owner != h.Owner {
 			return err
@@ -635,7 +549,7 @@ func (r *Redlock) Break(ctx context.Context, key string, token uint64) (lock.Hol
 // and token.
 func (r *Redlock) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
 	granted := time.Now()
-	errs := r.each(ctx, 5*time.Second, func(ctx context.Context, n *Backend) error {
+	errs := r.each(ctx, 5*time.Second, func(ctx context.Context, k int, n *Backend) error {
 		_, err := n.Resume(ctx, h)
 		return err
 	})
@@ -698,27 +612,32 @@ func (s *redlockStore) Renew(ctx context.Context, l *lock.Held) error {
 // young, so no other holder of the key can be live, and a young master
 // holding our record keeps it from everyone else like any other.
 func (s *redlockStore) refresh(ctx context.Context, l *lock.Held, timeout, ttl time.Duration, mode, what string) error {
-	errs := s.r.each(ctx, timeout, func(ctx context.Context, n *Backend) error {
-		args := append([]any{l.Owner(), max(ttl.Milliseconds(), 1), strconv.FormatUint(l.Token(), 10), mode,
-			time.Since(l.Granted()).Milliseconds(), sameBoot.Milliseconds()}, s.fields...)
-		res, err := redlockRenewScript().Run(ctx, n.c, []string{n.lockKey(l.Key()), n.tokenKey(l.Key()), n.bootKey(), n.ttlsKey()}, args...).Slice()
-		if err != nil {
-			return n.unavailable(err)
-		}
-		if _, ok := parseRestartInfo(res[min(1, len(res)):]); !ok || len(res) != 3 {
-			return fmt.Errorf("unexpected reply from the Redlock renew script: %v", res)
-		}
-		if res[0] == int64(0) {
-			return lock.ErrNotHeld
-		}
-		return nil
+	errs := s.r.each(ctx, timeout, func(ctx context.Context, k int, n *Backend) error {
+		return s.refreshOn(ctx, n, l, ttl, mode)
 	})
 	return s.r.quorumOf(errs, what)
 }
 
+// refreshOn is refresh on master n.
+func (s *redlockStore) refreshOn(ctx context.Context, n *Backend, l *lock.Held, ttl time.Duration, mode string) error {
+	args := append([]any{l.Owner(), max(ttl.Milliseconds(), 1), strconv.FormatUint(l.Token(), 10), mode,
+		time.Since(l.Granted()).Milliseconds(), sameBoot.Milliseconds()}, s.fields...)
+	res, err := redlockRenewScript().Run(ctx, n.c, []string{n.lockKey(l.Key()), n.tokenKey(l.Key()), n.bootKey(), n.ttlsKey()}, args...).Slice()
+	if err != nil {
+		return n.unavailable(err)
+	}
+	if _, ok := parseRestartInfo(res[min(1, len(res)):]); !ok || len(res) != 3 {
+		return fmt.Errorf("unexpected reply from the Redlock renew script: %v", res)
+	}
+	if res[0] == int64(0) {
+		return lock.ErrNotHeld
+	}
+	return nil
+}
+
 // Release implements lock.LeaseStore: on every node.
 func (s *redlockStore) Release(ctx context.Context, l *lock.Held) error {
-	released, errs := s.r.releaseAll(ctx, l.Key(), l.Owner())
+	released, errs := s.r.releaseEach(ctx, l.Key(), l.Owner(), true)
 	if released > 0 {
 		return nil
 	}

@@ -1,30 +1,13 @@
 package redis
 
 // Redlock's run ledger (lock.Ledger): every master keeps the single-node
-// hash (ledger.go), and an entry counts once a quorum has it.
-//
-//   - PutEntry and DeleteEntries go to every master and succeed when a
-//     quorum acknowledged.
-//   - Entries reads every master and needs a quorum of answers. It
-//     returns every id that any answering master has: a PutEntry that
-//     succeeded reached a quorum, and any two quorums share a master, so
-//     every read sees it (a rule that wanted an id on a majority of the
-//     answers would lose it: on five masters, written to A, B, C and read
-//     from C, D, E). The price: a put that failed may show on the
-//     masters it reached, and an id deleted while a master was away comes
-//     back from that master, until deleted again (the ledger's trimming
-//     does; either way the entry is one that was written).
-//   - When masters disagree on an id's value, the latest write wins: each
-//     master stores "<version>:<data>", version a µs clock that rises
-//     strictly within this process (ledgerClock). An entry is written
-//     whole and rewritten whole (a run's start, then its end), so a
-//     disagreement is a rewrite that missed some masters; the read that
-//     sees the rewrite on one master of its quorum must pick it, which
-//     neither a majority of the answers nor an order of the masters does
-//     (the end written to A and B of three, read from A and C: one each).
-//     Writers in different processes are ordered by their clocks; equal
-//     versions (never within one process) pick the greater bytes, so
-//     every reader that sees both picks the same.
+// hash (ledger.go); puts and deletes need a quorum, a read merges a
+// quorum's answers, every id any of them has, the greatest version
+// winning where they disagree (docs/ARCHITECTURE.md, "Redlock's ledger",
+// says why neither a majority of the answers nor the masters' order
+// would do). Each master stores "<version>:<data>", version a µs clock
+// that rises strictly within this process (ledgerClock); equal versions
+// pick the greater bytes, so every reader that sees both picks the same.
 
 import (
 	"bytes"
@@ -61,7 +44,7 @@ func (r *Redlock) PutEntry(ctx context.Context, key, id string, data []byte) err
 	}
 	v := strconv.AppendInt(nil, r.ledgerVer.next(), 10)
 	v = append(append(v, ':'), data...)
-	errs := r.each(ctx, ledgerTimeout, func(ctx context.Context, n *Backend) error {
+	errs := r.each(ctx, ledgerTimeout, func(ctx context.Context, k int, n *Backend) error {
 		return n.putEntry(ctx, key, id, v)
 	})
 	return r.needQuorum(errs, "stored the ledger entry "+id+" of "+key)
@@ -70,7 +53,7 @@ func (r *Redlock) PutEntry(ctx context.Context, key, id string, data []byte) err
 // DeleteEntries implements lock.Ledger: on every master, a quorum must
 // answer.
 func (r *Redlock) DeleteEntries(ctx context.Context, key string, ids []string) error {
-	errs := r.each(ctx, ledgerTimeout, func(ctx context.Context, n *Backend) error {
+	errs := r.each(ctx, ledgerTimeout, func(ctx context.Context, k int, n *Backend) error {
 		return n.DeleteEntries(ctx, key, ids)
 	})
 	return r.needQuorum(errs, "deleted ledger entries of "+key)
@@ -80,9 +63,9 @@ func (r *Redlock) DeleteEntries(ctx context.Context, key string, ids []string) e
 // the top of this file).
 func (r *Redlock) Entries(ctx context.Context, key string) (map[string][]byte, error) {
 	all := make([]map[string][]byte, len(r.nodes))
-	errs := r.each(ctx, ledgerTimeout, func(ctx context.Context, n *Backend) error {
+	errs := r.each(ctx, ledgerTimeout, func(ctx context.Context, k int, n *Backend) error {
 		m, err := n.Entries(ctx, key)
-		all[i(r, n)] = m
+		all[k] = m
 		return err
 	})
 	if err := r.needQuorum(errs, "answered"); err != nil {

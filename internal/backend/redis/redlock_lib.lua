@@ -15,11 +15,6 @@
 -- lease it may have lost when it restarted has ended by then, or been
 -- taken back by its holder's renewal.
 
-local function rl_now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
 -- rl_state returns how long ago (ms) this master's boot marker was made
 -- (0: made now) and the longest TTL (ms) among its live leases.
 local function rl_state(boot, ttls, now)

@@ -1,11 +1,14 @@
 -- Redlock: renew (or hold) a lease on one master, and write the lease's
--- fencing token into the record (a master whose grant landed but whose
--- reply was lost carries the token it granted itself until then). If the
+-- fencing token into the record and raise the counter to it (an acquire
+-- writes the quorum's token back this way, so the next holder's quorum,
+-- which intersects ours, grants a greater one; a master whose grant landed
+-- but whose reply was lost carries the token it granted itself until the
+-- first renewal). If the
 -- key is free here because this master lost its data after the lease was
 -- granted (its boot marker is younger than the lease by more than
 -- same_boot_ms: it restarted empty or was flushed since), take it back. A
 -- key released or broken here is not taken back: its holder must learn
--- that it is no longer ours. Prepended: redlock_lib.lua.
+-- that it is no longer ours. Prepended: clock_lib.lua, redlock_lib.lua.
 -- KEYS[1] lock hash, KEYS[2] fencing counter, KEYS[3] boot marker,
 -- KEYS[4] TTL ledger.
 -- ARGV: owner, ttl_ms, token, hold mode ('' renews), lease age ms (since
@@ -13,7 +16,7 @@
 -- fields as name, value pairs (used when the key is taken back).
 -- Returns {1 renewed | 2 taken back | 0 another holder has it, marker age
 -- ms, longest live TTL ms (before this call)}.
-local now = rl_now_ms()
+local now = now_ms()
 local age, longest = rl_state(KEYS[3], KEYS[4], now)
 local owner = redis.call('HGET', KEYS[1], 'owner')
 local res = 1

@@ -29,9 +29,10 @@ func waitTimeout(ttl time.Duration) time.Duration {
 	return max(ttl/10, time.Millisecond)
 }
 
-// notReplicatedError: a script's writes reached fewer replicas than asked.
+// notReplicatedError: a write (what) reached fewer replicas than asked.
 type notReplicatedError struct {
 	where   string
+	what    string
 	acked   int64
 	want    int
 	timeout time.Duration
@@ -40,9 +41,9 @@ type notReplicatedError struct {
 
 func (e *notReplicatedError) Error() string {
 	if e.err != nil {
-		return fmt.Sprintf("%s: cannot tell whether %d replicas have the lock (WAIT failed: %s)", e.where, e.want, firstLine(e.err.Error()))
+		return fmt.Sprintf("%s: cannot tell whether %d replicas have %s (WAIT failed: %s)", e.where, e.want, e.what, firstLine(e.err.Error()))
 	}
-	return fmt.Sprintf("%s: only %d of the %d replicas asked for (wait=%d) acknowledged the lock within %s", e.where, e.acked, e.want, e.want, e.timeout)
+	return fmt.Sprintf("%s: only %d of the %d replicas asked for (wait=%d) acknowledged %s within %s", e.where, e.acked, e.want, e.want, e.what, e.timeout)
 }
 
 // run runs script s; when the backend waits for replicas, WAIT follows it
@@ -53,28 +54,40 @@ func (b *Backend) run(ctx context.Context, ttl time.Duration, s *goredis.Script,
 	if b.wait <= 0 {
 		return s.Run(ctx, b.c, keys, args...), nil
 	}
-	timeout := waitTimeout(ttl)
-	var (
-		cmd  *goredis.Cmd
-		wait *goredis.Cmd
-	)
 	// EVAL with the script's text, not EVALSHA: a NOSCRIPT answer (a
 	// new master after a failover) would cost a second round trip and a
 	// second WAIT, which the renewal's time bound cannot afford. Redis
 	// finds the compiled script by its hash all the same.
-	_, _ = b.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+	var cmd *goredis.Cmd
+	nr := b.waited(ctx, waitTimeout(ttl), "the lock", func(p goredis.Pipeliner) goredis.Cmder {
 		cmd = s.Eval(ctx, p, keys, args...)
-		wait = p.Do(ctx, "WAIT", b.wait, timeout.Milliseconds())
+		return cmd
+	})
+	return cmd, nr
+}
+
+// waited sends the command write queues and, when the backend waits for
+// replicas, WAIT with timeout after it on the same connection (one
+// pipeline). It returns a *notReplicatedError when the command succeeded
+// but fewer than b.wait replicas acknowledged it (what) in time; the
+// command's own error is the caller's to read.
+func (b *Backend) waited(ctx context.Context, timeout time.Duration, what string, write func(goredis.Pipeliner) goredis.Cmder) error {
+	var cmd, wait goredis.Cmder
+	_, _ = b.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		cmd = write(p)
+		if b.wait > 0 {
+			wait = p.Do(ctx, "WAIT", b.wait, timeout.Milliseconds())
+		}
 		return nil
 	})
-	if cmd.Err() != nil {
-		return cmd, nil
+	if cmd.Err() != nil || wait == nil {
+		return nil
 	}
-	n, err := wait.Int64()
+	n, err := wait.(*goredis.Cmd).Int64()
 	if err != nil || n < int64(b.wait) {
-		return cmd, &notReplicatedError{where: b.addr, acked: n, want: b.wait, timeout: timeout, err: err}
+		return &notReplicatedError{where: b.addr, what: what, acked: n, want: b.wait, timeout: timeout, err: err}
 	}
-	return cmd, nil
+	return nil
 }
 
 // unreplicatedGrant gives back a grant that too few replicas acknowledged

@@ -102,7 +102,7 @@ func TestWaitReplicasLedger(t *testing.T) {
 	ctx := context.Background()
 	b3 := sentinelBackend(t, s.URL("?wait=3"))
 	err := b3.PutEntry(ctx, "job", "e1", []byte("x"))
-	if !errors.Is(err, lock.ErrUnavailable) || !strings.Contains(err.Error(), "the run ledger's write reached 2 of the 3 replicas asked for (wait=3) within 1s") {
+	if !errors.Is(err, lock.ErrUnavailable) || !strings.Contains(err.Error(), "only 2 of the 3 replicas asked for (wait=3) acknowledged the run ledger's write within 1s") {
 		t.Fatalf("ledger write with wait=3 and 2 replicas: %v", err)
 	}
 	b1 := sentinelBackend(t, s.URL("?wait=1"))

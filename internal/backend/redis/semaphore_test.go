@@ -187,7 +187,7 @@ func TestSemaphoreExpiredHolderFreesItsSlot(t *testing.T) {
 			t.Fatalf("full semaphore: %v", err)
 		}
 		// "dead" stops renewing; "live" renews as a keeper would.
-		s.expire(t, b, b.slotKey("exp", slotOf(t, dead)), 1100*time.Millisecond)
+		s.expire(t, b, b.slotKey("exp", slotOf(t, dead), 2), 1100*time.Millisecond)
 		if err := live.Renew(ctx); err != nil {
 			t.Fatal(err)
 		}
