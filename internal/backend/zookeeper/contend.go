@@ -163,20 +163,19 @@ func (c *contender) takePlace(ctx context.Context) error {
 
 // readLine reads the line and finds our place in it (-1: our node is not
 // in it, or not as we made it). Everyone ahead of us must have asked for
-// our limit (lock.LimitMismatchError otherwise: exit 64).
+// our limit (lock.Refuse's lock.LimitMismatchError otherwise: exit 64).
 func (c *contender) readLine(ctx context.Context) (line []entry, mine int, err error) {
 	names, cv, err := c.b.children(ctx, c.s, c.dir)
 	if err != nil {
 		return nil, -1, c.b.opError("read the line of "+c.req.Key, err)
 	}
 	c.seen, line = cv, parseLine(names)
+	var ahead []lock.SeenLimit
 	for i, e := range line {
 		if e.nonce == c.nonce && e.lock == c.node {
-			return line, i, err
+			return line, i, lock.Refuse(c.req.Key, c.limit, nil, ahead, false)
 		}
-		if e.limit != c.limit && err == nil {
-			err = &lock.LimitMismatchError{Key: c.req.Key, Want: c.limit, Have: e.limit}
-		}
+		ahead = append(ahead, lock.SeenLimit{Have: e.limit})
 	}
 	return line, -1, nil
 }

@@ -230,7 +230,8 @@ func (b *Backend) InspectSlots(ctx context.Context, key string) ([]lock.Holder, 
 	return hs, err
 }
 
-// List walks <prefix>'s children: one row per held key.
+// List walks <prefix>'s children: one row per held key, each described
+// by Inspect (lock.ListInspected).
 func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, error) {
 	s, done, err := b.useAdmin(ctx)
 	if err != nil {
@@ -241,25 +242,16 @@ func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 	if err != nil {
 		return nil, b.opError("list "+b.root, err)
 	}
-	var out []lock.Holder
+	var keys []string
 	for _, name := range names {
 		if strings.Contains(name, "#") {
 			continue // a key's token counter or ledger, not a key
 		}
-		key, err := url.PathUnescape(name)
-		if err != nil || !strings.HasPrefix(key, keyPrefix) || lock.ValidateKey(key) != nil {
-			continue
-		}
-		h, held, err := b.Inspect(ctx, key)
-		if err != nil {
-			return nil, err
-		}
-		if held {
-			out = append(out, h)
+		if key, err := url.PathUnescape(name); err == nil {
+			keys = append(keys, key)
 		}
 	}
-	lock.SortHolders(out)
-	return out, nil
+	return lock.ListInspected(ctx, keyPrefix, keys, b.Inspect)
 }
 
 // QueueLen is how many waiters are in line for key: the contenders behind
@@ -290,7 +282,11 @@ func (b *Backend) QueueLen(ctx context.Context, key string) (int64, error) {
 
 // Break deletes key's holder (with token != 0 only the holder with that
 // token; without, every holder of a semaphore), compare-and-delete
-// (breakOne). The holder's watch on its own node tells it at once.
+// (breakOne). The holder's watch on its own node tells it at once. It
+// answers, as Inspect does, by the first in line, not by lock.Oldest
+// (lock.BreakHolders): a semaphore's holders take their tokens each on its
+// own, so the first in line may have a higher token than one behind it, or
+// none yet.
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
 	if err := lock.ValidateKey(key); err != nil {
 		return lock.Holder{}, err
