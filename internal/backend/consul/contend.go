@@ -113,14 +113,20 @@ func (c *contender) decide(ctx context.Context, v view) (lock.Lease, bool, error
 		c.reset()
 		return nil, true, nil
 	}
-	if have := v.line[0].rec.limit(); pos > 0 && have != c.limit {
-		return nil, false, &lock.LimitMismatchError{Key: c.req.Key, Want: c.req.Limit, Have: have}
-	}
-	if pos < c.limit {
-		return c.takeOver(ctx, v, v.line[pos])
+	var limits []lock.SeenLimit // the first in line sets the limit: behind it, ours must match
+	if pos > 0 {
+		limits = []lock.SeenLimit{{Have: v.line[0].rec.limit()}}
 	}
 	hs := holders(v.line)
-	h := hs[0].holder(c.req.Key)
+	var busy *lock.BusyError
+	err := lock.Refuse(c.req.Key, c.limit, describe(c.req.Key, hs), limits, pos >= c.limit)
+	if err == nil {
+		return c.takeOver(ctx, v, v.line[pos])
+	}
+	if !errors.As(err, &busy) {
+		return nil, false, err
+	}
+	h := busy.Holder
 	if h.Token == 0 && c.last != nil {
 		h = *c.last // the first in line is taking over: keep the last holder
 	}

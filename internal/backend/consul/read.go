@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -159,25 +160,31 @@ func (b *Backend) readKey(ctx context.Context, key string) (view, error) {
 	return b.viewOf(key, res), err
 }
 
-// Inspect implements lock.Backend: the first entry of the line describes
-// the key (a semaphore by its oldest holder). The first in line that has
-// not taken over yet shows token 0. Consul does not say how long another
-// client's session has left: ExpiresIn is -1.
+// describe is the holders of key that es are.
+func describe(key string, es []entry) []lock.Holder {
+	out := make([]lock.Holder, 0, len(es))
+	for _, e := range es {
+		out = append(out, e.holder(key))
+	}
+	return out
+}
+
+// Inspect implements lock.Backend: a key is described by its oldest
+// holder (lock.Oldest). A mutex's first in line that has not taken over
+// yet shows token 0. Consul does not say how long another client's session
+// has left: ExpiresIn is -1.
 func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
 	v, err := b.readKey(ctx, key)
 	if err != nil || len(v.line) == 0 {
 		return lock.Holder{}, false, err
 	}
-	return v.line[0].holder(key), true, nil
+	return lock.Oldest(describe(key, holders(v.line))), true, nil
 }
 
 // InspectSlots implements lock.SlotInspector: every holder, by slot.
 func (b *Backend) InspectSlots(ctx context.Context, key string) ([]lock.Holder, error) {
 	v, err := b.readKey(ctx, key)
-	var out []lock.Holder
-	for _, e := range holders(v.line) {
-		out = append(out, e.holder(key))
-	}
+	out := describe(key, holders(v.line))
 	slices.SortFunc(out, func(a, b lock.Holder) int { return cmp.Compare(a.Slot, b.Slot) })
 	return out, err
 }
@@ -189,7 +196,8 @@ func (b *Backend) QueueLen(ctx context.Context, key string) (int64, error) {
 	return int64(len(v.line) - len(holders(v.line))), err
 }
 
-// List implements lock.Backend: one read of every line under the root.
+// List implements lock.Backend: one read of every line under the root,
+// each key described by its oldest holder (lock.ListOldest), as Inspect.
 func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, error) {
 	var kvs api.KVPairs
 	if err := b.call(func(c *api.Client) (err error) {
@@ -205,55 +213,72 @@ func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 			byKey[seg] = append(byKey[seg], kv)
 		}
 	}
-	var out []lock.Holder
+	var hs []lock.Holder
 	for seg, kvs := range byKey {
-		key, err := url.PathUnescape(seg)
-		if err != nil || !strings.HasPrefix(key, keyPrefix) {
-			continue
-		}
-		if es := line(kvs, b.lineDir(key)); len(es) > 0 {
-			out = append(out, es[0].holder(key))
+		if key, err := url.PathUnescape(seg); err == nil {
+			hs = append(hs, describe(key, holders(line(kvs, b.lineDir(key))))...)
 		}
 	}
-	lock.SortHolders(out)
-	return out, nil
+	return lock.ListOldest(keyPrefix, hs), nil
 }
 
-// Break implements lock.Backend: it deletes the holder's entry and slot
-// (with token != 0: only the holder with that token), each only if the
-// session read with the token still holds it, then destroys that session
-// (deleted first, the slot gets no lock-delay: a break hands over at
-// once, as on every engine); the holder's next renewal is "not yours". A
-// holder that moved to a hold's session in between makes Break read again
-// (three rounds at most).
+// Break implements lock.Backend by lock.BreakHolders over the holders a
+// read found (token 0: every one). A holder is broken by deleting its
+// entry and slot, each only if the session read still holds it, then
+// destroying that session (deleted first, the slot gets no lock-delay: a
+// break hands over at once, as on every engine); its next renewal is "not
+// yours". A holder that moved to a hold's session in between is broken
+// again by its token after another read (three rounds at most).
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
+	var broken []lock.Holder
+	tokens := []uint64{token}
 	for range 3 {
-		v, err := b.readKey(ctx, key)
-		if err != nil {
-			return lock.Holder{}, err
-		}
-		hs := holders(v.line)
-		if len(hs) == 0 {
-			return lock.Holder{}, fmt.Errorf("%s: %w", key, lock.ErrNotHeld)
-		}
-		i := 0
-		if token != 0 {
-			if i = slices.IndexFunc(hs, func(e entry) bool { return e.rec.Token == token }); i < 0 {
-				return lock.Holder{}, &lock.BusyError{Holder: hs[0].holder(key)}
+		var moved []uint64
+		var h lock.Holder
+		var err error
+		for _, t := range tokens {
+			var m []uint64
+			if h, m, err = b.breakOnce(ctx, key, t); err == nil {
+				broken = append(broken, h)
+			} else if !errors.Is(err, lock.ErrNotHeld) && !errors.Is(err, lock.ErrHeld) {
+				return h, err
 			}
+			moved = append(moved, m...)
 		}
+		switch {
+		case len(moved) > 0:
+			tokens = moved
+		case len(broken) > 0: // a moved holder may have let go since
+			return lock.Oldest(broken), nil
+		default: // the token named no holder, or none holds
+			return h, err
+		}
+	}
+	return lock.Holder{}, &lock.UnavailableError{Msg: fmt.Sprintf("consul: break %s: the holder kept moving to new sessions; try again", key)}
+}
+
+// breakOnce is one round of Break: one read, then lock.BreakHolders, with
+// the tokens of the holders whose session changed since the read (a hold's
+// moved them; a waiter with no token yet that left is gone).
+func (b *Backend) breakOnce(ctx context.Context, key string, token uint64) (lock.Holder, []uint64, error) {
+	v, err := b.readKey(ctx, key)
+	if err != nil {
+		return lock.Holder{}, nil, err
+	}
+	hs := holders(v.line)
+	var moved []uint64
+	h, err := lock.BreakHolders(key, describe(key, hs), token, func(i int) (bool, error) {
 		target, slot := hs[i], ""
 		if target.rec.Token != 0 { // it took over: it holds its slot
 			slot = b.slotKey(key, target.rec.Slot)
 		}
 		ok, _, _, err := b.txn(ctx, "break "+key, dropOps(target.kv.Key, slot, target.kv.Session))
-		if err != nil {
-			return lock.Holder{}, err
-		}
 		if ok {
 			b.cleanup(ctx, target.kv.Session)
-			return target.holder(key), nil
+		} else if err == nil && target.rec.Token != 0 {
+			moved = append(moved, target.rec.Token)
 		}
-	}
-	return lock.Holder{}, &lock.UnavailableError{Msg: fmt.Sprintf("consul: break %s: the holder kept moving to new sessions; try again", key)}
+		return ok, err
+	})
+	return h, moved, err
 }
