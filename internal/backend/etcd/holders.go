@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -85,19 +84,19 @@ func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Hol
 		if err != nil {
 			return lock.Holder{}, err
 		}
-		if len(holders) == 0 {
-			return lock.Holder{}, fmt.Errorf("%s is not locked: %w", key, lock.ErrNotHeld)
-		}
 		victims := holders
 		if token != 0 {
 			victims = slices.DeleteFunc(slices.Clone(holders), func(kv *mvccpb.KeyValue) bool {
 				var r record
 				return json.Unmarshal(kv.Value, &r) != nil || r.Token != token
 			})
-			if len(victims) == 0 {
-				h := b.holderOf(ctx, key, holders[0])
-				return h, &lock.BusyError{Holder: h}
+		}
+		if len(victims) == 0 { // not held, or busy naming the oldest holder left
+			var left []lock.Holder
+			if len(holders) > 0 {
+				left = []lock.Holder{b.holderOf(ctx, key, holders[0])}
 			}
+			return lock.BreakAnswer(key, nil, left)
 		}
 		h := b.holderOf(ctx, key, victims[0])
 		var cmps []clientv3.Cmp

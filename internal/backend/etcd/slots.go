@@ -158,39 +158,35 @@ type slotsRead struct {
 }
 
 // readSlots reads the keys under the queue prefix qp for req: a
-// *lock.LimitMismatchError when a holder uses another limit. A key that
-// is no slot is an older build's mutex contender: it holds slot 0 of a
-// mutex, and refuses a semaphore.
+// *lock.LimitMismatchError when a holder uses another limit (lock.Refuse;
+// the busy answer is the caller's, which names the holder by create
+// revision and minds the line). A key that is no slot is an older build's
+// mutex contender: it holds slot 0 of a mutex, and refuses a semaphore.
 func readSlots(req lock.Request, qp string, kvs []*mvccpb.KeyValue) (slotsRead, error) {
 	n := req.Limit
 	held := make([]bool, n)
-	var oldest *mvccpb.KeyValue
-	legacy := false
+	var limits []lock.SeenLimit
+	sr := slotsRead{free: -1}
 	for _, kv := range kvs {
 		idx, isSlot := strings.CutPrefix(strings.TrimPrefix(string(kv.Key), qp), "slot/")
 		if !isSlot {
-			if n > 1 {
-				return slotsRead{}, &lock.LimitMismatchError{Key: req.Key, Want: n, Have: 1}
-			}
-			idx, legacy = "0", true
+			idx, sr.legacy = "0", true
 		}
 		i, err := strconv.Atoi(idx)
 		if err != nil || i < 0 {
 			continue // not a key of ours
 		}
-		var rec slotRecord
-		if json.Unmarshal(kv.Value, &rec) == nil && rec.Limit > 0 && rec.Limit != n {
-			return slotsRead{}, &lock.LimitMismatchError{Key: req.Key, Want: n, Have: rec.Limit}
+		limits = append(limits, seenLimit(kv, isSlot, i, n))
+		if i < n {
+			held[i] = true
 		}
-		if i >= n { // only a holder with a larger limit can be there
-			return slotsRead{}, &lock.LimitMismatchError{Key: req.Key, Want: n, Have: max(rec.Limit, i+1)}
-		}
-		held[i] = true
-		if oldest == nil || kv.CreateRevision < oldest.CreateRevision {
-			oldest = kv
+		if sr.oldest == nil || kv.CreateRevision < sr.oldest.CreateRevision {
+			sr.oldest = kv
 		}
 	}
-	sr := slotsRead{free: -1, oldest: oldest, legacy: legacy}
+	if err := lock.Refuse(req.Key, n, nil, limits, false); err != nil {
+		return slotsRead{}, err
+	}
 	for i, h := range held {
 		if !h {
 			sr.free = i
@@ -198,6 +194,21 @@ func readSlots(req lock.Request, qp string, kvs []*mvccpb.KeyValue) (slotsRead, 
 		}
 	}
 	return sr, nil
+}
+
+// seenLimit is what key kv, holding slot i, tells of its holder's limit,
+// for a request for n slots: an older build's mutex contender (no slot
+// key) uses 1; else the limit in its record, unless the slot is not below
+// it or the record gives none: then only that the limit is above the slot.
+func seenLimit(kv *mvccpb.KeyValue, isSlot bool, i, n int) lock.SeenLimit {
+	if !isSlot && n > 1 {
+		return lock.SeenLimit{Have: 1}
+	}
+	var rec slotRecord
+	if json.Unmarshal(kv.Value, &rec) == nil && rec.Limit > 0 && (rec.Limit != n || i < n) {
+		return lock.SeenLimit{Have: rec.Limit}
+	}
+	return lock.SeenLimit{Have: i + 1, Bound: true}
 }
 
 // busyHolder names whom a busy acquirer waits for: the oldest holder,
