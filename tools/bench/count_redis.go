@@ -267,13 +267,14 @@ func sequence(cmds []string) string {
 const scriptDir = "internal/backend/redis"
 
 // scriptLibs are the prefixes the engine puts before a script's own file
-// (internal/backend/redis/scripts.go, queue.go, semaphore.go).
+// (internal/backend/redis/scripts.go). Redlock's acquire wraps acquire.lua
+// in lines of its own and is shown by its SHA-1's start.
 var scriptLibs = [][]string{
 	nil,
 	{"queue_lib"},
-	{"sem_lib"},
-	{"grant_lib", "queue_lib"},
-	{"grant_lib", "queue_lib", "sem_lib", "sem_take_lib"},
+	{"slots_lib"},
+	{"clock_lib", "grant_lib", "queue_lib", "slots_lib", "take_lib"},
+	{"clock_lib", "redlock_lib"},
 }
 
 var scriptNames = sync.OnceValue(func() map[string]string {
