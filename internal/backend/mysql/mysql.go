@@ -19,6 +19,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"strings"
@@ -37,6 +38,13 @@ type Config struct {
 	Password       string // used when the URL has none
 	Prefix         string
 	ConnectTimeout time.Duration
+}
+
+// String names the server and database and shows none of the config's
+// passwords (Password, and the driver's own), so that no %v of a Config
+// can print one.
+func (c Config) String() string {
+	return fmt.Sprintf("mysql at %s/%s (prefix %q)", c.Driver.Addr, c.Driver.DBName, c.Prefix)
 }
 
 // ParseURL parses

@@ -20,6 +20,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"sync/atomic"
@@ -40,6 +41,13 @@ type Config struct {
 	Password       string // used when the URL (and PGPASSWORD, ~/.pgpass) gave none
 	Prefix         string
 	ConnectTimeout time.Duration
+}
+
+// String names the server and database and shows none of the config's
+// passwords (Password, and pgx's own), so that no %v of a Config can
+// print one.
+func (c Config) String() string {
+	return fmt.Sprintf("postgres at %s:%d/%s (prefix %q)", c.Conn.Host, c.Conn.Port, c.Conn.Database, c.Prefix)
 }
 
 // ParseURL parses postgres:// and postgresql:// URLs with pgx's parser:

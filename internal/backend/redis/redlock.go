@@ -64,6 +64,16 @@ type RedlockConfig struct {
 	ConnectTimeout time.Duration
 }
 
+// String names the masters and shows none of the config's passwords, so
+// that no %v of a RedlockConfig can print one.
+func (c RedlockConfig) String() string {
+	addrs := make([]string, len(c.Nodes))
+	for i, o := range c.Nodes {
+		addrs[i] = o.Addr
+	}
+	return "redlock over " + strings.Join(addrs, ",") + " (prefix " + strconv.Quote(c.Prefix) + ")"
+}
+
 // redlockSpec: at least three masters, each naming its port, each used
 // with its database 0; TLS as on the other multi-host URLs (tls.go).
 var redlockSpec = urlx.Spec{

@@ -30,6 +30,11 @@ type Config struct {
 	addr           string // "redis at host:port", for messages
 }
 
+// String names the deployment and shows none of the config's passwords
+// (Password, and those in the go-redis options), so that no %v of a
+// Config can print one.
+func (c Config) String() string { return c.addr + " (prefix " + strconv.Quote(c.Prefix) + ")" }
+
 // ParseURL parses redis:// and rediss:// URLs with go-redis's own parser
 // (user, password, db number, query options). Errors never hold the password.
 func ParseURL(raw string) (Config, error) {
