@@ -81,26 +81,33 @@ func tokenRegressions(ss []section, limit int) int {
 	return n
 }
 
-// staleWrites counts the writes the register accepted from a section after
-// another section had started later than it: the writer was no longer the
-// newest holder, yet its token let the write through. Mutex only.
+// staleWrites counts the writes the register accepted from a section
+// after it had been written to by a section that started later: the
+// newer holder had shown the register its token, yet the older one's
+// token still let a write through (its token did not rise above the
+// newer one's). ws is in the register's order (it appends under its
+// lock). A write of the older holder that reaches the register before
+// the newer holder's first write is not counted: the register cannot
+// know of a token it has not seen, and that write is ordered before
+// every write of the newer holder, which is what fencing promises (the
+// overlap itself is counted by overlaps). Mutex only.
 func staleWrites(ss []section, ws []write) int {
 	starts := make(map[int]int64, len(ss))
 	for _, s := range ss {
 		starts[s.ID] = s.Start
 	}
+	seen := map[int]bool{} // sections that have written so far
 	n := 0
 	for _, w := range ws {
-		if !w.OK {
-			continue
-		}
-		mine := starts[w.Section]
-		for _, s := range ss {
-			if s.ID != w.Section && s.Start > mine && s.Start < w.Call {
-				n++
-				break
+		if w.OK {
+			for id := range seen {
+				if id != w.Section && starts[id] > starts[w.Section] {
+					n++
+					break
+				}
 			}
 		}
+		seen[w.Section] = true
 	}
 	return n
 }

@@ -79,6 +79,26 @@ func TestStaleWrites(t *testing.T) {
 	}
 }
 
+// A write of the older holder that the register takes before the newer
+// holder's first write is ordered before all of the newer one's writes:
+// not stale. One after the newer holder's write is, even with an equal
+// token (the register accepts a token equal to its highest).
+func TestStaleWritesCountFromTheNewerHoldersFirstWrite(t *testing.T) {
+	ss := []section{sec(0, 0, 7, 0, 50), sec(1, 1, 7, 20, 30)}
+	early := []write{
+		{Section: 0, Token: 7, Call: 1, Return: 2, OK: true},
+		{Section: 0, Token: 7, Call: 21, Return: 22, OK: true}, // the newer one started at 20, has not written yet
+		{Section: 1, Token: 7, Call: 23, Return: 24, OK: true},
+	}
+	if n := staleWrites(ss, early); n != 0 {
+		t.Errorf("write before the newer holder's first: %d stale, want 0", n)
+	}
+	late := append(early, write{Section: 0, Token: 7, Call: 25, Return: 26, OK: true})
+	if n := staleWrites(ss, late); n != 1 {
+		t.Errorf("equal token after the newer holder's write: %d stale, want 1", n)
+	}
+}
+
 func TestRegisterModel(t *testing.T) {
 	ok := []write{{Section: 0, Token: 3, Call: 0, Return: 1, OK: true}, {Section: 1, Token: 2, Call: 2, Return: 3, OK: false}, {Section: 1, Token: 3, Call: 4, Return: 5, OK: true}}
 	if !porcupine.CheckOperations(registerModel, registerOps(ok, nil)) {
