@@ -64,17 +64,7 @@ func holder(bin, key string, e engine, d time.Duration) (HolderStat, error) {
 			mu.Unlock()
 		}
 	}()
-	defer func() {
-		// SIGTERM: the run ends its command and releases the lock.
-		c.Process.Signal(syscall.SIGTERM)
-		t := time.AfterFunc(10*time.Second, func() { c.Process.Kill() })
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-		}
-		c.Wait()
-		t.Stop()
-	}()
+	defer stopRun(c, done)
 	select {
 	case <-first:
 	case <-done:
@@ -103,17 +93,19 @@ func holder(bin, key string, e engine, d time.Duration) (HolderStat, error) {
 		h.Requests = &n
 	}
 	mu.Lock()
-	for _, t := range renewed {
-		if !t.Before(t0) && t.Before(t1) {
-			h.Renewals++
-		}
-	}
+	h.Renewals = countWithin(renewed, t0, t1)
 	mu.Unlock()
 	h.RenewalsPerTTL3 = round2(float64(h.Renewals) / (t1.Sub(t0).Seconds() / (ttl / 3).Seconds()))
 	if h.Requests != nil && h.Renewals > 0 {
 		h.ReqPerRenewal = round2(float64(h.Requests.Requests) / float64(h.Renewals))
 	}
-	pid := c.Process.Pid
+	readProc(c.Process.Pid, &h)
+	return h, nil
+}
+
+// readProc fills in h's memory (RSS, anonymous RSS) and CPU time from
+// /proc/<pid>; what cannot be read is left 0.
+func readProc(pid int, h *HolderStat) {
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
@@ -131,5 +123,28 @@ func holder(bin, key string, e engine, d time.Duration) (HolderStat, error) {
 		st, _ := strconv.ParseInt(f[12], 10, 64)
 		h.CPUms = float64(ut+st) * 10 // clock ticks of 10ms (USER_HZ 100)
 	}
-	return h, nil
+}
+
+// countWithin counts the times in ts that fall in [t0, t1).
+func countWithin(ts []time.Time, t0, t1 time.Time) int {
+	n := 0
+	for _, t := range ts {
+		if !t.Before(t0) && t.Before(t1) {
+			n++
+		}
+	}
+	return n
+}
+
+// stopRun ends a run with SIGTERM (it ends its command and releases the
+// lock), SIGKILL after 10 s, and waits for its log reader (done).
+func stopRun(c *exec.Cmd, done <-chan struct{}) {
+	c.Process.Signal(syscall.SIGTERM)
+	t := time.AfterFunc(10*time.Second, func() { c.Process.Kill() })
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+	}
+	c.Wait()
+	t.Stop()
 }

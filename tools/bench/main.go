@@ -247,7 +247,29 @@ func run(rounds, sections int, hold time.Duration, jsonOut, baseline string) err
 		return err
 	}
 
-	// Handover and throughput, 8 contenders.
+	if err := handovers(res, tmp, sections, bins, engines, etcdAddr); err != nil {
+		return err
+	}
+	if err := holders(res, hold, bins, engines); err != nil {
+		return err
+	}
+	res.LoadAvg = append(res.LoadAvg, loadAvg())
+
+	printTable(os.Stdout, res, cmds, engines, bins)
+	if jsonOut != "" {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+		fmt.Printf("\nwrote %s\n", jsonOut)
+	}
+	return nil
+}
+
+// handovers measures handover and throughput with 8 contenders, for each
+// engine and binary and for the peers found on PATH (flock, etcdctl lock).
+func handovers(res *Results, tmp string, sections int, bins []binary, engines []engine, etcdAddr string) error {
+	note := func(format string, args ...any) { res.Notes = append(res.Notes, fmt.Sprintf(format, args...)) }
 	const contenders = 8
 	type tool struct {
 		name   string
@@ -277,7 +299,12 @@ func run(rounds, sections int, hold time.Duration, jsonOut, baseline string) err
 		}
 	}
 
-	// An idle holder.
+	return nil
+}
+
+// holders watches an idle holder on each engine and binary.
+func holders(res *Results, hold time.Duration, bins []binary, engines []engine) error {
+	note := func(format string, args ...any) { res.Notes = append(res.Notes, fmt.Sprintf(format, args...)) }
 	for _, e := range engines {
 		for _, b := range bins {
 			h, err := holder(b.path, b.name("idle"), e, hold)
@@ -289,16 +316,6 @@ func run(rounds, sections int, hold time.Duration, jsonOut, baseline string) err
 				note("holder %s: %s", b.name(e.name), h.Requests.Mismatch)
 			}
 		}
-	}
-	res.LoadAvg = append(res.LoadAvg, loadAvg())
-
-	printTable(os.Stdout, res, cmds, engines, bins)
-	if jsonOut != "" {
-		b, _ := json.MarshalIndent(res, "", "  ")
-		if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
-			return err
-		}
-		fmt.Printf("\nwrote %s\n", jsonOut)
 	}
 	return nil
 }
