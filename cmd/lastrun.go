@@ -11,11 +11,12 @@ import (
 
 // status's last run and last success, from the key's run ledger.
 
-// keyStatusJSON is one key in status -o json: statusJSON, then the key's
-// last run (the newest not running now: the holders are shown already)
+// keyStatusJSON is one key in status -o json: statusJSON, how many wait
+// in its line (cmd/waiting.go), then the key's last run (the newest not running now: the holders are shown already)
 // and last success from its run ledger (null when none).
 type keyStatusJSON struct {
 	statusJSON
+	waitingJSON
 	lastRunsJSON
 }
 

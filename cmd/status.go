@@ -43,6 +43,10 @@ holder_id, host, pid, user, command, note, acquired_at, ttl_ms and
 expires_in_ms.
 holder_id is a public id derived one-way from the holder's secret owner id
 (DISTLOCK_OWNER), which is never shown.
+waiting is how many contenders stand in the key's line, on an engine that
+keeps one (null on the others, and when it cannot be read; a waiter that
+died keeps its place until its lease runs out); the text output shows it as
+a "waiting:" line when anyone waits.
 last_run and last_success are the key's last run (not one running now)
 and last successful run from its run ledger (distlock history), null when
 it has none; the text output shows them as "last run:" and "last success:"
@@ -124,6 +128,7 @@ func (o *statusOptions) run(ctx context.Context, keys []string) error {
 	defer b.Close()
 	sts := make([]keyStatus, 0, len(keys))
 	runs := make([]ledger.History, 0, len(keys))
+	waiting := make([]*int64, 0, len(keys))
 	allHeld := true
 	for _, key := range keys {
 		st, err := o.g.keyStatus(ctx, b, key)
@@ -137,12 +142,13 @@ func (o *statusOptions) run(ctx context.Context, keys []string) error {
 			o.g.logger().Warn("cannot read the run ledger; the last run and last success are not shown", "key", key, "error", err)
 		}
 		sts, runs = append(sts, st), append(runs, h)
+		waiting = append(waiting, o.g.waitingOf(ctx, b, key))
 		allHeld = allHeld && st.held
 	}
 	if o.Output == "json" {
 		out := make([]keyStatusJSON, len(sts))
 		for i, st := range sts {
-			out[i] = keyStatusJSON{toStatusJSON(st, o.g.describeBackend(), b.Guarantee()), lastRuns(runs[i])}
+			out[i] = keyStatusJSON{toStatusJSON(st, o.g.describeBackend(), b.Guarantee()), waitingJSON{waiting[i]}, lastRuns(runs[i])}
 		}
 		if err := writeJSON(o.g.stdout, out); err != nil {
 			return err
@@ -152,6 +158,7 @@ func (o *statusOptions) run(ctx context.Context, keys []string) error {
 		now := time.Now()
 		for i, st := range sts {
 			printStatusText(o.g.stdout, pal, st, now)
+			printWaiting(o.g.stdout, waiting[i])
 			printLastRuns(o.g.stdout, runs[i])
 		}
 		fmt.Fprintf(o.g.stdout, "engine: %s\nbackend: %s\n", b.Guarantee(), o.g.describeBackend())

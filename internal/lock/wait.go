@@ -34,3 +34,12 @@ func SameHolder(a, b Holder) bool {
 	return a.Key == b.Key && a.Owner == b.Owner && a.Token == b.Token &&
 		a.Meta.Host == b.Meta.Host && a.Meta.PID == b.Meta.PID && a.AcquiredAt.Equal(b.AcquiredAt)
 }
+
+// LineCounter is implemented by an engine that keeps a line of waiters
+// (its registry entry's Caps.Fair): status shows how many stand in
+// key's line. A waiter that died keeps its place until the engine prunes
+// it (its lease or place expires), so the count may include it for that
+// long.
+type LineCounter interface {
+	QueueLen(ctx context.Context, key string) (int64, error)
+}
