@@ -139,13 +139,14 @@ type Case struct {
 	Fix    string
 }
 
-// FirstCase is the check named name of the first of cases that applies;
-// when none does, it is ok with the detail ok.
-func FirstCase(name string, cases []Case, ok string) Check {
+// FirstCase is the check named name of the first of cases that applies,
+// else of otherwise.
+func FirstCase(name string, cases []Case, otherwise Case) Check {
 	for _, c := range cases {
 		if c.When {
-			return Check{Name: name, Status: cmp.Or(c.Status, CheckOK), Detail: c.Detail, Fix: c.Fix}
+			otherwise = c
+			break
 		}
 	}
-	return Check{Name: name, Status: CheckOK, Detail: ok}
+	return Check{Name: name, Status: cmp.Or(otherwise.Status, CheckOK), Detail: otherwise.Detail, Fix: otherwise.Fix}
 }

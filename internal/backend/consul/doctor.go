@@ -54,7 +54,7 @@ func (b *Backend) leaderCheck(ctx context.Context) lock.Check {
 			Fix: "run 3 or 5 servers for a lock that survives a server's failure"},
 		{When: n%2 == 0, Status: lock.CheckWarning, Detail: fmt.Sprintf("leader %s, %d voting servers: an even count tolerates no more failures than one server fewer", leader, n),
 			Fix: "run an odd number of servers (3 or 5)"},
-	}, fmt.Sprintf("leader %s, %d voting servers", leader, n))
+	}, lock.Case{Detail: fmt.Sprintf("leader %s, %d voting servers", leader, n)})
 }
 
 // appliedIndex is the Raft applied index of the server we talk to.

@@ -95,7 +95,7 @@ func clusterVerdict(v clusterView) lock.Check {
 		{When: v.endpoints < v.voters && v.endpoints == 1, Status: lock.CheckWarning,
 			Detail: detail + fmt.Sprintf(", tolerating %d failure(s); but --backend names one endpoint: if it stops, distlock cannot reach the others", tolerates),
 			Fix:    "list every member in the URL (etcd://h1:2379,h2:2379,h3:2379), unless that endpoint is a load balancer"},
-	}, detail+fmt.Sprintf(", healthy, with a leader; tolerates %d failure(s)", tolerates))
+	}, lock.Case{Detail: detail + fmt.Sprintf(", healthy, with a leader; tolerates %d failure(s)", tolerates)})
 }
 
 // leaseTTLCheck asks for a 1-second lease: the server raises it to its
@@ -156,15 +156,12 @@ func tlsVerdict(endpoints []string) lock.Check {
 		ip := net.ParseIP(u.Hostname())
 		remote = remote || u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback())
 	}
-	switch {
-	case len(plain) == 0:
-		return lock.Check{Name: "tls", Status: lock.CheckOK, Detail: "TLS to every endpoint"}
-	case !remote:
-		return lock.Check{Name: "tls", Status: lock.CheckOK, Detail: "plaintext, to this machine only (loopback)"}
-	}
-	return lock.Check{Name: "tls", Status: lock.CheckWarning,
+	return lock.FirstCase("tls", []lock.Case{
+		{When: len(plain) == 0, Detail: "TLS to every endpoint"},
+		{When: !remote, Detail: "plaintext, to this machine only (loopback)"},
+	}, lock.Case{Status: lock.CheckWarning,
 		Detail: fmt.Sprintf("plaintext to %s: the lock traffic, and the password when there is one, cross the network unencrypted", strings.Join(plain, ", ")),
-		Fix:    "serve etcd over TLS and use etcds:// with the cluster's CA (--etcd-cacert)"}
+		Fix:    "serve etcd over TLS and use etcds:// with the cluster's CA (--etcd-cacert)"})
 }
 
 // redactEndpoint keeps an endpoint's host:port only.

@@ -146,7 +146,7 @@ func deploymentVerdict(topo Topology, info map[string]string, addr string) lock.
 		{When: isCluster, Status: lock.CheckProblem,
 			Detail: fmt.Sprintf("%s is a node of a Redis Cluster (%s), reached through a plain redis:// URL: distlock talks to this node only, and a key whose slot another node serves fails with MOVED", addr, version),
 			Fix:    "keep distlock's locks on a standalone Redis (with replicas if you like), or on etcd"},
-	}, fmt.Sprintf("%s Redis %s", mode, version))
+	}, lock.Case{Detail: fmt.Sprintf("%s Redis %s", mode, version)})
 }
 
 // evictionVerdict judges maxmemory-policy and maxmemory. Every lock hash
@@ -165,7 +165,7 @@ func evictionVerdict(policy, maxmemory string) lock.Check {
 		{When: evicts && maxmemory == "0", Status: lock.CheckWarning, Fix: fix + "; do it before anyone sets maxmemory",
 			Detail: fmt.Sprintf("%s %s, but maxmemory is 0 (no limit), so nothing is evicted today", policy, why)},
 		{When: evicts, Status: lock.CheckProblem, Detail: fmt.Sprintf("%s (maxmemory %s) %s", policy, maxmemory, why), Fix: fix},
-	}, "noeviction: when memory is full Redis refuses writes (distlock exits 69) and never drops a held lock")
+	}, lock.Case{Detail: "noeviction: when memory is full Redis refuses writes (distlock exits 69) and never drops a held lock"})
 }
 
 // redlockPersistenceVerdict says what a restart of one Redlock master
@@ -185,9 +185,8 @@ func redlockPersistenceVerdict(appendonly, appendfsync, save string) lock.Check 
 			Detail: fmt.Sprintf("append-only file with appendfsync %s: a crash loses the last writes but not distlock's boot marker, so after a restart this Redlock master counts toward a quorum at once while missing locks it granted just before: a lock can be granted twice", appendfsync)},
 		{When: strings.TrimSpace(save) != "", Status: lock.CheckProblem, Fix: fix,
 			Detail: fmt.Sprintf("snapshots only (save %q): a restart restores an older snapshot with distlock's boot marker but without the locks granted since, so this Redlock master counts toward a quorum at once and can grant a lock twice", save)},
-		{When: true, Status: lock.CheckWarning, Fix: "for restarts that keep the locks and need no wait, set appendonly yes and appendfsync always",
-			Detail: "no persistence (appendonly no, save \"\"): a restart empties this Redlock master; distlock notices (its boot marker is gone) and does not count it toward a quorum until the longest lease live on the other masters has run out (the delayed restart), so with another master down no lock can be taken meanwhile"},
-	}, "")
+	}, lock.Case{Status: lock.CheckWarning, Fix: "for restarts that keep the locks and need no wait, set appendonly yes and appendfsync always",
+		Detail: "no persistence (appendonly no, save \"\"): a restart empties this Redlock master; distlock notices (its boot marker is gone) and does not count it toward a quorum until the longest lease live on the other masters has run out (the delayed restart), so with another master down no lock can be taken meanwhile"})
 }
 
 // persistenceVerdict says what a restart does to the locks. Tokens are
@@ -224,9 +223,8 @@ func replicationVerdict(repl map[string]string, minReplicas string) lock.Check {
 			Fix: "find out whether this Redis has replicas: a failover to an async replica can grant a lock twice"},
 		{When: n == 0, Detail: "a primary with no replicas: a lock is exclusive while this server lives"},
 		{When: m > 0, Detail: async + fmt.Sprintf("; min-replicas-to-write %d refuses writes when too few replicas are in sync, which narrows (does not close) the window in which a failover loses a fresh lock", m)},
-		{When: true, Status: lock.CheckWarning, Fix: "set min-replicas-to-write 1 and min-replicas-max-lag 10 to narrow the window; for locks that survive a failover, use etcd",
-			Detail: async + fmt.Sprintf(" and min-replicas-to-write %s: if this primary fails and a replica is promoted, locks granted just before may be missing there and be granted twice", cmp.Or(minReplicas, "unknown"))},
-	}, "")
+	}, lock.Case{Status: lock.CheckWarning, Fix: "set min-replicas-to-write 1 and min-replicas-max-lag 10 to narrow the window; for locks that survive a failover, use etcd",
+		Detail: async + fmt.Sprintf(" and min-replicas-to-write %s: if this primary fails and a replica is promoted, locks granted just before may be missing there and be granted twice", cmp.Or(minReplicas, "unknown"))})
 }
 
 // aclCommands are what distlock sends on a key's keys and channels: the
