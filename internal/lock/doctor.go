@@ -92,17 +92,9 @@ const ValidityDelta = 2 * time.Millisecond
 // forward, every lease on it expires that much early.
 func ClockOffsetCheck(offset, uncertainty, ttl time.Duration, how string) Check {
 	allow := time.Duration(float64(ttl) * ClockDrift)
-	abs := offset
-	if abs < 0 {
-		abs = -abs
-	}
-	side := "ahead of"
-	if offset < 0 {
-		side = "behind"
-	}
-	detail := fmt.Sprintf("the engine's clock is %s (±%s) %s this machine's (%s); distlock's drift allowance at --ttl %s is %s",
-		RoundSmall(abs), RoundSmall(uncertainty), side, how, ttl, RoundSmall(allow))
-	if abs <= allow {
+	detail := fmt.Sprintf("the engine's clock is %s this machine's (%s); distlock's drift allowance at --ttl %s is %s",
+		Offset(offset, uncertainty), how, ttl, RoundSmall(allow))
+	if offset <= allow && -offset <= allow {
 		return Check{Name: "clock", Status: CheckOK, Detail: detail}
 	}
 	return Check{

@@ -26,8 +26,7 @@ func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Che
 	after, aerr := b.appliedIndex(ctx)
 	raft := lock.Check{Name: "raft", Status: lock.CheckOK, Detail: fmt.Sprintf("the Raft applied index moved from %d to %d across a write", before, after)}
 	if err := errors.Join(berr, aerr); err != nil {
-		raft = lock.Check{Name: "raft", Status: lock.CheckWarning, Detail: "could not read the Raft applied index: " + err.Error(),
-			Fix: "point distlock at a Consul server to have Raft checked"}
+		raft = lock.CannotCheck("raft", "read the Raft applied index", err, "point distlock at a Consul server to have Raft checked")
 	} else if after <= before {
 		raft = lock.Check{Name: "raft", Status: lock.CheckProblem, Detail: fmt.Sprintf("the Raft applied index stayed at %d across a write", before),
 			Fix: "the server does not apply writes: check its log and the cluster's quorum"}
@@ -45,20 +44,17 @@ func (b *Backend) leaderCheck(ctx context.Context) lock.Check {
 		}
 		return err
 	})
-	n, status, detail, fix := len(peers), lock.CheckWarning, "", ""
-	switch {
-	case err != nil:
-		status, detail, fix = lock.CheckProblem, "could not ask for the leader: "+err.Error(), "check that the Consul servers run and answer"
-	case leader == "":
-		status, detail, fix = lock.CheckProblem, "the servers know no leader: no lock can be taken or renewed", "restore a quorum of servers"
-	case n < 3:
-		detail, fix = fmt.Sprintf("leader %s, %d voting server(s): losing one loses the locks", leader, n), "run 3 or 5 servers for a lock that survives a server's failure"
-	case n%2 == 0:
-		detail, fix = fmt.Sprintf("leader %s, %d voting servers: an even count tolerates no more failures than one server fewer", leader, n), "run an odd number of servers (3 or 5)"
-	default:
-		status, detail = lock.CheckOK, fmt.Sprintf("leader %s, %d voting servers", leader, n)
+	if err != nil {
+		return lock.Check{Name: "cluster", Status: lock.CheckProblem, Detail: "could not ask for the leader: " + err.Error(), Fix: "check that the Consul servers run and answer"}
 	}
-	return lock.Check{Name: "cluster", Status: status, Detail: detail, Fix: fix}
+	n := len(peers)
+	return lock.FirstCase("cluster", []lock.Case{
+		{When: leader == "", Status: lock.CheckProblem, Detail: "the servers know no leader: no lock can be taken or renewed", Fix: "restore a quorum of servers"},
+		{When: n < 3, Status: lock.CheckWarning, Detail: fmt.Sprintf("leader %s, %d voting server(s): losing one loses the locks", leader, n),
+			Fix: "run 3 or 5 servers for a lock that survives a server's failure"},
+		{When: n%2 == 0, Status: lock.CheckWarning, Detail: fmt.Sprintf("leader %s, %d voting servers: an even count tolerates no more failures than one server fewer", leader, n),
+			Fix: "run an odd number of servers (3 or 5)"},
+	}, lock.Case{Detail: fmt.Sprintf("leader %s, %d voting servers", leader, n)})
 }
 
 // appliedIndex is the Raft applied index of the server we talk to.
@@ -96,23 +92,21 @@ func (b *Backend) ttlCheck(ctx context.Context, ttl time.Duration) lock.Check {
 }
 
 // dateSeen is an http.RoundTripper that remembers the Date header of the
-// last answer, with the local times just before the request was sent and
-// just after its answer came: the clock check reads the server's clock
-// from it, through the official client's own requests.
+// last answer: the clock check reads the server's clock from it, through
+// the official client's own requests.
 type dateSeen struct {
 	next http.RoundTripper
 
-	mu               sync.Mutex
-	date, sent, recv time.Time
+	mu   sync.Mutex
+	date time.Time
 }
 
 func (d *dateSeen) RoundTrip(r *http.Request) (*http.Response, error) {
-	sent := time.Now()
 	resp, err := d.next.RoundTrip(r)
 	if err == nil {
 		if t, perr := http.ParseTime(resp.Header.Get("Date")); perr == nil {
 			d.mu.Lock()
-			d.date, d.sent, d.recv = t, sent, time.Now()
+			d.date = t
 			d.mu.Unlock()
 		}
 	}
@@ -120,28 +114,18 @@ func (d *dateSeen) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // clockCheck compares the server's clock with ours. Date has whole
-// seconds, so it asks until the second turns (at most ~1.2 s, a request
-// every 20 ms): the turn happened between the last request that showed
-// the old second being sent and the first that showed the new one coming
-// back, which bounds the offset to about a round trip.
+// seconds, so it asks (every 20 ms) until the second turns: the turn is
+// bracketed to about a round trip (lock.WaitTick).
 func (b *Backend) clockCheck(ctx context.Context, ttl time.Duration) lock.Check {
 	d := b.dates[b.cur.Load()]
-	ask := func() (date, sent, recv time.Time, err error) {
-		err = b.call(func(c *api.Client) error { _, err := c.Status().LeaderWithQueryOptions(qo(ctx)); return err })
+	t, err := lock.WaitTick(ctx, 1500*time.Millisecond, 20*time.Millisecond, 1, func(ctx context.Context) (int64, error) {
+		err := b.call(func(c *api.Client) error { _, err := c.Status().LeaderWithQueryOptions(qo(ctx)); return err })
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		return d.date, d.sent, d.recv, err
+		return d.date.Unix(), err
+	})
+	if err != nil {
+		return lock.CannotCheck("clock", "read the server's clock (the second of its Date header turning)", err, "check that the Consul servers answer; then run doctor again")
 	}
-	first, prevSent, _, err := ask()
-	deadline := time.Now().Add(1500 * time.Millisecond)
-	for err == nil && time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(20 * time.Millisecond)
-		date, sent, recv, aerr := ask()
-		if err = aerr; err == nil && date.After(first) {
-			mid := prevSent.Add(recv.Sub(prevSent) / 2)
-			return lock.ClockOffsetCheck(date.Sub(mid), recv.Sub(prevSent)/2, ttl, "the second of the server's Date header turning")
-		}
-		prevSent = sent
-	}
-	return lock.Check{Name: "clock", Status: lock.CheckWarning, Detail: "could not read the server's clock (its Date header did not turn)", Fix: "check that the Consul servers answer; then run doctor again"}
+	return lock.ClockOffsetCheck(time.Unix(t.V+1, 0).Sub(t.Mid()), t.Half(), ttl, "the second of the server's Date header turning")
 }

@@ -30,11 +30,6 @@ func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Che
 
 type reqCtx = lock.RequestContext
 
-// cannot is the warning of a check that could not ask the server.
-func cannot(name, what string, err error, fix string) lock.Check {
-	return lock.Check{Name: name, Status: lock.CheckWarning, Detail: "cannot " + what + ": " + firstLine(err.Error()), Fix: fix}
-}
-
 // clusterView is what clusterCheck learned from the cluster.
 type clusterView struct {
 	voters, learners int
@@ -49,7 +44,7 @@ func (b *Backend) clusterCheck(rctx reqCtx) lock.Check {
 	defer cancel()
 	ml, err := b.cli.MemberList(ctx)
 	if err != nil {
-		return cannot("cluster", "list the members", err, "give distlock's user permission to list members, or check the cluster with etcdctl endpoint health --cluster")
+		return lock.CannotCheck("cluster", "list the members", err, "give distlock's user permission to list members, or check the cluster with etcdctl endpoint health --cluster")
 	}
 	v := clusterView{endpoints: len(b.cli.Endpoints())}
 	for _, m := range ml.Members {
@@ -62,7 +57,7 @@ func (b *Backend) clusterCheck(rctx reqCtx) lock.Check {
 	for _, ep := range b.cli.Endpoints() {
 		st, err := b.cli.Status(ctx, ep)
 		if err != nil {
-			v.errors = append(v.errors, fmt.Sprintf("%s did not answer: %s", redactEndpoint(ep), firstLine(err.Error())))
+			v.errors = append(v.errors, fmt.Sprintf("%s did not answer: %s", redactEndpoint(ep), lock.FirstLine(err)))
 			continue
 		}
 		v.version = cmp.Or(v.version, st.Version)
@@ -79,8 +74,7 @@ func (b *Backend) clusterCheck(rctx reqCtx) lock.Check {
 	return clusterVerdict(v)
 }
 
-// clusterVerdict judges the cluster's health and size: the first of the
-// verdicts below that applies, else healthy.
+// clusterVerdict judges the cluster's health and size.
 func clusterVerdict(v clusterView) lock.Check {
 	detail := fmt.Sprintf("%d voting member(s)", v.voters)
 	if v.learners > 0 {
@@ -91,27 +85,17 @@ func clusterVerdict(v clusterView) lock.Check {
 	}
 	const threeMembers = "run 3 (or 5) members: 3 survive the loss of one"
 	tolerates := (v.voters - 1) / 2
-	for _, c := range []struct {
-		applies bool
-		status  lock.CheckStatus
-		says    string
-		fix     string
-	}{
-		{len(v.errors) > 0, lock.CheckProblem, ": " + strings.Join(v.errors, "; "),
-			"fix the cluster before trusting locks on it (etcdctl endpoint status --cluster, etcdctl alarm list): a NOSPACE alarm refuses every new lock"},
-		{!v.leader, lock.CheckProblem, ": no endpoint knows a leader",
-			"the cluster has no quorum: bring enough members back (etcdctl endpoint status --cluster)"},
-		{v.voters == 1, lock.CheckWarning, ": no fault tolerance, if it stops every distlock run waits or exits 69", threeMembers},
-		{v.voters == 2, lock.CheckWarning, ": a quorum of 2 needs both, so either stopping stops the cluster", threeMembers},
-		{v.endpoints < v.voters && v.endpoints == 1, lock.CheckWarning,
-			fmt.Sprintf(", tolerating %d failure(s); but --backend names one endpoint: if it stops, distlock cannot reach the others", tolerates),
-			"list every member in the URL (etcd://h1:2379,h2:2379,h3:2379), unless that endpoint is a load balancer"},
-	} {
-		if c.applies {
-			return lock.Check{Name: "cluster", Status: c.status, Detail: detail + c.says, Fix: c.fix}
-		}
-	}
-	return lock.Check{Name: "cluster", Status: lock.CheckOK, Detail: detail + fmt.Sprintf(", healthy, with a leader; tolerates %d failure(s)", tolerates)}
+	return lock.FirstCase("cluster", []lock.Case{
+		{When: len(v.errors) > 0, Status: lock.CheckProblem, Detail: detail + ": " + strings.Join(v.errors, "; "),
+			Fix: "fix the cluster before trusting locks on it (etcdctl endpoint status --cluster, etcdctl alarm list): a NOSPACE alarm refuses every new lock"},
+		{When: !v.leader, Status: lock.CheckProblem, Detail: detail + ": no endpoint knows a leader",
+			Fix: "the cluster has no quorum: bring enough members back (etcdctl endpoint status --cluster)"},
+		{When: v.voters == 1, Status: lock.CheckWarning, Detail: detail + ": no fault tolerance, if it stops every distlock run waits or exits 69", Fix: threeMembers},
+		{When: v.voters == 2, Status: lock.CheckWarning, Detail: detail + ": a quorum of 2 needs both, so either stopping stops the cluster", Fix: threeMembers},
+		{When: v.endpoints < v.voters && v.endpoints == 1, Status: lock.CheckWarning,
+			Detail: detail + fmt.Sprintf(", tolerating %d failure(s); but --backend names one endpoint: if it stops, distlock cannot reach the others", tolerates),
+			Fix:    "list every member in the URL (etcd://h1:2379,h2:2379,h3:2379), unless that endpoint is a load balancer"},
+	}, lock.Case{Detail: detail + fmt.Sprintf(", healthy, with a leader; tolerates %d failure(s)", tolerates)})
 }
 
 // leaseTTLCheck asks for a 1-second lease: the server raises it to its
@@ -121,22 +105,19 @@ func (b *Backend) leaseTTLCheck(rctx reqCtx, ttl time.Duration) lock.Check {
 	defer cancel()
 	g, err := b.cli.Grant(ctx, 1)
 	if err != nil {
-		return cannot("lease-ttl", "grant a lease", err, "give distlock's user permission to grant leases: every lock is one")
+		return lock.CannotCheck("lease-ttl", "grant a lease", err, "give distlock's user permission to grant leases: every lock is one")
 	}
 	b.cli.Revoke(ctx, g.ID)
 	return leaseTTLVerdict(time.Duration(g.TTL)*time.Second, ttl)
 }
 
-// leaseTTLVerdict judges the server's shortest lease against --ttl.
+// leaseTTLVerdict judges the server's shortest lease against --ttl, which
+// is asked as a lease of whole seconds, rounded up.
 func leaseTTLVerdict(minTTL, ttl time.Duration) lock.Check {
-	granted := time.Duration(leaseSeconds(ttl)) * time.Second
-	if minTTL > granted {
-		return lock.Check{Name: "lease-ttl", Status: lock.CheckWarning,
-			Detail: fmt.Sprintf("the server raises every lease to at least %s (1.5 election timeouts), more than --ttl %s: distlock still stops its command by its own TTL, but a crashed holder's lock stays taken for %s", minTTL, ttl, minTTL),
-			Fix:    fmt.Sprintf("use --ttl %s or more, or lower the cluster's --election-timeout", minTTL)}
-	}
-	return lock.Check{Name: "lease-ttl", Status: lock.CheckOK,
-		Detail: fmt.Sprintf("the server's shortest lease is %s; --ttl %s is granted as a %s lease (etcd counts whole seconds, rounded up)", minTTL, ttl, granted)}
+	asked := time.Duration(leaseSeconds(ttl)) * time.Second
+	return lock.GrantedTTLCheck("lease-ttl", "lease", ttl, max(minTTL, asked), asked-ttl,
+		fmt.Sprintf("etcd counts whole seconds, rounded up; its shortest lease is %s, 1.5 election timeouts", minTTL), "",
+		fmt.Sprintf("use --ttl %s or more, or lower the cluster's --election-timeout", minTTL))
 }
 
 // authCheck asks AuthStatus (etcd 3.5 and later). Older servers lack it,
@@ -175,15 +156,12 @@ func tlsVerdict(endpoints []string) lock.Check {
 		ip := net.ParseIP(u.Hostname())
 		remote = remote || u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback())
 	}
-	switch {
-	case len(plain) == 0:
-		return lock.Check{Name: "tls", Status: lock.CheckOK, Detail: "TLS to every endpoint"}
-	case !remote:
-		return lock.Check{Name: "tls", Status: lock.CheckOK, Detail: "plaintext, to this machine only (loopback)"}
-	}
-	return lock.Check{Name: "tls", Status: lock.CheckWarning,
+	return lock.FirstCase("tls", []lock.Case{
+		{When: len(plain) == 0, Detail: "TLS to every endpoint"},
+		{When: !remote, Detail: "plaintext, to this machine only (loopback)"},
+	}, lock.Case{Status: lock.CheckWarning,
 		Detail: fmt.Sprintf("plaintext to %s: the lock traffic, and the password when there is one, cross the network unencrypted", strings.Join(plain, ", ")),
-		Fix:    "serve etcd over TLS and use etcds:// with the cluster's CA (--etcd-cacert)"}
+		Fix:    "serve etcd over TLS and use etcds:// with the cluster's CA (--etcd-cacert)"})
 }
 
 // redactEndpoint keeps an endpoint's host:port only.
@@ -206,16 +184,9 @@ const (
 	clockSpan  = 6  // at most, between the first tick and the last
 )
 
-// tick is one observed change of a lease's reported time left: from v to
-// less, somewhere between lo and hi (local time).
-type tick struct {
-	v      int64
-	lo, hi time.Time
-}
-
 func (b *Backend) clockCheck(ctx context.Context, timeout time.Duration) lock.Check {
 	fail := func(err error) lock.Check {
-		return cannot("clock", "measure the leader's lease clock", err, "make sure the clocks of the etcd servers and of this machine are synchronised (NTP)")
+		return lock.CannotCheck("clock", "measure the leader's lease clock", err, "make sure the clocks of the etcd servers and of this machine are synchronised (NTP)")
 	}
 	gctx, cancel := context.WithTimeout(ctx, timeout)
 	sent := time.Now()
@@ -236,10 +207,10 @@ func (b *Backend) clockCheck(ctx context.Context, timeout time.Duration) lock.Ch
 	if err != nil {
 		return fail(err)
 	}
-	mid := first.lo.Add(first.hi.Sub(first.lo) / 2)
+	mid := first.Mid()
 	var fast, unc float64
 	last := first
-	for step := 1; first.v-last.v < clockSpan; step++ {
+	for step := 1; first.V-last.V < clockSpan; step++ {
 		last, err = b.nextTick(ctx, g.ID, mid.Add(time.Duration(step)*clockStep*time.Second-100*time.Millisecond), timeout)
 		if err != nil {
 			return fail(err)
@@ -248,15 +219,15 @@ func (b *Backend) clockCheck(ctx context.Context, timeout time.Duration) lock.Ch
 			break
 		}
 	}
-	return lock.ClockRateCheck(fast, unc, fmt.Sprintf("a lease's countdown over %ds", first.v-last.v))
+	return lock.ClockRateCheck(fast, unc, fmt.Sprintf("a lease's countdown over %ds", first.V-last.V))
 }
 
 // clockRate is how much faster the leader's clock ran than ours between
 // two ticks, and the uncertainty of that.
-func clockRate(a, b tick) (fast, uncertainty float64) {
-	server := float64(a.v-b.v) * float64(time.Second)
-	longest := float64(b.hi.Sub(a.lo))
-	shortest := float64(b.lo.Sub(a.hi))
+func clockRate(a, b lock.Tick) (fast, uncertainty float64) {
+	server := float64(a.V-b.V) * float64(time.Second)
+	longest := float64(b.Hi.Sub(a.Lo))
+	shortest := float64(b.Lo.Sub(a.Hi))
 	hiFast := server/max(shortest, 1) - 1
 	loFast := server/longest - 1
 	return (hiFast + loFast) / 2, (hiFast - loFast) / 2
@@ -264,36 +235,22 @@ func clockRate(a, b tick) (fast, uncertainty float64) {
 
 // nextTick waits until at, then reads the lease's time left back to back
 // until it drops by one second from one read to the next.
-func (b *Backend) nextTick(ctx context.Context, id clientv3.LeaseID, at time.Time, timeout time.Duration) (tick, error) {
+func (b *Backend) nextTick(ctx context.Context, id clientv3.LeaseID, at time.Time, timeout time.Duration) (lock.Tick, error) {
 	select {
 	case <-time.After(time.Until(at)):
 	case <-ctx.Done():
-		return tick{}, ctx.Err()
+		return lock.Tick{}, ctx.Err()
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	var last tick // last.v, and last.lo: when the read that said it was sent
-	have := false
-	for time.Now().Before(deadline) {
+	return lock.WaitTick(ctx, 2*time.Second, 0, -1, func(ctx context.Context) (int64, error) {
 		rctx, cancel := context.WithTimeout(ctx, timeout)
-		sent := time.Now()
+		defer cancel()
 		r, err := b.cli.TimeToLive(rctx, id)
-		got := time.Now()
-		cancel()
+		if err == nil && r.TTL < 0 {
+			err = fmt.Errorf("the measuring lease expired early")
+		}
 		if err != nil {
-			return tick{}, err
+			return 0, err
 		}
-		if r.TTL < 0 {
-			return tick{}, fmt.Errorf("the measuring lease expired early")
-		}
-		if have && r.TTL == last.v-1 {
-			return tick{v: last.v, lo: last.lo, hi: got}, nil
-		}
-		last, have = tick{v: r.TTL, lo: sent}, true
-	}
-	return tick{}, fmt.Errorf("the lease's time left did not count down within 2s")
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
+		return r.TTL, nil
+	})
 }

@@ -38,7 +38,7 @@ func TestLeaseTTLVerdict(t *testing.T) {
 	if c := leaseTTLVerdict(2*time.Second, time.Second); c.Status != lock.CheckWarning || !strings.Contains(c.Fix, "--ttl 2s or more") {
 		t.Errorf("a 2s minimum against --ttl 1s: %+v", c)
 	}
-	if c := leaseTTLVerdict(2*time.Second, 1500*time.Millisecond); c.Status != lock.CheckOK || !strings.Contains(c.Detail, "granted as a 2s lease") {
+	if c := leaseTTLVerdict(2*time.Second, 1500*time.Millisecond); c.Status != lock.CheckOK || !strings.Contains(c.Detail, "--ttl 1.5s: the server grants a lease of 2s") {
 		t.Errorf("a 2s minimum against --ttl 1.5s (a 2s lease): %+v", c)
 	}
 	if c := leaseTTLVerdict(time.Second, 30*time.Second); c.Status != lock.CheckOK {
@@ -76,11 +76,11 @@ func TestAuthVerdict(t *testing.T) {
 func TestClockRate(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	ms := time.Millisecond
-	fast, unc := clockRate(tick{v: 9, lo: t0, hi: t0.Add(ms)}, tick{v: 7, lo: t0.Add(2 * time.Second), hi: t0.Add(2*time.Second + ms)})
+	fast, unc := clockRate(lock.Tick{V: 9, Lo: t0, Hi: t0.Add(ms)}, lock.Tick{V: 7, Lo: t0.Add(2 * time.Second), Hi: t0.Add(2*time.Second + ms)})
 	if fast < -1e-6 || fast > 1e-6 || unc < 0.00049 || unc > 0.00051 {
 		t.Errorf("even clocks: fast %v ± %v, want 0 ± 0.0005", fast, unc)
 	}
-	fast, _ = clockRate(tick{v: 9, lo: t0, hi: t0}, tick{v: 7, lo: t0.Add(1900 * ms), hi: t0.Add(1900 * ms)})
+	fast, _ = clockRate(lock.Tick{V: 9, Lo: t0, Hi: t0}, lock.Tick{V: 7, Lo: t0.Add(1900 * ms), Hi: t0.Add(1900 * ms)})
 	if fast < 0.052 || fast > 0.053 {
 		t.Errorf("server 2s in our 1.9s: fast %v, want 0.0526", fast)
 	}

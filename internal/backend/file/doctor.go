@@ -63,19 +63,14 @@ func (b *Backend) mountCheck(path string) lock.Check {
 		c.Detail = fmt.Sprintf("cannot find the filesystem of %s in %s", dir, path)
 		return c
 	}
-	c.Detail = fmt.Sprintf("%s is on %s (%s, mounted at %s)", dir, m.fsType, m.source, m.point)
-	switch {
-	case networkFS[m.fsType]:
-		c.Status, c.Detail = lock.CheckProblem, c.Detail+": a network filesystem"
-		c.Fix = "use a directory on a local disk (file://DIR): the file engine locks one machine, and flock(2) on " + m.fsType +
-			" is emulated by a lock protocol that does not free a dead holder's lock at once; to lock across machines use redis:// or etcd://"
-	case strings.HasPrefix(m.fsType, "fuse"):
-		c.Detail += ": a FUSE filesystem, whose flock(2) is whatever its daemon makes of it"
-		c.Fix = "use a directory on a local disk (file://DIR), such as the default under $XDG_RUNTIME_DIR or /tmp"
-	default:
-		c.Status, c.Detail, c.Fix = lock.CheckOK, c.Detail+": local", ""
-	}
-	return c
+	on := fmt.Sprintf("%s is on %s (%s, mounted at %s)", dir, m.fsType, m.source, m.point)
+	return lock.FirstCase(c.Name, []lock.Case{
+		{When: networkFS[m.fsType], Status: lock.CheckProblem, Detail: on + ": a network filesystem",
+			Fix: "use a directory on a local disk (file://DIR): the file engine locks one machine, and flock(2) on " + m.fsType +
+				" is emulated by a lock protocol that does not free a dead holder's lock at once; to lock across machines use redis:// or etcd://"},
+		{When: strings.HasPrefix(m.fsType, "fuse"), Status: lock.CheckWarning, Detail: on + ": a FUSE filesystem, whose flock(2) is whatever its daemon makes of it",
+			Fix: "use a directory on a local disk (file://DIR), such as the default under $XDG_RUNTIME_DIR or /tmp"},
+	}, lock.Case{Detail: on + ": local"})
 }
 
 // mount is one line of /proc/self/mountinfo.

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,7 +25,7 @@ func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Che
 	for _, p := range probes {
 		checks = append(checks, b.probe(rctx, p))
 	}
-	checks = append(checks, b.aclCheck(rctx, req.Key), b.clockCheck(rctx, req.TTL))
+	checks = append(checks, b.aclCheck(rctx, req.Key), lock.ServerClockCheck(rctx, req.TTL, "TIME", 0, serverTime(b.c)))
 	if b.nodeOptions != nil {
 		checks = append(checks, b.replicaClockCheck(rctx, req.TTL))
 	}
@@ -76,12 +78,10 @@ var probes = []probe{
 func (b *Backend) probe(rctx reqCtx, p probe) lock.Check {
 	m, err := b.read(rctx, p.need)
 	if err != nil {
-		return cannotRead(p.name, p.what, err, p.fix)
+		return lock.CannotCheck(p.name, "read "+p.what, err, p.fix)
 	}
 	if also, err := b.read(rctx, p.also); err == nil {
-		for k, v := range also {
-			m[k] = v
-		}
+		maps.Copy(m, also)
 	}
 	return p.verdict(b, m)
 }
@@ -128,71 +128,44 @@ func parseInfo(s string) map[string]string {
 	return out
 }
 
-// cannotRead is the warning for a setting this connection may not read
-// (CONFIG and INFO are often refused by managed services and ACLs).
-func cannotRead(name, what string, err error, fix string) lock.Check {
-	return lock.Check{Name: name, Status: lock.CheckWarning,
-		Detail: fmt.Sprintf("cannot read %s: %s", what, firstLine(err.Error())),
-		Fix:    fix}
-}
-
 // deploymentVerdict judges INFO server and INFO cluster (info holds
 // both): a node must be what the URL says it is.
 func deploymentVerdict(topo Topology, info map[string]string, addr string) lock.Check {
-	const name = "deployment"
 	version, mode := info["redis_version"], cmp.Or(info["redis_mode"], "standalone")
 	isCluster := mode == "cluster" || info["cluster_enabled"] == "1"
-	switch {
-	case topo == Cluster && isCluster:
-		return lock.Check{Name: name, Status: lock.CheckOK, Detail: fmt.Sprintf("Redis Cluster %s", version)}
-	case topo == Cluster:
-		return lock.Check{Name: name, Status: lock.CheckProblem,
-			Detail: fmt.Sprintf("%s is not a Redis Cluster (redis_mode %s)", addr, info["redis_mode"]),
-			Fix:    "use redis:// for a standalone Redis, redis+cluster:// only for a cluster's nodes"}
-	case topo == Sentinel && isCluster:
-		return lock.Check{Name: name, Status: lock.CheckProblem,
-			Detail: fmt.Sprintf("the master of %s is a Redis Cluster node", addr),
-			Fix:    "use redis+cluster:// with the cluster's nodes"}
-	case topo == Sentinel:
-		return lock.Check{Name: name, Status: lock.CheckOK, Detail: fmt.Sprintf("Redis %s master found through Sentinel", version)}
-	case mode == "sentinel":
-		return lock.Check{Name: name, Status: lock.CheckProblem,
+	return lock.FirstCase("deployment", []lock.Case{
+		{When: topo == Cluster && isCluster, Detail: "Redis Cluster " + version},
+		{When: topo == Cluster, Status: lock.CheckProblem, Detail: fmt.Sprintf("%s is not a Redis Cluster (redis_mode %s)", addr, info["redis_mode"]),
+			Fix: "use redis:// for a standalone Redis, redis+cluster:// only for a cluster's nodes"},
+		{When: topo == Sentinel && isCluster, Status: lock.CheckProblem, Detail: fmt.Sprintf("the master of %s is a Redis Cluster node", addr),
+			Fix: "use redis+cluster:// with the cluster's nodes"},
+		{When: topo == Sentinel, Detail: fmt.Sprintf("Redis %s master found through Sentinel", version)},
+		{When: mode == "sentinel", Status: lock.CheckProblem,
 			Detail: fmt.Sprintf("%s is a Redis Sentinel %s, reached through a plain redis:// URL: Sentinel watches Redis servers, it holds no locks", addr, version),
-			Fix:    "point --backend at the current primary (SENTINEL get-master-addr-by-name NAME names it); a plain URL does not follow a failover"}
-	case isCluster:
-		return lock.Check{Name: name, Status: lock.CheckProblem,
+			Fix:    "point --backend at the current primary (SENTINEL get-master-addr-by-name NAME names it); a plain URL does not follow a failover"},
+		{When: isCluster, Status: lock.CheckProblem,
 			Detail: fmt.Sprintf("%s is a node of a Redis Cluster (%s), reached through a plain redis:// URL: distlock talks to this node only, and a key whose slot another node serves fails with MOVED", addr, version),
-			Fix:    "keep distlock's locks on a standalone Redis (with replicas if you like), or on etcd"}
-	}
-	return lock.Check{Name: name, Status: lock.CheckOK, Detail: fmt.Sprintf("%s Redis %s", mode, version)}
+			Fix:    "keep distlock's locks on a standalone Redis (with replicas if you like), or on etcd"},
+	}, lock.Case{Detail: fmt.Sprintf("%s Redis %s", mode, version)})
 }
 
 // evictionVerdict judges maxmemory-policy and maxmemory. Every lock hash
 // has a TTL (it is the lease), so the volatile-* policies evict exactly
 // those; allkeys-* evicts them and the token counters too.
 func evictionVerdict(policy, maxmemory string) lock.Check {
-	const name = "maxmemory-policy"
 	fix := "CONFIG SET maxmemory-policy noeviction, and keep it in redis.conf (or your provider's parameter group): a full Redis then refuses new locks (exit 69) instead of dropping held ones"
-	var why string
-	switch {
-	case policy == "noeviction":
-		return lock.Check{Name: name, Status: lock.CheckOK,
-			Detail: "noeviction: when memory is full Redis refuses writes (distlock exits 69) and never drops a held lock"}
-	case strings.HasPrefix(policy, "allkeys-"):
-		why = "evicts any key when memory is full: a held lock's hash can vanish and another process take the lock while its holder still runs (the fencing-token counters can vanish too)"
-	case strings.HasPrefix(policy, "volatile-"):
+	why := "evicts any key when memory is full: a held lock's hash can vanish and another process take the lock while its holder still runs (the fencing-token counters can vanish too)"
+	volatile := strings.HasPrefix(policy, "volatile-")
+	if volatile {
 		why = "evicts keys that have a TTL when memory is full, and every distlock lock hash has one (the lease): a held lock can vanish and another process take it while its holder still runs"
-	default:
-		return lock.Check{Name: name, Status: lock.CheckWarning,
-			Detail: fmt.Sprintf("%s: a policy distlock does not know", policy), Fix: fix}
 	}
-	if maxmemory == "0" {
-		return lock.Check{Name: name, Status: lock.CheckWarning,
-			Detail: fmt.Sprintf("%s %s, but maxmemory is 0 (no limit), so nothing is evicted today", policy, why),
-			Fix:    fix + "; do it before anyone sets maxmemory"}
-	}
-	return lock.Check{Name: name, Status: lock.CheckProblem,
-		Detail: fmt.Sprintf("%s (maxmemory %s) %s", policy, maxmemory, why), Fix: fix}
+	evicts := volatile || strings.HasPrefix(policy, "allkeys-")
+	return lock.FirstCase("maxmemory-policy", []lock.Case{
+		{When: !evicts && policy != "noeviction", Status: lock.CheckWarning, Detail: fmt.Sprintf("%s: a policy distlock does not know", policy), Fix: fix},
+		{When: evicts && maxmemory == "0", Status: lock.CheckWarning, Fix: fix + "; do it before anyone sets maxmemory",
+			Detail: fmt.Sprintf("%s %s, but maxmemory is 0 (no limit), so nothing is evicted today", policy, why)},
+		{When: evicts, Status: lock.CheckProblem, Detail: fmt.Sprintf("%s (maxmemory %s) %s", policy, maxmemory, why), Fix: fix},
+	}, lock.Case{Detail: "noeviction: when memory is full Redis refuses writes (distlock exits 69) and never drops a held lock"})
 }
 
 // redlockPersistenceVerdict says what a restart of one Redlock master
@@ -204,25 +177,16 @@ func evictionVerdict(policy, maxmemory string) lock.Check {
 // second lost by appendfsync everysec, or an older snapshot) keeps its
 // marker, counts at once and can grant a lock it had granted to another.
 func redlockPersistenceVerdict(appendonly, appendfsync, save string) lock.Check {
-	const name = "persistence"
 	fix := "set appendonly yes and appendfsync always on every Redlock master (a restart then keeps every lock), or turn persistence off (appendonly no, save \"\") so that distlock notices an empty restart and waits it out"
-	if appendonly == "yes" && appendfsync == "always" {
-		return lock.Check{Name: name, Status: lock.CheckOK,
-			Detail: "append-only file with appendfsync always: a restart keeps every lock this Redlock master granted, and it counts toward a quorum at once"}
-	}
-	if appendonly == "yes" {
-		return lock.Check{Name: name, Status: lock.CheckProblem,
-			Detail: fmt.Sprintf("append-only file with appendfsync %s: a crash loses the last writes but not distlock's boot marker, so after a restart this Redlock master counts toward a quorum at once while missing locks it granted just before: a lock can be granted twice", appendfsync),
-			Fix:    fix}
-	}
-	if strings.TrimSpace(save) != "" {
-		return lock.Check{Name: name, Status: lock.CheckProblem,
-			Detail: fmt.Sprintf("snapshots only (save %q): a restart restores an older snapshot with distlock's boot marker but without the locks granted since, so this Redlock master counts toward a quorum at once and can grant a lock twice", save),
-			Fix:    fix}
-	}
-	return lock.Check{Name: name, Status: lock.CheckWarning,
-		Detail: "no persistence (appendonly no, save \"\"): a restart empties this Redlock master; distlock notices (its boot marker is gone) and does not count it toward a quorum until the longest lease live on the other masters has run out (the delayed restart), so with another master down no lock can be taken meanwhile",
-		Fix:    "for restarts that keep the locks and need no wait, set appendonly yes and appendfsync always"}
+	return lock.FirstCase("persistence", []lock.Case{
+		{When: appendonly == "yes" && appendfsync == "always",
+			Detail: "append-only file with appendfsync always: a restart keeps every lock this Redlock master granted, and it counts toward a quorum at once"},
+		{When: appendonly == "yes", Status: lock.CheckProblem, Fix: fix,
+			Detail: fmt.Sprintf("append-only file with appendfsync %s: a crash loses the last writes but not distlock's boot marker, so after a restart this Redlock master counts toward a quorum at once while missing locks it granted just before: a lock can be granted twice", appendfsync)},
+		{When: strings.TrimSpace(save) != "", Status: lock.CheckProblem, Fix: fix,
+			Detail: fmt.Sprintf("snapshots only (save %q): a restart restores an older snapshot with distlock's boot marker but without the locks granted since, so this Redlock master counts toward a quorum at once and can grant a lock twice", save)},
+	}, lock.Case{Status: lock.CheckWarning, Fix: "for restarts that keep the locks and need no wait, set appendonly yes and appendfsync always",
+		Detail: "no persistence (appendonly no, save \"\"): a restart empties this Redlock master; distlock notices (its boot marker is gone) and does not count it toward a quorum until the longest lease live on the other masters has run out (the delayed restart), so with another master down no lock can be taken meanwhile"})
 }
 
 // persistenceVerdict says what a restart does to the locks. Tokens are
@@ -249,134 +213,93 @@ func persistenceVerdict(appendonly, appendfsync, save string) lock.Check {
 // replicationVerdict judges INFO replication and min-replicas-to-write
 // ("" when unreadable).
 func replicationVerdict(repl map[string]string, minReplicas string) lock.Check {
-	const name = "replication"
-	switch repl["role"] {
-	case "master":
-	case "slave":
-		return lock.Check{Name: name, Status: lock.CheckProblem,
-			Detail: fmt.Sprintf("this is a replica of %s:%s: it refuses distlock's writes (READONLY), or, if it takes them, its locks are not the primary's", repl["master_host"], repl["master_port"]),
-			Fix:    "point --backend at the primary"}
-	default:
-		return lock.Check{Name: name, Status: lock.CheckWarning,
-			Detail: fmt.Sprintf("INFO replication reports role %q", repl["role"]),
-			Fix:    "find out whether this Redis has replicas: a failover to an async replica can grant a lock twice"}
-	}
 	n, _ := strconv.Atoi(repl["connected_slaves"])
-	if n == 0 {
-		return lock.Check{Name: name, Status: lock.CheckOK,
-			Detail: "a primary with no replicas: a lock is exclusive while this server lives"}
-	}
-	detail := fmt.Sprintf("a primary with %d replica(s), replicated asynchronously", n)
-	if m, _ := strconv.Atoi(minReplicas); m > 0 {
-		return lock.Check{Name: name, Status: lock.CheckOK,
-			Detail: detail + fmt.Sprintf("; min-replicas-to-write %d refuses writes when too few replicas are in sync, which narrows (does not close) the window in which a failover loses a fresh lock", m)}
-	}
-	if minReplicas == "" {
-		minReplicas = "unknown"
-	}
-	return lock.Check{Name: name, Status: lock.CheckWarning,
-		Detail: detail + fmt.Sprintf(" and min-replicas-to-write %s: if this primary fails and a replica is promoted, locks granted just before may be missing there and be granted twice", minReplicas),
-		Fix:    "set min-replicas-to-write 1 and min-replicas-max-lag 10 to narrow the window; for locks that survive a failover, use etcd"}
+	m, _ := strconv.Atoi(minReplicas)
+	async := fmt.Sprintf("a primary with %d replica(s), replicated asynchronously", n)
+	return lock.FirstCase("replication", []lock.Case{
+		{When: repl["role"] == "slave", Status: lock.CheckProblem, Fix: "point --backend at the primary",
+			Detail: fmt.Sprintf("this is a replica of %s:%s: it refuses distlock's writes (READONLY), or, if it takes them, its locks are not the primary's", repl["master_host"], repl["master_port"])},
+		{When: repl["role"] != "master", Status: lock.CheckWarning, Detail: fmt.Sprintf("INFO replication reports role %q", repl["role"]),
+			Fix: "find out whether this Redis has replicas: a failover to an async replica can grant a lock twice"},
+		{When: n == 0, Detail: "a primary with no replicas: a lock is exclusive while this server lives"},
+		{When: m > 0, Detail: async + fmt.Sprintf("; min-replicas-to-write %d refuses writes when too few replicas are in sync, which narrows (does not close) the window in which a failover loses a fresh lock", m)},
+	}, lock.Case{Status: lock.CheckWarning, Fix: "set min-replicas-to-write 1 and min-replicas-max-lag 10 to narrow the window; for locks that survive a failover, use etcd",
+		Detail: async + fmt.Sprintf(" and min-replicas-to-write %s: if this primary fails and a replica is promoted, locks granted just before may be missing there and be granted twice", cmp.Or(minReplicas, "unknown"))})
 }
 
 // aclCommands are what distlock sends on a key's keys and channels: the
 // client's own commands and the ones its scripts call (a script runs with
-// the caller's permissions).
+// the caller's permissions). keyed lists, per key or channel, each command
+// sent on it as "NAME args", to be sent as NAME key args.
 func (b *Backend) aclCommands(key string) [][]string {
 	lk, tk := b.lockKey(key), b.tokenKey(key)
-	q, alive, waiting, slot := b.queueKey(key), b.aliveKey(key), b.waitingKey(key), b.slotKey(key, 0, 2)
-	ch, wake, lg := b.channel(key), b.wakePrefix(key)+"0", b.ledgerKey(key)
-	cmds := [][]string{
-		{"PING"},
-		{"EVALSHA", strings.Repeat("0", 40), "2", lk, tk},
-		{"EVAL", "return 1", "2", lk, tk},
-		{"SUBSCRIBE", ch},
-		{"SUBSCRIBE", wake},
-		{"UNSUBSCRIBE", ch},
-		{"PUBLISH", ch, "1"},
-		{"PUBLISH", wake, "1"},
-		{"SCAN", "0", "MATCH", b.prefix + ":{*}", "COUNT", "100"},
-		{"TIME"},
-		{"HGETALL", lk},
-		{"HGET", lk, "owner"},
-		{"HMGET", waiting, "x"},
-		{"HSET", lk, "owner", "x"},
-		{"HSET", waiting, "x", "y"},
-		{"HDEL", waiting, "x"},
-		{"HSET", slot, "owner", "x"},
-		{"PEXPIRE", lk, "1000"},
-		{"PTTL", lk},
-		{"DEL", lk},
-		{"GET", tk},
-		{"SET", tk, "1"},
-		{"ZADD", q, "1", "x"},
-		{"ZADD", alive, "1", "x"},
-		{"ZRANGE", q, "0", "-1"},
-		{"ZRANGEBYSCORE", alive, "0", "1"},
-		{"ZREM", q, "x"},
-		{"ZSCORE", alive, "x"},
-		{"ZCARD", q},
-		{"HSET", lg, "x", "y"}, // the run ledger (ledger.go)
-		{"HGETALL", lg},
-		{"HDEL", lg, "x"},
+	cmds := [][]string{{"PING"}, {"TIME"}, {"EVALSHA", strings.Repeat("0", 40), "2", lk, tk}, {"EVAL", "return 1", "2", lk, tk},
+		{"SCAN", "0", "MATCH", b.prefix + ":{*}", "COUNT", "100"}}
+	type keyed struct{ key, cmds string }
+	on := []keyed{
+		{lk, "HGETALL|HGET owner|HSET owner x|PEXPIRE 1000|PTTL|DEL"},
+		{tk, "GET|SET 1"},
+		{b.waitingKey(key), "HMGET x|HSET x y|HDEL x"},
+		{b.slotKey(key, 0, 2), "HSET owner x"},
+		{b.queueKey(key), "ZADD 1 x|ZRANGE 0 -1|ZREM x|ZCARD"},
+		{b.aliveKey(key), "ZADD 1 x|ZRANGEBYSCORE 0 1|ZSCORE x"},
+		{b.channel(key), "SUBSCRIBE|UNSUBSCRIBE|PUBLISH 1"},
+		{b.wakePrefix(key) + "0", "SUBSCRIBE|PUBLISH 1"},
+		{b.ledgerKey(key), "HSET x y|HGETALL|HDEL x"}, // the run ledger (ledger.go)
 	}
-	if b.redlock {
-		// The delayed restart's keys (redlock_lib.lua).
-		boot, ttls := b.bootKey(), b.ttlsKey()
-		cmds = append(cmds,
-			[]string{"GET", boot}, []string{"SET", boot, "1"},
-			[]string{"ZREMRANGEBYSCORE", ttls, "-inf", "0"}, []string{"ZRANGE", ttls, "0", "-1"},
-			[]string{"ZSCORE", ttls, "1"}, []string{"ZADD", ttls, "1", "1"},
-			[]string{"PTTL", ttls}, []string{"PEXPIRE", ttls, "1000"})
+	if b.redlock { // the delayed restart's keys (redlock_lib.lua)
+		on = append(on, keyed{b.bootKey(), "GET|SET 1"}, keyed{b.ttlsKey(), "ZREMRANGEBYSCORE -inf 0|ZRANGE 0 -1|ZSCORE 1|ZADD 1 1|PTTL|PEXPIRE 1000"})
+	}
+	for _, k := range on {
+		for _, c := range strings.Split(k.cmds, "|") {
+			f := strings.Fields(c)
+			cmds = append(cmds, append([]string{f[0], k.key}, f[1:]...))
+		}
 	}
 	return cmds
 }
 
+// aclCheck asks ACL DRYRUN whether our user may run each of aclCommands.
 func (b *Backend) aclCheck(rctx reqCtx, key string) lock.Check {
-	const name = "acl"
+	const name, beyond = "acl", " beyond the lock taken and released above"
+	fix := "make sure the user may run EVALSHA, EVAL, PUBLISH, SUBSCRIBE and SCAN on the " + b.prefix + ":* keys and channels"
 	ctx, cancel := rctx()
 	defer cancel()
 	user, err := b.c.Do(ctx, "ACL", "WHOAMI").Text()
 	if err != nil {
-		return lock.Check{Name: name, Status: lock.CheckWarning,
-			Detail: fmt.Sprintf("cannot ask who this connection is (ACL WHOAMI: %s): permissions not checked beyond the lock taken and released above", firstLine(err.Error())),
-			Fix:    "make sure the user may run EVALSHA, EVAL, PUBLISH, SUBSCRIBE and SCAN on the " + b.prefix + ":* keys and channels"}
+		return lock.CannotCheck(name, "ask who this connection is (ACL WHOAMI) to check its permissions"+beyond, err, fix)
 	}
 	var denied []string
+	grant := "ACL SETUSER " + user
 	cmds := b.aclCommands(key)
-	for _, c := range cmds {
+	for i, c := range cmds {
 		args := []any{"ACL", "DRYRUN", user}
 		for _, a := range c {
 			args = append(args, a)
 		}
 		res, err := b.c.Do(ctx, args...).Text()
 		if err != nil {
-			return lock.Check{Name: name, Status: lock.CheckWarning,
-				Detail: fmt.Sprintf("cannot check user %s's permissions (ACL DRYRUN: %s; it needs Redis 7 and the permission to run it): not checked beyond the lock taken and released above", user, firstLine(err.Error())),
-				Fix:    "make sure the user may run EVALSHA, EVAL, PUBLISH, SUBSCRIBE and SCAN on the " + b.prefix + ":* keys and channels"}
+			return lock.CannotCheck(name, fmt.Sprintf("check user %s's permissions with ACL DRYRUN (Redis 7, and the permission to run it)%s", user, beyond), err, fix)
 		}
 		if res != "OK" {
 			denied = append(denied, fmt.Sprintf("%s (%s)", c[0], res))
+		}
+		if !slices.ContainsFunc(cmds[:i], func(p []string) bool { return p[0] == c[0] }) {
+			grant += " +" + strings.ToLower(c[0])
 		}
 	}
 	if len(denied) > 0 {
 		return lock.Check{Name: name, Status: lock.CheckProblem,
 			Detail: fmt.Sprintf("user %s may not run what distlock runs: %s", user, strings.Join(denied, "; ")),
-			Fix: fmt.Sprintf("ACL SETUSER %s +ping +time +evalsha +eval +subscribe +unsubscribe +publish +scan +hgetall +hget +hmget +hset +hdel +pexpire +pttl +del +get +set +zadd +zrange +zrangebyscore +zremrangebyscore +zrem +zscore +zcard ~%s:* &%s:*",
-				user, b.prefix, b.prefix)}
+			Fix:    fmt.Sprintf("%s ~%s:* &%s:*", grant, b.prefix, b.prefix)}
 	}
 	return lock.Check{Name: name, Status: lock.CheckOK,
 		Detail: fmt.Sprintf("user %s may run all %d commands distlock sends, on %s's keys and channels (ACL DRYRUN)", user, len(cmds), b.lockKey(key))}
 }
 
-// clockCheck reads the server's TIME (lock.ReadClock: best of a few round
-// trips).
-func (b *Backend) clockCheck(rctx reqCtx, ttl time.Duration) lock.Check {
-	offset, unc, best, err := lock.ReadClock(rctx, func(ctx context.Context) (time.Time, error) { return b.c.Time(ctx).Result() })
-	if err != nil {
-		return cannotRead("clock", "the server's clock (TIME)", err, "make sure both clocks are synchronised (NTP)")
-	}
-	return lock.ClockOffsetCheck(offset, unc, ttl, fmt.Sprintf("TIME, best of %d round trips: %s", lock.ClockReadings, best.Round(time.Microsecond)))
+// serverTime reads c's clock (TIME).
+func serverTime(c goredis.Cmdable) func(context.Context) (time.Time, error) {
+	return func(ctx context.Context) (time.Time, error) { return c.Time(ctx).Result() }
 }
 
 // replicaClock is one replica's clock against the master's: diff is
@@ -397,11 +320,11 @@ func (b *Backend) replicaClockCheck(rctx reqCtx, ttl time.Duration) lock.Check {
 	const name = "replica clocks"
 	repl, err := b.read(rctx, source{info: "replication"})
 	if err != nil {
-		return cannotRead(name, "INFO replication", err, "keep every Redis node's clock synchronised (NTP)")
+		return lock.CannotCheck(name, "read INFO replication", err, "keep every Redis node's clock synchronised (NTP)")
 	}
-	master, munc, _, err := lock.ReadClock(rctx, func(ctx context.Context) (time.Time, error) { return b.c.Time(ctx).Result() })
+	master, munc, _, err := lock.ReadClock(rctx, serverTime(b.c))
 	if err != nil {
-		return cannotRead(name, "the master's clock (TIME)", err, "keep every Redis node's clock synchronised (NTP)")
+		return lock.CannotCheck(name, "read the master's clock (TIME)", err, "keep every Redis node's clock synchronised (NTP)")
 	}
 	var clocks []replicaClock
 	for k := 0; ; k++ {
@@ -409,15 +332,10 @@ func (b *Backend) replicaClockCheck(rctx reqCtx, ttl time.Duration) lock.Check {
 		if !ok {
 			break
 		}
-		f := map[string]string{}
-		for _, kv := range strings.Split(v, ",") {
-			if a, b, ok := strings.Cut(kv, "="); ok {
-				f[a] = b
-			}
-		}
+		f := parseInfo(strings.NewReplacer(",", "\n", "=", ":").Replace(v)) // ip=…,port=…,state=…
 		addr := net.JoinHostPort(f["ip"], f["port"])
 		c := goredis.NewClient(b.nodeOptions(addr))
-		off, unc, _, err := lock.ReadClock(rctx, func(ctx context.Context) (time.Time, error) { return c.Time(ctx).Result() })
+		off, unc, _, err := lock.ReadClock(rctx, serverTime(c))
 		c.Close()
 		clocks = append(clocks, replicaClock{addr: addr, diff: off - master, unc: unc + munc, err: err})
 	}
@@ -436,30 +354,19 @@ func replicaClockVerdict(ttl time.Duration, clocks []replicaClock) lock.Check {
 	}
 	margin := time.Duration(float64(ttl)*lock.ClockDrift) + lock.ValidityDelta
 	status := lock.CheckOK
-	worse := func(s lock.CheckStatus) {
-		if s == lock.CheckProblem || status == lock.CheckOK {
-			status = s
-		}
-	}
 	var parts []string
 	for _, c := range clocks {
-		if c.err != nil {
-			parts = append(parts, fmt.Sprintf("%s: cannot read its clock (%s)", c.addr, firstLine(c.err.Error())))
-			worse(lock.CheckWarning)
+		switch {
+		case c.err != nil:
+			parts = append(parts, fmt.Sprintf("%s: cannot read its clock (%s)", c.addr, lock.FirstLine(c.err)))
+			status = lock.Worse(status, lock.CheckWarning)
 			continue
-		}
-		side := "ahead of"
-		abs := c.diff
-		if abs < 0 {
-			side, abs = "behind", -abs
-		}
-		parts = append(parts, fmt.Sprintf("%s is %s (±%s) %s the master's", c.addr, abs.Round(time.Microsecond), c.unc.Round(time.Microsecond), side))
-		switch ahead := c.diff - c.unc; {
-		case ahead > margin:
-			worse(lock.CheckProblem)
+		case c.diff-c.unc > margin:
+			status = lock.CheckProblem
 		case c.diff > margin/2:
-			worse(lock.CheckWarning)
+			status = lock.Worse(status, lock.CheckWarning)
 		}
+		parts = append(parts, fmt.Sprintf("%s is %s the master's", c.addr, lock.Offset(c.diff, c.unc)))
 	}
 	detail := strings.Join(parts, "; ") + fmt.Sprintf("; a promoted replica ahead by more than %s (ttl/100 + 2 ms at --ttl %s) ends inherited leases before their holders stop", margin, ttl)
 	if status == lock.CheckOK {

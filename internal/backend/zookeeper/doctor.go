@@ -24,27 +24,19 @@ func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Che
 	return []lock.Check{b.sessionCheck(ctx, req), b.ttlNodeCheck(ctx, req), b.clockCheck(ctx, req), b.headroomCheck(ctx, req)}
 }
 
-// sessionCheck asks for a session of --ttl and reports what was granted.
+// sessionCheck asks for a session of --ttl and judges what was granted.
 func (b *Backend) sessionCheck(ctx context.Context, req lock.DoctorRequest) lock.Check {
 	cctx, cancel := context.WithTimeout(ctx, req.Timeout)
 	defer cancel()
 	s, err := b.dial(cctx, req.TTL)
 	if err != nil {
-		return lock.Check{Name: "session-timeout", Status: lock.CheckWarning,
-			Detail: "cannot open a session to check: " + err.Error(), Fix: "run doctor again once the ensemble answers"}
+		return lock.CannotCheck("session-timeout", "open a session to check", err, "run doctor again once the ensemble answers")
 	}
 	defer s.close(time.Second)
 	got := time.Duration(s.negotiated.Load()) * time.Millisecond
-	detail := fmt.Sprintf("asked for a session of %s (--ttl), the server granted %s", req.TTL, got)
-	switch {
-	case got < req.TTL:
-		return lock.Check{Name: "session-timeout", Status: lock.CheckProblem, Detail: detail,
-			Fix: fmt.Sprintf("distlock refuses this --ttl here: use --ttl %s or less, or raise the servers' maxSessionTimeout (20 ticks by default)", got)}
-	case got > req.TTL+req.TTL/10:
-		return lock.Check{Name: "session-timeout", Status: lock.CheckWarning, Detail: detail,
-			Fix: "the lock of a holder that died stays taken for the longer session timeout: use a --ttl of at least the servers' minSessionTimeout (2 ticks by default)"}
-	}
-	return lock.Check{Name: "session-timeout", Status: lock.CheckOK, Detail: detail}
+	return lock.GrantedTTLCheck("session-timeout", "session", req.TTL, got, req.TTL/10, "",
+		fmt.Sprintf("use --ttl %s or less, or raise the servers' maxSessionTimeout (20 ticks by default)", got),
+		"use a --ttl of at least the servers' minSessionTimeout (2 ticks by default)")
 }
 
 // ttlNodeCheck creates and deletes a scratch TTL node.
@@ -72,16 +64,13 @@ func (b *Backend) ttlNodeCheck(ctx context.Context, req lock.DoctorRequest) lock
 		return lock.Check{Name: "ttl-nodes", Status: lock.CheckProblem, Detail: "may not create nodes under " + b.root,
 			Fix: "give this client create and delete rights on " + b.root}
 	}
-	return lock.Check{Name: "ttl-nodes", Status: lock.CheckWarning, Detail: "cannot check: " + err.Error(),
-		Fix: "run doctor again once the ensemble answers"}
+	return lock.CannotCheck("ttl-nodes", "check", err, "run doctor again once the ensemble answers")
 }
 
 // clockCheck reads the server's clock as the mtime of a write (of the
-// prefix node's empty data): best of a few round trips. mtime has
-// millisecond resolution: that is added to the uncertainty.
+// prefix node's empty data), which has millisecond resolution.
 func (b *Backend) clockCheck(ctx context.Context, req lock.DoctorRequest) lock.Check {
-	newCtx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, req.Timeout) }
-	offset, unc, best, err := lock.ReadClock(newCtx, func(ctx context.Context) (time.Time, error) {
+	return lock.ServerClockCheck(req.RequestContexts(ctx, 5*time.Second), req.TTL, "the mtime of a write", 500*time.Microsecond, func(ctx context.Context) (time.Time, error) {
 		s, done, err := b.useAdmin(ctx)
 		if err != nil {
 			return time.Time{}, err
@@ -93,13 +82,6 @@ func (b *Backend) clockCheck(ctx context.Context, req lock.DoctorRequest) lock.C
 		}
 		return time.UnixMilli(st.Mtime).Add(500 * time.Microsecond), nil
 	})
-	if err != nil {
-		return lock.Check{Name: "clock", Status: lock.CheckWarning,
-			Detail: "cannot read the server's clock (the mtime of a write): " + err.Error(),
-			Fix:    "make sure both clocks are synchronised (NTP)"}
-	}
-	return lock.ClockOffsetCheck(offset, unc+500*time.Microsecond, req.TTL,
-		fmt.Sprintf("the mtime of a write, best of %d round trips: %s", lock.ClockReadings, best.Round(time.Microsecond)))
 }
 
 // headroomCheck compares, on each server, the sessions from this host
@@ -107,14 +89,11 @@ func (b *Backend) clockCheck(ctx context.Context, req lock.DoctorRequest) lock.C
 // conf and cons four-letter words; the worst server is reported. Servers
 // that do not allow those words (4lw.commands.whitelist) cannot tell.
 func (b *Backend) headroomCheck(ctx context.Context, req lock.DoctorRequest) lock.Check {
-	rank := map[lock.CheckStatus]int{lock.CheckWarning: 1, lock.CheckProblem: 2}
-	var worst lock.Check
+	var checks []lock.Check
 	for _, s := range b.servers {
-		if c := serverHeadroom(ctx, s, req.Timeout); worst.Name == "" || rank[c.Status] > rank[worst.Status] {
-			worst = c
-		}
+		checks = append(checks, serverHeadroom(ctx, s, req.Timeout))
 	}
-	return worst
+	return lock.WorstCheck(checks)
 }
 
 // serverHeadroom is one server's check.
@@ -127,9 +106,8 @@ func serverHeadroom(ctx context.Context, server string, timeout time.Duration) l
 	}
 	limit, lerr := parseMaxCnxns(conf)
 	if why := cmp.Or(err, lerr); why != nil {
-		return lock.Check{Name: "connections", Status: lock.CheckWarning,
-			Detail: fmt.Sprintf("cannot tell how many more connections %s accepts from this host: %v", server, why),
-			Fix:    "allow the conf and cons four-letter words (4lw.commands.whitelist in zoo.cfg) to have doctor check maxClientCnxns"}
+		return lock.CannotCheck("connections", "tell how many more connections "+server+" accepts from this host", why,
+			"allow the conf and cons four-letter words (4lw.commands.whitelist in zoo.cfg) to have doctor check maxClientCnxns")
 	}
 	c := lock.ConnectionHeadroomCheck("maxClientCnxns", sessionsFrom(cons, us), limit,
 		"raise maxClientCnxns in zoo.cfg on every server (60 by default), or run fewer distlock processes on this host")
