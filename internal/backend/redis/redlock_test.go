@@ -179,12 +179,8 @@ func TestRedlockTokenSameEverywhere(t *testing.T) {
 // lease's renewal takes the key back there with the holder's fields, as
 // the lease that acquired it would.
 func TestRedlockResumedLeaseTakesBackItsRecord(t *testing.T) {
-	m, r := startMasters(t)
+	m, r, l := heldOnMasters(t)
 	ctx := context.Background()
-	l, err := lock.TryOnce(ctx, r, req("k", "o1", 1, 10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
 	resumed, err := r.Resume(ctx, l.Handle())
 	if err != nil {
 		t.Fatal(err)
@@ -216,12 +212,8 @@ func TestRedlockResumedLeaseTakesBackItsRecord(t *testing.T) {
 // kept its data could have ended (Redlock's delayed restart): another
 // owner is refused, and the holder's renewal takes the key back on them.
 func TestRedlockDelayedRestart(t *testing.T) {
-	m, r := startMasters(t)
+	m, r, l := heldOnMasters(t)
 	ctx := context.Background()
-	l, err := lock.TryOnce(ctx, r, req("k", "o1", 1, 10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The wiped masters' new boot markers must be younger than the kept
 	// one's by more than sameBoot, or they would count as a deployment
 	// that came up together.
@@ -245,4 +237,16 @@ func TestRedlockDelayedRestart(t *testing.T) {
 			t.Fatalf("master %d after o1's renewal: %+v %v %v, want o1's", k, h, held, err)
 		}
 	}
+}
+
+// heldOnMasters starts three masters and takes k on them for o1 (ttl
+// 10 s).
+func heldOnMasters(t *testing.T) (*server.RedisMasters, *Redlock, lock.Lease) {
+	t.Helper()
+	m, r := startMasters(t)
+	l, err := lock.TryOnce(context.Background(), r, req("k", "o1", 1, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, r, l
 }
