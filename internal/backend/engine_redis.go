@@ -26,9 +26,7 @@ var (
 		Form: "redlock://HOST:PORT,HOST:PORT,HOST:PORT", Name: "Redlock over independent Redis masters",
 		Guarantee: redis.RedlockGuarantee(3),
 		Caps:      Caps{Holds: true, Doctor: true},
-	}, redis.ParseRedlockURL, redis.OpenRedlock, func(c *redis.RedlockConfig) settings {
-		return settings{secret: &c.Password, prefix: &c.Prefix, timeout: &c.ConnectTimeout}
-	})
+	}, redis.ParseRedlockURL, redis.OpenRedlock, redisSettings)
 )
 
 // redisTopology is the entry of a topology redis.New serves that redis://

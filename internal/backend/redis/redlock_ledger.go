@@ -1,6 +1,6 @@
 package redis
 
-// Redlock's run ledger (lock.Ledger): every master keeps the single-node
+// Redlock's run ledger (lock.Ledger): every master keeps the single-master
 // hash (ledger.go); puts and deletes need a quorum, a read merges a
 // quorum's answers, every id any of them has, the greatest version
 // winning where they disagree (docs/ARCHITECTURE.md, "Redlock's ledger",
@@ -42,42 +42,35 @@ func (r *Redlock) PutEntry(ctx context.Context, key, id string, data []byte) err
 	if err := lock.CheckEntry(id, data); err != nil {
 		return err
 	}
-	v := strconv.AppendInt(nil, r.ledgerVer.next(), 10)
-	v = append(append(v, ':'), data...)
-	errs := r.each(ctx, ledgerTimeout, func(ctx context.Context, k int, n *Backend) error {
+	v := append(strconv.AppendInt(nil, r.ledgerVer.next(), 10), ':')
+	v = append(v, data...)
+	return r.needQuorum(r.each(ctx, ledgerTimeout, func(ctx context.Context, _ int, n *Backend) error {
 		return n.putEntry(ctx, key, id, v)
-	})
-	return r.needQuorum(errs, "stored the ledger entry "+id+" of "+key)
+	}), "stored the ledger entry "+id+" of "+key)
 }
 
 // DeleteEntries implements lock.Ledger: on every master, a quorum must
 // answer.
 func (r *Redlock) DeleteEntries(ctx context.Context, key string, ids []string) error {
-	errs := r.each(ctx, ledgerTimeout, func(ctx context.Context, k int, n *Backend) error {
+	return r.needQuorum(r.each(ctx, ledgerTimeout, func(ctx context.Context, _ int, n *Backend) error {
 		return n.DeleteEntries(ctx, key, ids)
-	})
-	return r.needQuorum(errs, "deleted ledger entries of "+key)
+	}), "deleted ledger entries of "+key)
 }
 
 // Entries implements lock.Ledger: the merge of a quorum's ledgers (see
 // the top of this file).
 func (r *Redlock) Entries(ctx context.Context, key string) (map[string][]byte, error) {
-	all := make([]map[string][]byte, len(r.nodes))
-	errs := r.each(ctx, ledgerTimeout, func(ctx context.Context, k int, n *Backend) error {
-		m, err := n.Entries(ctx, key)
-		all[k] = m
-		return err
+	all, errs := fan(ctx, r, ledgerTimeout, func(ctx context.Context, _ int, n *Backend) (map[string][]byte, error) {
+		return n.Entries(ctx, key)
 	})
 	if err := r.needQuorum(errs, "answered"); err != nil {
 		return nil, err
 	}
-	out := map[string][]byte{}
-	vers := map[string]int64{}
+	out, vers := map[string][]byte{}, map[string]int64{}
 	for _, m := range all {
 		for id, raw := range m {
 			ver, data := splitVersion(raw)
-			old, seen := vers[id]
-			if !seen || ver > old || ver == old && bytes.Compare(data, out[id]) > 0 {
+			if old, seen := vers[id]; !seen || ver > old || ver == old && bytes.Compare(data, out[id]) > 0 {
 				out[id], vers[id] = data, ver
 			}
 		}

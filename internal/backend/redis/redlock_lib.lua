@@ -1,5 +1,6 @@
 -- Redlock's delayed restart, kept on each master; prepended to the Redlock
--- scripts (redlock.go, "Delayed restart").
+-- scripts (redlock_acquire.lua, redlock_renew.lua; docs/ARCHITECTURE.md,
+-- "Redlock's delayed restart").
 --
 --   <prefix>:redlock:boot  string, no TTL: the server's time (ms) when a
 --                          Redlock script first found it missing, i.e. when

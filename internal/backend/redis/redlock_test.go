@@ -172,3 +172,81 @@ func TestRedlockTokenSameEverywhere(t *testing.T) {
 		t.Fatalf("after the break: held %v (%v)", held, err)
 	}
 }
+
+// TestRedlockResumedLeaseTakesBackItsRecord: a lease resumed from its
+// handle (distlock hold's handles) knows the holder's record, read from
+// the quorum as it resumed: when a master loses its data, the resumed
+// lease's renewal takes the key back there with the holder's fields, as
+// the lease that acquired it would.
+func TestRedlockResumedLeaseTakesBackItsRecord(t *testing.T) {
+	m, r, l := heldOnMasters(t)
+	ctx := context.Background()
+	resumed, err := r.Resume(ctx, l.Handle())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := goredis.NewClient(&goredis.Options{Addr: m.Nodes[0].Addr()})
+	defer c.Close()
+	if err := c.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// A renewal takes the key back only on a master that lost its data
+	// since the lease was granted (by more than sameBoot): let the
+	// resumed lease grow older than that.
+	time.Sleep(sameBoot + 200*time.Millisecond)
+	if err := resumed.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := c.HGetAll(ctx, "distlock:{k}").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec["owner"] != "o1" || rec["token"] != strconv.FormatUint(l.Token(), 10) || rec["host"] != "host-o1" || rec["cmd"] != "./job.sh" {
+		t.Fatalf("master 0's record after the resumed lease's renewal: %v, want o1's, with its token and fields", rec)
+	}
+}
+
+// TestRedlockDelayedRestart: two masters of three lose their data while
+// a lease lives on all three. They are free now, a quorum, but they do
+// not count toward one until the longest lease live on the master that
+// kept its data could have ended (Redlock's delayed restart): another
+// owner is refused, and the holder's renewal takes the key back on them.
+func TestRedlockDelayedRestart(t *testing.T) {
+	m, r, l := heldOnMasters(t)
+	ctx := context.Background()
+	// The wiped masters' new boot markers must be younger than the kept
+	// one's by more than sameBoot, or they would count as a deployment
+	// that came up together.
+	time.Sleep(sameBoot + 500*time.Millisecond)
+	for _, n := range m.Nodes[:2] {
+		c := goredis.NewClient(&goredis.Options{Addr: n.Addr()})
+		err := c.FlushAll(ctx).Err()
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l2, err := lock.TryOnce(ctx, r, req("k", "o2", 1, 10*time.Second)); !errors.Is(err, lock.ErrHeld) {
+		t.Fatalf("o2 on the two wiped masters: %v, %v; want busy (they do not count yet)", l2, err)
+	}
+	if err := l.Renew(ctx); err != nil {
+		t.Fatalf("o1's renewal: %v", err)
+	}
+	for k := range 3 {
+		if h, held, err := r.nodes[k].Inspect(ctx, "k"); err != nil || !held || h.Owner != "o1" {
+			t.Fatalf("master %d after o1's renewal: %+v %v %v, want o1's", k, h, held, err)
+		}
+	}
+}
+
+// heldOnMasters starts three masters and takes k on them for o1 (ttl
+// 10 s).
+func heldOnMasters(t *testing.T) (*server.RedisMasters, *Redlock, lock.Lease) {
+	t.Helper()
+	m, r := startMasters(t)
+	l, err := lock.TryOnce(context.Background(), r, req("k", "o1", 1, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, r, l
+}

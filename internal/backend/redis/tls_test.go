@@ -42,9 +42,9 @@ func TestTLSForMultiHostURLs(t *testing.T) {
 				}
 			}
 		default:
-			var cfg RedlockConfig
+			var cfg Config
 			if cfg, err = ParseRedlockURL(tc.url); err == nil {
-				on = cfg.Nodes[0].TLSConfig != nil && cfg.Nodes[2].TLSConfig != nil
+				on = cfg.Masters[0].TLSConfig != nil && cfg.Masters[2].TLSConfig != nil
 			}
 		}
 		switch {

@@ -20,6 +20,7 @@ type Config struct {
 	Options  *goredis.Options
 	Failover *goredis.FailoverOptions
 	Cluster  *goredis.ClusterOptions
+	Masters  []*goredis.Options // Redlock's independent masters (OpenRedlock)
 	Topology Topology
 	// Wait is how many replicas must acknowledge every grant and renewal
 	// (WAIT, see replicas.go); 0 does not wait.

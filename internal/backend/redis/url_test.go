@@ -58,7 +58,7 @@ func TestMultiHostURLsAccepted(t *testing.T) {
 		t.Errorf("cluster URL: %v, %+v", err, cl.Cluster)
 	}
 	rl, err := ParseRedlockURL("redlock://h1:1,h2:2,h3:3")
-	if err != nil || len(rl.Nodes) != 3 || rl.Nodes[2].Addr != "h3:3" {
-		t.Errorf("redlock URL: %v, %+v", err, rl.Nodes)
+	if err != nil || len(rl.Masters) != 3 || rl.Masters[2].Addr != "h3:3" {
+		t.Errorf("redlock URL: %v, %+v", err, rl.Masters)
 	}
 }
