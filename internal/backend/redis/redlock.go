@@ -311,11 +311,16 @@ func (b *Backend) redlockTryOnce(ctx context.Context, req lock.Request) (nodeTry
 	if err != nil {
 		return nodeTry{}, b.unavailable(err)
 	}
+	// The delayed restart counts on age and longest: a reply without them
+	// must not pass for a master that has been up all along.
 	if len(res) != 3 {
 		return nodeTry{}, fmt.Errorf("unexpected reply from the Redlock try-once script: %v", res)
 	}
-	age, _ := res[0].(int64)
-	longest, _ := res[1].(int64)
+	age, ok1 := res[0].(int64)
+	longest, ok2 := res[1].(int64)
+	if !ok1 || !ok2 {
+		return nodeTry{}, fmt.Errorf("unexpected reply from the Redlock try-once script: %v", res)
+	}
 	t := nodeTry{answered: true, age: time.Duration(age) * time.Millisecond, longest: time.Duration(longest) * time.Millisecond}
 	inner, _ := res[2].([]any)
 	s, err := b.stepReply(ctx, req, granted, inner, nil)
