@@ -152,12 +152,6 @@ func Guarantee(topo Topology, wait int) string {
 // Close implements lock.Backend.
 func (b *Backend) Close() error { return b.c.Close() }
 
-// Contend implements lock.Backend: waiters queue in arrival order, for a
-// mutex and a semaphore's slots alike (queue.go).
-func (b *Backend) Contend(req lock.Request) lock.Contender {
-	return &queueContender{b: b, req: req}
-}
-
 // Inspect implements lock.Backend.
 func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
 	res, err := inspectScript().Run(ctx, b.c, []string{b.lockKey(key)}).Slice()
@@ -207,43 +201,28 @@ func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Hol
 	return lock.Holder{}, fmt.Errorf("%s keeps changing between a semaphore and a mutex; try again", key)
 }
 
-// parseHolder reads the lock hash's fields (a flat name/value list) and PTTL.
+// parseHolder reads a holder record (the lock hash's or a slot's fields,
+// as a flat name/value list or a map) and its PTTL in ms (<0 or nil:
+// none).
 func parseHolder(key string, fields, pttl any) lock.Holder {
-	h := lock.Holder{Key: key, ExpiresIn: -1}
-	list, _ := fields.([]any)
-	for i := 0; i+1 < len(list); i += 2 {
-		name, _ := list[i].(string)
-		val, _ := list[i+1].(string)
-		switch name {
-		case "owner":
-			h.Owner = val
-		case "token":
-			h.Token, _ = strconv.ParseUint(val, 10, 64)
-		case "host":
-			h.Meta.Host = val
-		case "pid":
-			h.Meta.PID, _ = strconv.Atoi(val)
-		case "user":
-			h.Meta.User = val
-		case "cmd":
-			h.Meta.Command = val
-		case "note":
-			h.Meta.Note = val
-		case "acquired_ms":
-			if ms, err := strconv.ParseInt(val, 10, 64); err == nil {
-				h.AcquiredAt = time.UnixMilli(ms)
-			}
-		case "hold":
-			h.Hold = val
-		case "ttl_ms":
-			if ms, err := strconv.ParseInt(val, 10, 64); err == nil {
-				h.TTL = time.Duration(ms) * time.Millisecond
-			}
-		case "limit": // a semaphore's slot, or its marker (slots_lib.lua)
-			h.Limit, _ = strconv.Atoi(val)
-		case "slot":
-			h.Slot, _ = strconv.Atoi(val)
+	m, _ := fields.(map[string]string)
+	if list, ok := fields.([]any); ok {
+		m = make(map[string]string, len(list)/2)
+		for i := 0; i+1 < len(list); i += 2 {
+			m[fmt.Sprint(list[i])] = fmt.Sprint(list[i+1])
 		}
+	}
+	h := lock.Holder{Key: key, Owner: m["owner"], Hold: m["hold"], ExpiresIn: -1,
+		Meta: lock.Meta{Host: m["host"], User: m["user"], Command: m["cmd"], Note: m["note"]}}
+	h.Token, _ = strconv.ParseUint(m["token"], 10, 64)
+	h.Meta.PID, _ = strconv.Atoi(m["pid"])
+	h.Limit, _ = strconv.Atoi(m["limit"]) // a semaphore's slot, or its marker (slots_lib.lua)
+	h.Slot, _ = strconv.Atoi(m["slot"])
+	if ms, err := strconv.ParseInt(m["acquired_ms"], 10, 64); err == nil {
+		h.AcquiredAt = time.UnixMilli(ms)
+	}
+	if ms, err := strconv.ParseInt(m["ttl_ms"], 10, 64); err == nil {
+		h.TTL = time.Duration(ms) * time.Millisecond
 	}
 	if ms, ok := pttl.(int64); ok && ms >= 0 {
 		h.ExpiresIn = time.Duration(ms) * time.Millisecond
