@@ -36,33 +36,19 @@ func (b *Backend) QueueLen(ctx context.Context, key string) (int64, error) {
 	return n, nil
 }
 
-// heartbeat says how often a waiter refreshes its place in the queue and
-// how long the place lasts without a refresh.
-func heartbeat(ttl time.Duration) (every, lasts time.Duration) {
-	every = max(time.Second, ttl/3)
-	return every, 2 * every
-}
-
-// step is one answer of acquire.lua.
+// step is one answer of acquire.lua: the lease, or why not (a
+// *lock.BusyError, or a *lock.LimitMismatchError when the key is held
+// with another limit) and, busy, when we are first in line, the soonest
+// slot's time left (<0 unknown; -1 too for a waiter behind the first,
+// which has nothing to watch).
 type step struct {
-	lease  lock.Lease // acquired
-	have   int        // > 0: the key is held with this other limit
-	holder lock.Holder
-	// freeIn is, when we are first in line, the soonest slot's time left
-	// (<0 unknown); else -1: a waiter behind the first has nothing to watch.
+	lease  lock.Lease
 	freeIn time.Duration
+	err    error
 }
 
 // result is a step's answer to a Try.
-func (s step) result(req lock.Request) (lock.Lease, error) {
-	switch {
-	case s.lease != nil:
-		return s.lease, nil
-	case s.have > 0:
-		return nil, &lock.LimitMismatchError{Key: req.Key, Want: max(1, req.Limit), Have: s.have}
-	}
-	return nil, &lock.BusyError{Holder: s.holder}
-}
+func (s step) result(lock.Request) (lock.Lease, error) { return s.lease, s.err }
 
 // queueStep runs acquire.lua, answering as lock.Polling takes it: with a
 // place (lasts > 0) join or refresh our place in the key's queue, and
@@ -79,8 +65,7 @@ func (b *Backend) queueStep(ctx context.Context, req lock.Request, lasts time.Du
 	if err != nil {
 		return nil, -1, err
 	}
-	l, err := s.result(req)
-	return l, s.freeIn, err
+	return s.lease, s.freeIn, s.err
 }
 
 // acquireCall is acquire.lua's keys and arguments for req; lasts is how
@@ -109,16 +94,17 @@ func (b *Backend) stepReply(ctx context.Context, req lock.Request, granted time.
 		return step{lease: l}, nil
 	case len(res) == 2 && res[0] == int64(-1):
 		have, _ := strconv.Atoi(fmt.Sprint(res[1]))
-		return step{have: max(have, 1)}, nil
+		return step{err: &lock.LimitMismatchError{Key: req.Key, Want: max(1, req.Limit), Have: max(have, 1)}, freeIn: -1}, nil
 	case len(res) == 6 && res[0] == int64(0):
-		s := step{holder: parseHolder(req.Key, res[1], res[2]), freeIn: -1}
+		h := parseHolder(req.Key, res[1], res[2])
 		if f, _ := res[1].([]any); len(f) == 0 {
 			// Free, but another waiter is first in line: name it (its
 			// "host<TAB>pid").
 			host, pid, _ := strings.Cut(fmt.Sprint(res[4]), "\t")
-			s.holder.Meta.Host = host
-			s.holder.Meta.PID, _ = strconv.Atoi(pid)
+			h.Meta.Host = host
+			h.Meta.PID, _ = strconv.Atoi(pid)
 		}
+		s := step{err: &lock.BusyError{Holder: h}, freeIn: -1}
 		if ms, ok := res[5].(int64); ok && res[3] == int64(1) && ms >= 0 {
 			s.freeIn = time.Duration(ms) * time.Millisecond
 		}
@@ -145,7 +131,7 @@ func (b *Backend) leaveQueue(ctx context.Context, req lock.Request) {
 // when it becomes first); only the first in line listens to the key's
 // release channel, so a release wakes one waiter.
 func (b *Backend) Contend(req lock.Request) lock.Contender {
-	every, lasts := heartbeat(req.TTL)
+	every := max(time.Second, req.TTL/3) // the heartbeat: a place lasts twice that
 	w := &waker{msgs: make(chan struct{}, 1)}
 	listening := false
 	return &lock.Polling{
@@ -156,7 +142,7 @@ func (b *Backend) Contend(req lock.Request) lock.Contender {
 		},
 		Queue: &lock.PollQueue{
 			Step: func(ctx context.Context) (lock.Lease, time.Duration, error) {
-				l, freeIn, err := b.queueStep(ctx, req, lasts)
+				l, freeIn, err := b.queueStep(ctx, req, 2*every)
 				switch {
 				case err == nil:
 					w.close()
