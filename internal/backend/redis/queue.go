@@ -4,9 +4,7 @@ package redis
 // one): waiters take slots in arrival order, a waiter that dies cannot
 // block the queue, and a release wakes one waiter (no herd). The queue's
 // keys and rules are in queue_lib.lua; a step's and a try-once's in
-// acquire.lua. A waiter refreshes its place at least every max(1s, ttl/3)
-// (its poll's cap, jittered by up to a quarter) and the place lasts twice
-// that, so a dead waiter is pruned within about 2*max(1s, ttl/3).
+// acquire.lua; the waiting itself is lock.Polling's (Contend).
 
 import (
 	"context"
@@ -123,15 +121,15 @@ func (b *Backend) leaveQueue(ctx context.Context, req lock.Request) {
 		req.Owner, b.wakePrefix(req.Key)).Err()
 }
 
-// Contend implements lock.Backend: lock.Polling over acquire.lua. A try
-// once, before the first Wait, is admitted only when nobody is queued; the
-// first Wait joins the queue, and from then on each Try is a step that
-// refreshes our place and takes a slot only when one is free and we are
-// first in line. A waiter sleeps on its own wake channel (published to
-// when it becomes first); only the first in line listens to the key's
-// release channel, so a release wakes one waiter.
+// Contend implements lock.Backend: lock.Polling over acquire.lua, whose
+// try-once is busy while anyone is queued. A waiter steps (refreshes its
+// place) at least every max(1s, ttl/3), jittered by up to a quarter, and
+// its place lasts twice that, so a dead waiter is pruned within about
+// 2*max(1s, ttl/3). It sleeps on its own wake channel (published to when
+// it becomes first); only the first in line listens to the key's release
+// channel.
 func (b *Backend) Contend(req lock.Request) lock.Contender {
-	every := max(time.Second, req.TTL/3) // the heartbeat: a place lasts twice that
+	every := max(time.Second, req.TTL/3)
 	w := &waker{msgs: make(chan struct{}, 1)}
 	listening := false
 	return &lock.Polling{

@@ -22,7 +22,6 @@ var (
 	renewScript        = lazyScript("slots_lib.lua", "renew.lua")
 	releaseScript      = lazyScript("slots_lib.lua", "release.lua")
 	holdScript         = lazyScript("slots_lib.lua", "hold.lua")
-	breakScript        = lazyScript("slots_lib.lua", "break.lua")
 	inspectScript      = lazyScript("inspect.lua")
 	redlockRenewScript = lazyScript("clock_lib.lua", "redlock_lib.lua", "redlock_renew.lua")
 	// Redlock's try-once is acquire.lua run as a function inside the
