@@ -123,9 +123,9 @@ func (b *Backend) leaveQueue(ctx context.Context, req lock.Request) {
 
 // Contend implements lock.Backend: lock.Polling over acquire.lua, whose
 // try-once is busy while anyone is queued. A waiter steps (refreshes its
-// place) at least every max(1s, ttl/3), jittered by up to a quarter, and
-// its place lasts twice that, so a dead waiter is pruned within about
-// 2*max(1s, ttl/3). It sleeps on its own wake channel (published to when
+// place) again within max(1s, ttl/3), the poll's cap (a quarter more at
+// most, with the jitter), and its place lasts twice that, so a dead
+// waiter is pruned within about 2*max(1s, ttl/3). It sleeps on its own wake channel (published to when
 // it becomes first); only the first in line listens to the key's release
 // channel.
 func (b *Backend) Contend(req lock.Request) lock.Contender {
