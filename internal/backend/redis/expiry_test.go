@@ -12,6 +12,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/distlock/distlock/internal/lock"
 	"github.com/distlock/distlock/internal/testenv/server"
 )
 
@@ -57,7 +58,7 @@ func TestExpiryPropagatedAbsolute(t *testing.T) {
 	b := &Backend{c: c, prefix: "distlock", addr: "redis at " + p.Addr()}
 	const ttl = 30 * time.Second
 	before := time.Now()
-	l, err := b.tryOnce(ctx, req("k", "o", 1, ttl))
+	l, err := lock.TryOnce(ctx, b, req("k", "o", 1, ttl))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/distlock/distlock/internal/lock"
 )
 
@@ -46,9 +44,17 @@ func (b *Backend) slotKeys(key string, n int, extra ...string) []string {
 // limitOf is a lease's limit as the scripts take it (a mutex's is 1).
 func limitOf(l *lock.Held) int { return max(l.Limit(), 1) }
 
-// Renew implements lock.LeaseStore.
+// Renew implements lock.LeaseStore; it returns the client's own error,
+// unwrapped, for the renewer's warnings.
 func (s slotStore) Renew(ctx context.Context, l *lock.Held) error {
-	return renewed(s.b.run(ctx, l.TTL(), renewScript(), s.b.slotKeys(l.Key(), limitOf(l)), l.Owner(), l.TTL().Milliseconds(), l.Slot(), limitOf(l)))
+	cmd, nr := s.b.run(ctx, l.TTL(), renewScript(), s.b.slotKeys(l.Key(), limitOf(l)), l.Owner(), l.TTL().Milliseconds(), l.Slot(), limitOf(l))
+	switch n, err := cmd.Int(); {
+	case err != nil:
+		return err
+	case n != 1:
+		return lock.ErrNotHeld
+	}
+	return nr // a renewal too few replicas have is a failed renewal
 }
 
 // Release implements lock.LeaseStore.
@@ -73,19 +79,6 @@ func (s slotStore) Hold(ctx context.Context, l *lock.Held, d time.Duration, mode
 // channel ("" publishes nothing).
 func (b *Backend) release(ctx context.Context, key, owner string, slot, n int, channel string) error {
 	return b.owned(releaseScript().Run(ctx, b.c, b.slotKeys(key, n), owner, slot, n, channel).Int())
-}
-
-// renewed reads the reply of an owner-checked renewal (run: nr says too
-// few replicas acknowledged it).
-func renewed(cmd *goredis.Cmd, nr error) error {
-	n, err := cmd.Int()
-	if err != nil {
-		return err
-	}
-	if n != 1 {
-		return lock.ErrNotHeld
-	}
-	return nr // a renewal too few replicas have is a failed renewal
 }
 
 // owned reads the reply of an owner-checked change: 1 when it was ours.

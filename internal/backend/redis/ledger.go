@@ -18,14 +18,11 @@ var _ lock.Ledger = (*Backend)(nil)
 // key (nor any other key of a lock, each with its own suffix) can be it.
 func (b *Backend) ledgerKey(key string) string { return b.lockKey(key) + ":ledger" }
 
-// ledgerWait is WAIT's timeout after a ledger write (wait=N): the
-// ledger has no TTL to take a tenth of.
-const ledgerWait = time.Second
-
 // PutEntry implements lock.Ledger (HSET). With wait=N, WAIT follows it on
 // the same connection, as it follows a grant (replicas.go): a slot marked
 // done on a master alone would be open again on a replica promoted by a
-// failover, and a --once-per job would run twice.
+// failover, and a --once-per job would run twice. WAIT's timeout is 1s:
+// the ledger has no TTL to take a tenth of.
 func (b *Backend) PutEntry(ctx context.Context, key, id string, data []byte) error {
 	if err := lock.CheckEntry(id, data); err != nil {
 		return err
@@ -37,7 +34,7 @@ func (b *Backend) PutEntry(ctx context.Context, key, id string, data []byte) err
 // before the bytes it checked (redlock_ledger.go).
 func (b *Backend) putEntry(ctx context.Context, key, id string, data []byte) error {
 	var set goredis.Cmder
-	nr := b.waited(ctx, ledgerWait, "the run ledger's write", func(p goredis.Pipeliner) goredis.Cmder {
+	nr := b.waited(ctx, time.Second, "the run ledger's write", func(p goredis.Pipeliner) goredis.Cmder {
 		set = p.HSet(ctx, b.ledgerKey(key), id, data)
 		return set
 	})

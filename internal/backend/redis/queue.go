@@ -4,9 +4,7 @@ package redis
 // one): waiters take slots in arrival order, a waiter that dies cannot
 // block the queue, and a release wakes one waiter (no herd). The queue's
 // keys and rules are in queue_lib.lua; a step's and a try-once's in
-// acquire.lua. A waiter refreshes its place every max(1s, ttl/3) and the
-// place lasts twice that, so a dead waiter is pruned within about
-// 2*max(1s, ttl/3).
+// acquire.lua; the waiting itself is lock.Polling's (Contend).
 
 import (
 	"context"
@@ -36,70 +34,36 @@ func (b *Backend) QueueLen(ctx context.Context, key string) (int64, error) {
 	return n, nil
 }
 
-// heartbeat says how often a waiter refreshes its place in the queue and
-// how long the place lasts without a refresh.
-func heartbeat(ttl time.Duration) (every, lasts time.Duration) {
-	every = max(time.Second, ttl/3)
-	return every, 2 * every
-}
-
-// queuedHolder describes who has the lock, or, when it is free but a
-// waiter is first in line, that waiter (from its "host<TAB>pid").
-func queuedHolder(key string, fields, pttl, next any) lock.Holder {
-	if list, _ := fields.([]any); len(list) > 0 {
-		return parseHolder(key, fields, pttl)
-	}
-	h := lock.Holder{Key: key, ExpiresIn: -1}
-	s, _ := next.(string)
-	host, pid, _ := strings.Cut(s, "\t")
-	h.Meta.Host = host
-	h.Meta.PID, _ = strconv.Atoi(pid)
-	return h
-}
-
-// step is one answer of acquire.lua.
+// step is one answer of acquire.lua: the lease, or why not (a
+// *lock.BusyError, or a *lock.LimitMismatchError when the key is held
+// with another limit) and, busy, when we are first in line, the soonest
+// slot's time left (<0 unknown; -1 too for a waiter behind the first,
+// which has nothing to watch).
 type step struct {
-	lease  lock.Lease // acquired
-	have   int        // > 0: the key is held with this other limit
-	holder lock.Holder
-	pttl   time.Duration // the soonest slot's time left; <0 none or unknown
-	first  bool          // we are first in line
-}
-
-// tryOnce is a try-once, one round trip: the lowest free slot, unless live
-// waiters are queued for the key (then busy, naming the first in line when
-// no slot holder is left to name).
-func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, error) {
-	s, err := b.queueStep(ctx, req, 0)
-	if err != nil {
-		return nil, err
-	}
-	return s.result(req)
+	lease  lock.Lease
+	freeIn time.Duration
+	err    error
 }
 
 // result is a step's answer to a Try.
-func (s step) result(req lock.Request) (lock.Lease, error) {
-	switch {
-	case s.lease != nil:
-		return s.lease, nil
-	case s.have > 0:
-		return nil, &lock.LimitMismatchError{Key: req.Key, Want: max(1, req.Limit), Have: s.have}
-	}
-	return nil, &lock.BusyError{Holder: s.holder}
-}
+func (s step) result(lock.Request) (lock.Lease, error) { return s.lease, s.err }
 
-// queueStep runs acquire.lua: with a place (lasts > 0) join or refresh our
-// place in the key's queue, and take a slot if one is free and we are
-// first; without, a try-once.
-func (b *Backend) queueStep(ctx context.Context, req lock.Request, lasts time.Duration) (step, error) {
+// queueStep runs acquire.lua, answering as lock.Polling takes it: with a
+// place (lasts > 0) join or refresh our place in the key's queue, and
+// take a slot if one is free and we are first; without, a try-once.
+func (b *Backend) queueStep(ctx context.Context, req lock.Request, lasts time.Duration) (lock.Lease, time.Duration, error) {
 	granted := time.Now()
 	keys, args := b.acquireCall(req, lasts)
 	cmd, nr := b.run(ctx, req.TTL, acquireScript(), keys, args...)
 	res, err := cmd.Slice()
 	if err != nil {
-		return step{}, b.unavailable(err)
+		return nil, -1, b.unavailable(err)
 	}
-	return b.stepReply(ctx, req, granted, res, nr)
+	s, err := b.stepReply(ctx, req, granted, res, nr)
+	if err != nil {
+		return nil, -1, err
+	}
+	return s.lease, s.freeIn, s.err
 }
 
 // acquireCall is acquire.lua's keys and arguments for req; lasts is how
@@ -128,11 +92,19 @@ func (b *Backend) stepReply(ctx context.Context, req lock.Request, granted time.
 		return step{lease: l}, nil
 	case len(res) == 2 && res[0] == int64(-1):
 		have, _ := strconv.Atoi(fmt.Sprint(res[1]))
-		return step{have: max(have, 1)}, nil
+		return step{err: &lock.LimitMismatchError{Key: req.Key, Want: max(1, req.Limit), Have: max(have, 1)}, freeIn: -1}, nil
 	case len(res) == 6 && res[0] == int64(0):
-		s := step{holder: queuedHolder(req.Key, res[1], res[2], res[4]), pttl: -1, first: res[3] == int64(1)}
-		if ms, ok := res[5].(int64); ok && ms >= 0 {
-			s.pttl = time.Duration(ms) * time.Millisecond
+		h := parseHolder(req.Key, res[1], res[2])
+		if f, _ := res[1].([]any); len(f) == 0 {
+			// Free, but another waiter is first in line: name it (its
+			// "host<TAB>pid").
+			host, pid, _ := strings.Cut(fmt.Sprint(res[4]), "\t")
+			h.Meta.Host = host
+			h.Meta.PID, _ = strconv.Atoi(pid)
+		}
+		s := step{err: &lock.BusyError{Holder: h}, freeIn: -1}
+		if ms, ok := res[5].(int64); ok && res[3] == int64(1) && ms >= 0 {
+			s.freeIn = time.Duration(ms) * time.Millisecond
 		}
 		return s, nil
 	}
@@ -149,138 +121,79 @@ func (b *Backend) leaveQueue(ctx context.Context, req lock.Request) {
 		req.Owner, b.wakePrefix(req.Key)).Err()
 }
 
-// queueContender is a contender for a slot of a lock of limit N (a
-// mutex: N = 1). Before its first Wait each Try is a try-once (admitted
-// only when nobody is queued). Its first Wait subscribes to its own wake
-// channel; from then on each Try is a step: it joins the queue (or
-// refreshes our place) and takes a slot only when one is free and we are
-// first in line. Only the first in line listens to the key's release
+// Contend implements lock.Backend: lock.Polling over acquire.lua, whose
+// try-once is busy while anyone is queued. A waiter steps (refreshes its
+// place) again within max(1s, ttl/3), the poll's cap (a quarter more at
+// most, with the jitter), and its place lasts twice that, so a dead
+// waiter is pruned within about 2*max(1s, ttl/3). It sleeps on its own wake channel (published to when
+// it becomes first); only the first in line listens to the key's release
 // channel.
-type queueContender struct {
-	b         *Backend
-	req       lock.Request
-	w         *waker // nil until the first Wait: a try-once never subscribes
-	joined    bool   // a step ran: we may hold a place
-	listening bool   // to the key's release channel: only while first
-	last      step
-	// joinedWith is the lease or error of the step that joined the queue
-	// in Wait, for the next Try to return.
-	joinedWith struct {
-		l   lock.Lease
-		err error
-	}
-}
-
-// Try implements lock.Contender.
-func (c *queueContender) Try(ctx context.Context) (lock.Lease, error) {
-	if c.w == nil {
-		return c.b.tryOnce(ctx, c.req)
-	}
-	if j := c.joinedWith; j.l != nil || j.err != nil {
-		c.joinedWith.l, c.joinedWith.err = nil, nil
-		return j.l, j.err
-	}
-	return c.step(ctx)
-}
-
-// step joins or refreshes our place, and takes a slot if one is free and
-// we are first in line.
-func (c *queueContender) step(ctx context.Context) (lock.Lease, error) {
-	_, lasts := heartbeat(c.req.TTL)
-	c.joined = true
-	s, err := c.b.queueStep(ctx, c.req, lasts)
-	if err != nil {
-		return nil, err
-	}
-	if s.lease != nil {
-		c.w.close()
-	}
-	c.last = s
-	return s.result(c.req)
-}
-
-// Wait implements lock.Contender: after a queue step, sleep until a
-// message on our channel (or, while first, the key's release channel),
-// the next heartbeat, or, while first, the holder's lease running out.
-func (c *queueContender) Wait(ctx context.Context) (lock.Retry, error) {
-	if c.w == nil {
-		// The first wait: subscribe to our own channel, then join the
-		// queue, so that a waiter holds its place when Wait returns.
-		w, err := c.b.newWaker(ctx, c.b.wakePrefix(c.req.Key)+c.req.Owner)
-		if err != nil {
-			w.close()
-			return lock.Retry{}, err
-		}
-		c.w = w
-		l, err := c.step(ctx)
-		var busy *lock.BusyError
-		if !errors.As(err, &busy) {
-			c.joinedWith.l, c.joinedWith.err = l, err
-			return lock.Retry{After: 0}, nil // the next Try returns it
-		}
-	}
-	s := c.last
-	if s.first && !c.listening {
-		// Listen for releases from now on, then look again at once: a
-		// release may have come before the subscription took effect.
-		err := c.w.subscribe(ctx, c.b, c.b.channel(c.req.Key))
-		if err == nil {
-			c.listening = true
-			return lock.Retry{Wake: c.w.msgs, After: 0}, nil
-		}
-		if ctx.Err() != nil {
-			return lock.Retry{}, ctx.Err()
-		}
-		// A pub/sub hiccup: wait for the heartbeat and try again.
-	}
-	every, _ := heartbeat(c.req.TTL)
-	d := every
-	if s.first && s.pttl >= 0 {
-		d = min(d, s.pttl+5*time.Millisecond) // the holder may die: look when its lease (the soonest slot) ends
-	}
-	return lock.Retry{Wake: c.w.msgs, After: d}, nil
-}
-
-// Leave implements lock.Contender: out of the queue, unsubscribed.
-func (c *queueContender) Leave() {
-	if l := c.joinedWith.l; l != nil {
-		// Granted by the step that joined the line, and never taken by a
-		// Try (the wait ended in between): give it back now rather than
-		// leave the lock held by nobody until its TTL.
-		c.joinedWith.l = nil
-		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = l.Release(cctx)
-		cancel()
-	}
-	if c.joined {
-		c.b.leaveQueue(context.Background(), c.req)
-	}
-	if c.w != nil {
-		c.w.close()
+func (b *Backend) Contend(req lock.Request) lock.Contender {
+	every := max(time.Second, req.TTL/3)
+	w := &waker{msgs: make(chan struct{}, 1)}
+	listening := false
+	return &lock.Polling{
+		Cap:     every,
+		TryOnce: func(ctx context.Context) (lock.Lease, time.Duration, error) { return b.queueStep(ctx, req, 0) },
+		Wake: func(ctx context.Context) (<-chan struct{}, func(), error) {
+			return w.msgs, w.close, w.subscribe(ctx, b, b.wakePrefix(req.Key)+req.Owner)
+		},
+		Queue: &lock.PollQueue{
+			Step: func(ctx context.Context) (lock.Lease, time.Duration, error) {
+				l, freeIn, err := b.queueStep(ctx, req, 2*every)
+				switch {
+				case err == nil:
+					w.close()
+				case freeIn >= 0 && !listening && errors.Is(err, lock.ErrHeld):
+					// First in line: listen for releases from now on, then
+					// look again at once (a release may have come before
+					// the subscription took effect). On a pub/sub hiccup,
+					// the next step tries again.
+					if listening = w.subscribe(ctx, b, b.channel(req.Key)) == nil; listening {
+						freeIn = 0
+					}
+				}
+				return l, freeIn, err
+			},
+			Leave: func() {
+				b.leaveQueue(context.Background(), req)
+				w.close()
+			},
+		},
 	}
 }
 
 // waker is a waiter's subscriptions: its own channel, and the key's
-// release channel once it is first. msgs gets a value per message
-// (dropped when one is already pending).
+// release channel once it is first (Redlock's: each master's release
+// channel). msgs gets a value per message (dropped when one is already
+// pending).
 type waker struct {
 	msgs chan struct{}
 	subs []*goredis.PubSub
 }
 
-// newWaker subscribes to channel and returns once Redis confirmed it.
-func (b *Backend) newWaker(ctx context.Context, channel string) (*waker, error) {
-	w := &waker{msgs: make(chan struct{}, 1)}
-	return w, w.subscribe(ctx, b, channel)
-}
-
-// subscribe adds b's channel and returns once Redis confirmed it.
+// subscribe adds b's channel and returns once Redis confirmed it (within
+// 5s). go-redis reconnects and resubscribes by itself after a connection
+// error.
 func (w *waker) subscribe(ctx context.Context, b *Backend, channel string) error {
-	ps, err := b.listen(ctx, channel, w.msgs)
-	if err == nil {
-		w.subs = append(w.subs, ps)
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ps := b.c.Subscribe(cctx, channel)
+	if _, err := ps.Receive(cctx); err != nil {
+		ps.Close()
+		return b.unavailable(err)
 	}
-	return err
+	w.subs = append(w.subs, ps)
+	msgs, out := ps.Channel(), w.msgs
+	go func() {
+		for range msgs { // closed by ps.Close
+			select {
+			case out <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return nil
 }
 
 // close ends the subscriptions; a second call does nothing (a grant closes
@@ -290,28 +203,4 @@ func (w *waker) close() {
 		ps.Close()
 	}
 	w.subs = nil
-}
-
-// listen subscribes to channel and returns once Redis confirmed it (within
-// 5s); from then on every message on channel signals out (dropped when a
-// signal is pending), until ps is closed. go-redis reconnects and
-// resubscribes by itself after a connection error.
-func (b *Backend) listen(ctx context.Context, channel string, out chan<- struct{}) (*goredis.PubSub, error) {
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	ps := b.c.Subscribe(cctx, channel)
-	if _, err := ps.Receive(cctx); err != nil {
-		ps.Close()
-		return nil, b.unavailable(err)
-	}
-	msgs := ps.Channel()
-	go func() {
-		for range msgs { // closed by ps.Close
-			select {
-			case out <- struct{}{}:
-			default:
-			}
-		}
-	}()
-	return ps, nil
 }

@@ -96,9 +96,9 @@ func TestQueuePrunesDeadWaiter(t *testing.T) {
 				}
 				// "dead" joins the queue first, with a place lasting 300ms, and is
 				// never heard of again.
-				st, err := b.queueStep(ctx, req(key, "dead", limit, 3*time.Second), 300*time.Millisecond)
-				if err != nil || st.lease != nil || !st.first {
-					t.Fatalf("dead joins: %+v %v", st, err)
+				// Busy and first in line: told when the soonest slot frees up.
+				if _, freeIn, err := b.queueStep(ctx, req(key, "dead", limit, 3*time.Second), 300*time.Millisecond); !errors.Is(err, lock.ErrHeld) || freeIn < 0 {
+					t.Fatalf("dead joins: %v %v", freeIn, err)
 				}
 				got := make(chan error, 1)
 				go func() {
@@ -143,8 +143,8 @@ func TestTryOnceDoesNotJumpTheQueue(t *testing.T) {
 		}
 		// A waiter in line whose next step has not come yet when the lock
 		// is released.
-		if st, err := b.queueStep(ctx, req("jump", "next", 0, 3*time.Second), 10*time.Second); err != nil || !st.first {
-			t.Fatalf("next joins: %+v %v", st, err)
+		if _, freeIn, err := b.queueStep(ctx, req("jump", "next", 0, 3*time.Second), 10*time.Second); !errors.Is(err, lock.ErrHeld) || freeIn < 0 {
+			t.Fatalf("next joins: %v %v", freeIn, err)
 		}
 		if err := h.Release(ctx); err != nil {
 			t.Fatal(err)

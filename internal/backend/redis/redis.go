@@ -138,25 +138,18 @@ func (b *Backend) Guarantee() string { return Guarantee(b.topo, b.wait) }
 // every grant and renewal, in one line (status's engine: line;
 // docs/GUARANTEES.md, "Redis topologies"; internal/backend's registry).
 func Guarantee(topo Topology, wait int) string {
-	switch {
-	case topo == Sentinel && wait > 0:
+	if topo == Sentinel && wait > 0 {
 		return fmt.Sprintf("Redis Sentinel with WAIT %d: every grant and renewal reached %d replicas; a failover to a replica that had not can still grant this lock twice", wait, wait)
-	case topo == Sentinel:
-		return "Redis Sentinel without WAIT: a failover can grant this lock twice"
-	case topo == Cluster:
-		return "Redis Cluster: each lock lives on one master; a failover to its async replica can grant it twice"
 	}
-	return "single Redis: exclusive while this node lives; a failover to an async replica can grant the lock twice"
+	return [...]string{
+		Single:   "single Redis: exclusive while this node lives; a failover to an async replica can grant the lock twice",
+		Sentinel: "Redis Sentinel without WAIT: a failover can grant this lock twice",
+		Cluster:  "Redis Cluster: each lock lives on one master; a failover to its async replica can grant it twice",
+	}[topo]
 }
 
 // Close implements lock.Backend.
 func (b *Backend) Close() error { return b.c.Close() }
-
-// Contend implements lock.Backend: waiters queue in arrival order, for a
-// mutex and a semaphore's slots alike (queue.go).
-func (b *Backend) Contend(req lock.Request) lock.Contender {
-	return &queueContender{b: b, req: req}
-}
 
 // Inspect implements lock.Backend.
 func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
@@ -173,77 +166,47 @@ func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, e
 	return parseHolder(key, res[0], res[1]), true, nil
 }
 
-// Break implements lock.Backend: with token != 0 it breaks the holder
-// with that token, or returns a *lock.BusyError naming the holder (a
-// semaphore's oldest) when none has it; with token 0 it breaks every
-// holder and returns the (oldest) one.
+// Break implements lock.Backend by lock.BreakHolders over the holders
+// InspectSlots reads, each released by release.lua, which checks the
+// holder's owner id (one per acquisition) on its slot: a holder that let
+// go meanwhile, or whose slot another has taken since, is left alone.
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
-	for range 5 {
-		limit, err := b.c.HGet(ctx, b.lockKey(key), "limit").Int()
-		var rerr goredis.Error
-		switch {
-		case errors.Is(err, goredis.Nil) || errors.As(err, &rerr) || errors.Is(err, strconv.ErrSyntax):
-			limit = 1 // free, or not a semaphore's marker: a mutex
-		case err != nil:
-			return lock.Holder{}, b.unavailable(err)
-		}
-		res, err := breakScript().Run(ctx, b.c, b.slotKeys(key, limit), strconv.FormatUint(token, 10), limit, b.channel(key)).Slice()
-		switch {
-		case err != nil:
-			return lock.Holder{}, b.unavailable(err)
-		case len(res) == 1 && res[0] == int64(-3):
-			continue // the lock changed between a semaphore and a mutex: look again
-		case len(res) == 1 && res[0] == int64(0):
-			return lock.Holder{}, lock.ErrNotHeld
-		case len(res) != 3:
-			return lock.Holder{}, fmt.Errorf("unexpected reply from the break script: %v", res)
-		}
-		h := parseHolder(key, res[1], res[2])
-		if res[0] == int64(2) {
-			return h, &lock.BusyError{Holder: h}
-		}
-		return h, nil
+	held, err := b.InspectSlots(ctx, key)
+	if err != nil {
+		return lock.Holder{}, err
 	}
-	return lock.Holder{}, fmt.Errorf("%s keeps changing between a semaphore and a mutex; try again", key)
+	return lock.BreakHolders(key, held, token, func(i int) (bool, error) {
+		h := held[i]
+		err := b.release(ctx, key, h.Owner, h.Slot, max(h.Limit, 1), b.channel(key))
+		if errors.Is(err, lock.ErrNotHeld) {
+			return false, nil
+		}
+		return err == nil, err
+	})
 }
 
-// parseHolder reads the lock hash's fields (a flat name/value list) and PTTL.
+// parseHolder reads a holder record (the lock hash's or a slot's fields,
+// as a flat name/value list or a map) and its PTTL in ms (<0 or nil:
+// none).
 func parseHolder(key string, fields, pttl any) lock.Holder {
-	h := lock.Holder{Key: key, ExpiresIn: -1}
-	list, _ := fields.([]any)
-	for i := 0; i+1 < len(list); i += 2 {
-		name, _ := list[i].(string)
-		val, _ := list[i+1].(string)
-		switch name {
-		case "owner":
-			h.Owner = val
-		case "token":
-			h.Token, _ = strconv.ParseUint(val, 10, 64)
-		case "host":
-			h.Meta.Host = val
-		case "pid":
-			h.Meta.PID, _ = strconv.Atoi(val)
-		case "user":
-			h.Meta.User = val
-		case "cmd":
-			h.Meta.Command = val
-		case "note":
-			h.Meta.Note = val
-		case "acquired_ms":
-			if ms, err := strconv.ParseInt(val, 10, 64); err == nil {
-				h.AcquiredAt = time.UnixMilli(ms)
-			}
-		case "hold":
-			h.Hold = val
-		case "ttl_ms":
-			if ms, err := strconv.ParseInt(val, 10, 64); err == nil {
-				h.TTL = time.Duration(ms) * time.Millisecond
-			}
-		case "limit": // a semaphore's slot, or its marker (slots_lib.lua)
-			h.Limit, _ = strconv.Atoi(val)
-		case "slot":
-			h.Slot, _ = strconv.Atoi(val)
+	m, _ := fields.(map[string]string)
+	if list, ok := fields.([]any); ok {
+		m = make(map[string]string, len(list)/2)
+		for i := 0; i+1 < len(list); i += 2 {
+			m[fmt.Sprint(list[i])] = fmt.Sprint(list[i+1])
 		}
+	}
+	h := lock.Holder{Key: key, Owner: m["owner"], Hold: m["hold"], ExpiresIn: -1,
+		Meta: lock.Meta{Host: m["host"], User: m["user"], Command: m["cmd"], Note: m["note"]}}
+	h.Token, _ = strconv.ParseUint(m["token"], 10, 64)
+	h.Meta.PID, _ = strconv.Atoi(m["pid"])
+	h.Limit, _ = strconv.Atoi(m["limit"]) // a semaphore's slot, or its marker (slots_lib.lua)
+	h.Slot, _ = strconv.Atoi(m["slot"])
+	if ms, err := strconv.ParseInt(m["acquired_ms"], 10, 64); err == nil {
+		h.AcquiredAt = time.UnixMilli(ms)
+	}
+	if ms, err := strconv.ParseInt(m["ttl_ms"], 10, 64); err == nil {
+		h.TTL = time.Duration(ms) * time.Millisecond
 	}
 	if ms, ok := pttl.(int64); ok && ms >= 0 {
 		h.ExpiresIn = time.Duration(ms) * time.Millisecond

@@ -24,32 +24,19 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// waitTimeout is WAIT's timeout for a lease of ttl: ttl/10, at least 1 ms.
-func waitTimeout(ttl time.Duration) time.Duration {
-	return max(ttl/10, time.Millisecond)
-}
-
-// notReplicatedError: a write (what) reached fewer replicas than asked.
+// notReplicatedError: a write reached fewer replicas than asked (acked
+// of them; 0 when WAIT itself failed).
 type notReplicatedError struct {
-	where   string
-	what    string
-	acked   int64
-	want    int
-	timeout time.Duration
-	err     error // WAIT itself failed
+	msg   string
+	acked int64
 }
 
-func (e *notReplicatedError) Error() string {
-	if e.err != nil {
-		return fmt.Sprintf("%s: cannot tell whether %d replicas have %s (WAIT failed: %s)", e.where, e.want, e.what, firstLine(e.err.Error()))
-	}
-	return fmt.Sprintf("%s: only %d of the %d replicas asked for (wait=%d) acknowledged %s within %s", e.where, e.acked, e.want, e.want, e.what, e.timeout)
-}
+func (e *notReplicatedError) Error() string { return e.msg }
 
 // run runs script s; when the backend waits for replicas, WAIT follows it
 // on the same connection (one pipeline). It returns the script's reply,
 // and a *notReplicatedError when the script succeeded but fewer than
-// b.wait replicas acknowledged it within waitTimeout(ttl).
+// b.wait replicas acknowledged it within ttl/10 (at least 1 ms).
 func (b *Backend) run(ctx context.Context, ttl time.Duration, s *goredis.Script, keys []string, args ...any) (*goredis.Cmd, error) {
 	if b.wait <= 0 {
 		return s.Run(ctx, b.c, keys, args...), nil
@@ -59,7 +46,7 @@ func (b *Backend) run(ctx context.Context, ttl time.Duration, s *goredis.Script,
 	// second WAIT, which the renewal's time bound cannot afford. Redis
 	// finds the compiled script by its hash all the same.
 	var cmd *goredis.Cmd
-	nr := b.waited(ctx, waitTimeout(ttl), "the lock", func(p goredis.Pipeliner) goredis.Cmder {
+	nr := b.waited(ctx, max(ttl/10, time.Millisecond), "the lock", func(p goredis.Pipeliner) goredis.Cmder {
 		cmd = s.Eval(ctx, p, keys, args...)
 		return cmd
 	})
@@ -83,9 +70,11 @@ func (b *Backend) waited(ctx context.Context, timeout time.Duration, what string
 	if cmd.Err() != nil || wait == nil {
 		return nil
 	}
-	n, err := wait.(*goredis.Cmd).Int64()
-	if err != nil || n < int64(b.wait) {
-		return &notReplicatedError{where: b.addr, what: what, acked: n, want: b.wait, timeout: timeout, err: err}
+	switch n, err := wait.(*goredis.Cmd).Int64(); {
+	case err != nil:
+		return &notReplicatedError{msg: fmt.Sprintf("%s: cannot tell whether %d replicas have %s (WAIT failed: %s)", b.addr, b.wait, what, firstLine(err.Error()))}
+	case n < int64(b.wait):
+		return &notReplicatedError{acked: n, msg: fmt.Sprintf("%s: only %d of the %d replicas asked for (wait=%d) acknowledged %s within %s", b.addr, n, b.wait, b.wait, what, timeout)}
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/distlock/distlock/internal/lock"
+	"github.com/distlock/distlock/internal/lock/locktest"
 	"github.com/distlock/distlock/internal/testenv/server"
 )
 
@@ -250,6 +251,16 @@ func TestSemaphoreBreak(t *testing.T) {
 		if _, held, _ := b.Inspect(ctx, "brk"); held {
 			t.Error("held after break-all")
 		}
+	})
+}
+
+// TestBreakSemaphoreAsBreakHolders: Break goes through lock.BreakHolders,
+// so it names a semaphore's holders as the other engines that do.
+func TestBreakSemaphoreAsBreakHolders(t *testing.T) {
+	eachRedis(t, func(t *testing.T, s testServer) {
+		b := newTestBackend(t, s)
+		b.prefix = "breaksem-" + t.Name()
+		locktest.BreakSemaphore(t, b)
 	})
 }
 

@@ -35,15 +35,18 @@ func takeTLS(u *urlx.URL, scheme string) (*tls.Config, error) {
 	for k, vs := range u.Query {
 		v := vs[len(vs)-1]
 		switch k {
-		case "tls":
+		case "tls", "tls_insecure_skip_verify":
 			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return nil, lock.Invalidf("%s URL: tls=%q is not true or false", scheme, v)
-			}
-			if !b && u.TLS {
+			switch {
+			case err != nil:
+				return nil, lock.Invalidf("%s URL: %s=%q is not true or false", scheme, k, v)
+			case k == "tls_insecure_skip_verify":
+				cfg.InsecureSkipVerify, tuned = b, true
+			case !b && u.TLS:
 				return nil, lock.Invalidf("%s URL: tls=false contradicts the TLS scheme %s://", scheme, u.Scheme)
+			default:
+				on = b
 			}
-			on = b
 		case "tls_ca":
 			pem, err := os.ReadFile(v)
 			if err != nil {
@@ -56,12 +59,6 @@ func takeTLS(u *urlx.URL, scheme string) (*tls.Config, error) {
 			cfg.RootCAs, tuned = pool, true
 		case "tls_server_name":
 			cfg.ServerName, tuned = v, true
-		case "tls_insecure_skip_verify":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return nil, lock.Invalidf("%s URL: tls_insecure_skip_verify=%q is not true or false", scheme, v)
-			}
-			cfg.InsecureSkipVerify, tuned = b, true
 		default:
 			continue
 		}
