@@ -28,13 +28,12 @@ package etcd
 // key under the prefix to be unchanged since R (a ModRevision compare over
 // the prefix): the check and the take are one step, and on a conflict it
 // reads again. A try-once takes a slot only while no waiter is in line
-// (line.go; a compare in the taking transaction): it never jumps the line,
+// (contend.go; a compare in the taking transaction): it never jumps the line,
 // and never joins it.
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -62,15 +61,15 @@ func (b *Backend) slotIndex(key, etcdKey string) (int, bool) {
 	return i, ok && err == nil
 }
 
-// trySlot is a try-once (each Try before the first Wait): it grants a
-// lease, reads the slots, the line and the token counter at one revision
-// and takes the lowest free slot on the lease, in a transaction that
-// requires no key under the queue prefix put since that read and nobody in
-// line; on a conflict it reads again. When every slot is held, or others
-// wait in line, it revokes the lease and the answer is busy, naming the
-// oldest holder.
-func (c *contender) trySlot(ctx context.Context) (lock.Lease, error) {
-	b, req := c.b, c.req
+// TryOnce implements lock.OnceTaker (each Try before the first Wait): it
+// grants a lease, reads the slots, the line and the token counter at one
+// revision and takes the lowest free slot on the lease, in a transaction
+// that requires no key under the queue prefix put since that read and
+// nobody in line; on a conflict it reads again. When every slot is held,
+// or others wait in line, it revokes the lease and the answer is busy,
+// naming the oldest holder.
+func (w *waiter) TryOnce(ctx context.Context) (lock.Lease, error) {
+	b, req := w.b, w.req
 	granted := time.Now()
 	g, err := b.cli.Grant(ctx, leaseSeconds(req.TTL))
 	if err != nil {
@@ -81,9 +80,6 @@ func (c *contender) trySlot(ctx context.Context) (lock.Lease, error) {
 		// The put may have been applied if the reply was lost: revoking the
 		// lease removes it.
 		b.revoke(ctx, g.ID)
-		if busy := (*lock.BusyError)(nil); errors.As(err, &busy) {
-			c.holder = busy.Holder
-		}
 	}
 	return l, err
 }
