@@ -30,7 +30,9 @@ type place struct {
 	watch  context.Context
 }
 
-func (p *place) drop() { p.q.waiters = slices.DeleteFunc(p.q.waiters, func(w *place) bool { return w == p }) }
+func (p *place) drop() {
+	p.q.waiters = slices.DeleteFunc(p.q.waiters, func(w *place) bool { return w == p })
+}
 
 func (p *place) Join(context.Context) error {
 	p.drop()
