@@ -1,16 +1,10 @@
 package lock
 
-// The fair-line contender, written once for every engine that keeps a
-// native line of waiters (etcd, Consul; ZooKeeper can move onto it).
-//
-// A waiter joins the engine's line (a record of its own, alive as long as
-// the engine's liveness of it: an etcd lease, a Consul session), reads who
-// is ahead of it and how many places are free, takes a free place only
-// when fewer waiters are ahead of it than places are free (arrival order),
-// and otherwise waits for the engine to say that what is ahead of it
-// changed. The engine's LineStore does the reading, taking and watching;
-// Line keeps the dance: when to join, when to join again, when to take,
-// the place's keep-alive, whom a busy answer names, and leaving.
+// The fair-line contender of the engines with a native line of waiters
+// (etcd, Consul). The engine's LineStore reads, takes and watches; Line
+// keeps the dance: when to join and join again, when to take (fewer
+// waiters ahead than places free: arrival order), the place's keep-alive,
+// whom a busy answer names, and leaving.
 
 import (
 	"context"
@@ -137,8 +131,7 @@ func (l *Line) Try(ctx context.Context) (Lease, error) {
 	return nil, &UnavailableError{Msg: fmt.Sprintf("%s: the line kept moving while taking a place; try again", l.req.Key)}
 }
 
-// place makes sure we stand in line: joined, and not told by the
-// keep-alive that our place is gone.
+// place makes sure we stand in line, joining (again) when we do not.
 func (l *Line) place(ctx context.Context) error {
 	select {
 	case <-l.lost:
@@ -210,8 +203,7 @@ func (l *Line) Leave() {
 	l.joined = false
 }
 
-// dropPlace forgets our place (the next Try joins again): taken, lost or
-// found gone. The store's Join gives up what is left of it.
+// dropPlace forgets our place, taken or lost (Join gives up what is left).
 func (l *Line) dropPlace() {
 	l.stopWatch()
 	l.stopKeeping()

@@ -108,18 +108,8 @@ func (w *waiter) read(ctx context.Context) (view, error) {
 	return b.viewOf(key, res), nil
 }
 
-// Take implements lock.LineStore: take over (takeOver) from the place the
-// last Look found among the holders'.
-func (w *waiter) Take(ctx context.Context) (lock.Lease, error) {
-	l, again, err := w.takeOver(ctx, w.v, w.v.line[w.pos])
-	if again {
-		return nil, lock.ErrLookAgain
-	}
-	return l, err
-}
-
-// takeOver makes our entry, which the read v found among the holders'
-// places, the holder: one transaction raises the token counter (by the
+// Take implements lock.LineStore: it makes our entry, which the last Look
+// found among the holders' places, the holder: one transaction raises the token counter (by the
 // one token rule, lock.NextToken, on distlock's wall clock: Consul's
 // indexes start again when its data is lost, tokens must not), writes the
 // token into our record and claims a free slot (a mutex's is slot 0); it
@@ -127,10 +117,11 @@ func (w *waiter) Take(ctx context.Context) (lock.Lease, error) {
 // free (and not held back by a lock-delay). Validity counts from just
 // before the session was created, or, for a waiter (its keep-alive
 // running), from just before a renewal sent alongside.
-func (w *waiter) takeOver(ctx context.Context, v view, me entry) (lock.Lease, bool, error) {
+func (w *waiter) Take(ctx context.Context) (lock.Lease, error) {
+	v, me := w.v, w.v.line[w.pos]
 	slot := v.freeSlot(w.b.slotDir(w.req.Key), w.limit)
 	if slot < 0 {
-		return nil, true, nil // a slot not yet given back: read again
+		return nil, lock.ErrLookAgain // a slot not yet given back
 	}
 	now := time.Now()
 	rec := me.rec
@@ -157,14 +148,19 @@ func (w *waiter) takeOver(ctx context.Context, v view, me entry) (lock.Lease, bo
 		}
 	}
 	switch {
-	case errors.Is(err, lock.ErrNotHeld): // taken, then lost: read again (and join again)
-		return nil, true, nil
-	case err == nil && !ok && strings.Contains(why, "lock delay"):
-		return nil, false, w.delayed()
-	case err != nil || !ok:
-		return nil, err == nil, err
+	case errors.Is(err, lock.ErrNotHeld), err == nil && !ok && !strings.Contains(why, "lock delay"):
+		return nil, lock.ErrLookAgain // lost a race, or taken then lost (Look finds out)
+	case err == nil && !ok:
+		// A slot Consul holds back after its holder's session was
+		// invalidated (lockDelay): busy, lock.Line naming the last holder
+		// seen, and Watch polls (nothing in the line changes when the
+		// delay ends).
+		w.block = nil
+		return nil, &lock.BusyError{Holder: lock.Holder{Key: w.req.Key, ExpiresIn: -1, Meta: lock.Meta{Host: "(Consul's lock-delay after the last holder's session ended)"}}}
+	case err != nil:
+		return nil, err
 	}
-	return s.lease(w.req.Key, granted), false, nil
+	return s.lease(w.req.Key, granted), nil
 }
 
 // confirm gives the time a waiter's lease counts from once it took over:
@@ -184,15 +180,6 @@ func (w *waiter) confirm(ctx context.Context, sent time.Time, rerr error) (time.
 		rerr = w.b.renewSession(ctx, w.sid)
 	}
 	return sent, nil
-}
-
-// delayed is the busy answer for a slot Consul holds back after its
-// holder's session was invalidated (lockDelay): lock.Line names the last
-// holder seen, and Watch polls (nothing in the line will change when the
-// delay ends).
-func (w *waiter) delayed() error {
-	w.block = nil
-	return &lock.BusyError{Holder: lock.Holder{Key: w.req.Key, ExpiresIn: -1, Meta: lock.Meta{Host: "(Consul's lock-delay after the last holder's session ended)"}}}
 }
 
 // Leave implements lock.LineStore: destroying the session deletes our
