@@ -34,7 +34,8 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// entry is a key of ours: our place in a line, or what we hold.
+// entry is a key of ours: our place in a line, or what we hold; a
+// try-once's lease, with no key (line and etcdKey "").
 type entry struct {
 	key     string // user's key
 	line    string // the prefix of the line etcdKey stands in ("" once held)
@@ -78,6 +79,7 @@ type waiter struct {
 	unread  bool             // the last read (a failed take's) is not looked at yet
 	freed   chan int         // a slot whose deletion the last Watch saw
 	pending *entry           // taken, but its validity not known yet (confirm)
+	granted time.Time        // a try-once's: just before its lease was granted
 
 	shown  *mvccpb.KeyValue // the holder as last described
 	holder lock.Holder

@@ -91,7 +91,7 @@ func (l *keyStore) Release(ctx context.Context, _ *lock.Held) error {
 func (b *Backend) cleanup(ctx context.Context, e *entry) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(b.dialTO, cleanupTimeout))
 	defer cancel()
-	if _, err := b.cli.Revoke(cctx, e.id); err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) {
+	if _, err := b.cli.Revoke(cctx, e.id); err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) || e.etcdKey == "" {
 		return
 	}
 	_, _ = b.cli.Delete(cctx, e.etcdKey)

@@ -67,36 +67,40 @@ func (w *waiter) Look(ctx context.Context) (lock.LineLook, error) {
 // token counter (slotTake, grantOp), with a keep-alive of our lease sent
 // at the same time, so that the lease's validity counts from just before
 // both; when its compares fail it reads instead (reads), for the next
-// Look.
+// Look. A try-once's take requires nobody in line, has no waiter key to
+// delete and sends no keep-alive: its lease counts from its grant.
 func (w *waiter) Take(ctx context.Context) (lock.Lease, error) {
 	if w.pending != nil {
 		return w.confirm(ctx)
 	}
 	e, b := w.e, w.b
-	granted := time.Now()
-	kaDone := make(chan error, 1)
-	go func() {
-		_, err := b.cli.KeepAliveOnce(ctx, e.id)
-		kaDone <- err
-	}()
+	cmps := []clientv3.Cmp{
+		clientv3.Compare(clientv3.ModRevision(b.queuePrefix(e.key)).WithPrefix(), "<", w.readRev+1),
+		clientv3.Compare(clientv3.CreateRevision(b.linePrefix(e.key)), "=", 0).WithPrefix(), // nobody in line
+	}
+	var drop []clientv3.Op
+	granted, kaDone := w.granted, make(chan error, 1)
+	if e.line == "" { // a try-once: its lease counts from its grant
+		kaDone <- nil
+	} else {
+		cmps[1] = clientv3.Compare(clientv3.CreateRevision(e.line), ">", e.rev-1).WithPrefix() // every key of the line created at or after ours
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", e.rev))
+		drop = []clientv3.Op{clientv3.OpDelete(e.etcdKey)}
+		granted = time.Now()
+		go func() {
+			_, err := b.cli.KeepAliveOnce(ctx, e.id)
+			kaDone <- err
+		}()
+	}
 	var held *entry
 	resp, err := grant(e.key, w.last, func(t uint64) (*clientv3.TxnResponse, error) {
 		var put clientv3.Op
 		held, put = b.slotTake(e.key, e.rec, w.req.Limit, w.free, e.id, t)
-		return b.cli.Txn(ctx).
-			If(
-				// every key of the line was created at or after ours
-				clientv3.Compare(clientv3.CreateRevision(e.line), ">", e.rev-1).WithPrefix(),
-				clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", e.rev),
-				clientv3.Compare(clientv3.ModRevision(b.queuePrefix(e.key)).WithPrefix(), "<", w.readRev+1),
-			).
-			Then(b.grantOp(e.key, t, put, clientv3.OpDelete(e.etcdKey))).
-			Else(w.reads()...).
-			Commit()
+		return b.cli.Txn(ctx).If(cmps...).Then(b.grantOp(e.key, t, append(drop, put)...)).Else(w.reads()...).Commit()
 	})
 	kaErr := <-kaDone
 	switch {
-	case errors.Is(kaErr, rpctypes.ErrLeaseNotFound) || errors.Is(err, rpctypes.ErrLeaseNotFound):
+	case e.line != "" && (errors.Is(kaErr, rpctypes.ErrLeaseNotFound) || errors.Is(err, rpctypes.ErrLeaseNotFound)):
 		w.Leave() // our lease is gone: join again at once
 		return nil, lock.ErrLookAgain
 	case err != nil:
@@ -112,16 +116,21 @@ func (w *waiter) Take(ctx context.Context) (lock.Lease, error) {
 	return w.won(held, granted, kaErr)
 }
 
-// reads are a step's reads: the one just ahead of us in line, our own key,
-// the token counter, and every key under the queue prefix (the slots).
+// reads are a look's reads: the token counter, every key under the queue
+// prefix (the slots), the one just ahead of us in line (a try-once: the
+// first in line) and our own key.
 func (w *waiter) reads() []clientv3.Op {
-	e := w.e
-	return []clientv3.Op{
-		clientv3.OpGet(e.line, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(e.rev-1))...),
-		clientv3.OpGet(e.etcdKey, clientv3.WithKeysOnly()),
-		clientv3.OpGet(w.b.tokenKey(e.key)),
-		clientv3.OpGet(w.b.queuePrefix(e.key), clientv3.WithPrefix()),
+	e, b := w.e, w.b
+	ops := []clientv3.Op{
+		clientv3.OpGet(b.tokenKey(e.key)),
+		clientv3.OpGet(b.queuePrefix(e.key), clientv3.WithPrefix()),
+		clientv3.OpGet(b.linePrefix(e.key), clientv3.WithFirstCreate()...),
 	}
+	if e.line != "" {
+		ops[2] = clientv3.OpGet(e.line, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(e.rev-1))...)
+		ops = append(ops, clientv3.OpGet(e.etcdKey, clientv3.WithKeysOnly()))
+	}
+	return ops
 }
 
 // read takes in the answer to reads (our place is dropped when our key is
@@ -129,25 +138,29 @@ func (w *waiter) reads() []clientv3.Op {
 func (w *waiter) read(ctx context.Context, resp *clientv3.TxnResponse) error {
 	r := resp.Responses
 	w.readRev = resp.Header.Revision
-	if mine := r[1].GetResponseRange().Kvs; len(mine) == 0 || mine[0].CreateRevision != w.e.rev {
-		w.Leave() // our key was deleted: join again at once
-		return nil
+	if w.e.line != "" {
+		if mine := r[3].GetResponseRange().Kvs; len(mine) == 0 || mine[0].CreateRevision != w.e.rev {
+			w.Leave() // our key was deleted: join again at once
+			return nil
+		}
 	}
 	var err error
-	if w.last, err = counterOf(w.req.Key, r[2]); err != nil {
+	if w.last, err = counterOf(w.req.Key, r[0]); err != nil {
 		return w.b.opError("wait for "+w.req.Key, err)
 	}
-	sr, err := readSlots(w.req, w.b.queuePrefix(w.req.Key), r[3].GetResponseRange().Kvs)
+	sr, err := readSlots(w.req, w.b.queuePrefix(w.req.Key), r[1].GetResponseRange().Kvs)
 	if err != nil {
 		return err
 	}
-	w.free, w.legacy = sr.free, sr.legacy
-	if sr.oldest != nil {
-		w.describe(ctx, sr.oldest)
-	}
-	w.ahead = nil
-	if ahead := r[0].GetResponseRange().Kvs; len(ahead) > 0 {
+	w.free, w.legacy, w.ahead = sr.free, sr.legacy, nil
+	if ahead := r[2].GetResponseRange().Kvs; len(ahead) > 0 {
 		w.ahead = ahead[0]
+	}
+	switch {
+	case sr.oldest != nil:
+		w.describe(ctx, sr.oldest)
+	case w.ahead != nil && w.e.line == "": // a try-once names the first waiter
+		w.shown, w.holder = nil, waiterHolder(w.req.Key, w.ahead)
 	}
 	return nil
 }
