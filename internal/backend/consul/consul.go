@@ -15,7 +15,7 @@
 // The line is the entries in order of their CreateIndex (Raft indexes only
 // rise). The first limit entries hold the lock (a mutex: the first); an
 // entry that reached that place takes over by writing its token into its
-// record (contender.takeOver). url.PathEscape escapes '/' and '#', so no escaped
+// record (waiter.Take, contend.go). url.PathEscape escapes '/' and '#', so no escaped
 // key holds either: "#token" and "#slot/" are ours alone.
 //
 // # Sessions and time

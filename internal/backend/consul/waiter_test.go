@@ -11,14 +11,16 @@ import (
 
 // waiting puts a holder of "k" on b (for holderTTL) and a contender behind
 // it (for waiterTTL) that has tried, found it busy and begun to wait.
-func waiting(ctx context.Context, t *testing.T, b *Backend, holderTTL, waiterTTL time.Duration) (lock.Lease, *contender, lock.Retry) {
+func waiting(ctx context.Context, t *testing.T, b *Backend, holderTTL, waiterTTL time.Duration) (lock.Lease, *waiter, lock.Contender, lock.Retry) {
 	t.Helper()
 	held, err := lock.TryOnce(ctx, b, request("k", "holder", holderTTL))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = held.Release(context.Background()) })
-	c := b.Contend(request("k", "waiter", waiterTTL)).(*contender)
+	req := request("k", "waiter", waiterTTL)
+	w := b.waiter(req)
+	c := lock.NewLine(req, w)
 	t.Cleanup(c.Leave)
 	if _, err := c.Try(ctx); !errors.Is(err, lock.ErrHeld) {
 		t.Fatalf("waiter's first try: %v, want busy", err)
@@ -27,7 +29,7 @@ func waiting(ctx context.Context, t *testing.T, b *Backend, holderTTL, waiterTTL
 	if err != nil {
 		t.Fatal(err)
 	}
-	return held, c, r
+	return held, w, c, r
 }
 
 // woken waits for r's wake, failing the test after d.
@@ -47,7 +49,7 @@ func TestWaiterLeaseCountsFromTakeover(t *testing.T) {
 	b := open(t, agent(t).Addr())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	held, c, r := waiting(ctx, t, b, 10*time.Second, 10*time.Second)
+	held, _, c, r := waiting(ctx, t, b, 10*time.Second, 10*time.Second)
 	joined := time.Now() // after the waiter's session was created
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -69,15 +71,15 @@ func TestWaiterRejoinsWhenItsSessionIsGone(t *testing.T) {
 	b := open(t, agent(t).Addr())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, c, r := waiting(ctx, t, b, 20*time.Second, time.Second)
-	old := c.sid
+	_, w, c, r := waiting(ctx, t, b, 20*time.Second, time.Second)
+	old := w.sid
 	b.destroy(ctx, old)
 	woken(t, r, 5*time.Second, "when its session was destroyed")
 	if _, err := c.Try(ctx); !errors.Is(err, lock.ErrHeld) {
 		t.Fatalf("waiter's try after losing its session: %v, want busy", err)
 	}
-	if c.sid == "" || c.sid == old {
-		t.Fatalf("the waiter did not join again with a new session (%q, was %q)", c.sid, old)
+	if w.sid == "" || w.sid == old {
+		t.Fatalf("the waiter did not join again with a new session (%q, was %q)", w.sid, old)
 	}
 	if n, err := b.QueueLen(ctx, "k"); err != nil || n != 1 {
 		t.Fatalf("queue length %d (%v), want the waiter's new entry alone", n, err)

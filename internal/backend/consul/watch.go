@@ -16,8 +16,9 @@ import (
 // entry is modified, by taking over or holding, or deleted), so that a
 // release wakes one waiter and each takeover the next. A semaphore's first
 // waiter watches the holders instead: the line, at the index of a read
-// that still shows the holders the last Try saw. Meanwhile it keeps its
-// session alive itself; the lease's keeper renews it once it holds.
+// that still shows the holders the last Look saw. Meanwhile lock.Line
+// keeps its session alive (Keeper); the lease's keeper renews it once it
+// holds.
 
 // watchWait bounds one blocking query; the waiter then simply reads again.
 const watchWait = time.Minute
@@ -25,40 +26,32 @@ const watchWait = time.Minute
 // delayPoll is how often a waiter held back by a lock-delay tries again.
 const delayPoll = 250 * time.Millisecond
 
-// Wait implements lock.Contender: the session is kept alive from now on,
-// and Wake fires when what is ahead of us changed, the watch failed (the
-// next Try then finds out why), or the session was lost.
-func (c *contender) Wait(ctx context.Context) (lock.Retry, error) {
-	if c.alive == nil {
-		c.alive, c.stopKA = context.WithCancel(context.WithoutCancel(ctx))
-		go c.b.keepAlive(c.alive, c.stopKA, c.sid, c.req.TTL)
-	}
-	if c.stopWatch != nil {
-		c.stopWatch()
-	}
-	if c.block == nil {
+// Watch implements lock.LineStore: Wake fires when what is ahead of us
+// changed, the watch failed (the next Try then finds out why), or ctx
+// ended (lock.Line ends it when our session is lost).
+func (w *waiter) Watch(ctx context.Context) (lock.Retry, error) {
+	if w.block == nil {
 		return lock.Retry{After: delayPoll}, nil
 	}
-	wctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(c.alive, cancel)
-	c.stopWatch = func() { stop(); cancel() }
-	wake, block := make(chan struct{}), c.block
+	wake, block := make(chan struct{}), w.block
 	go func() {
 		defer close(wake)
-		block(wctx)
+		block(ctx)
 	}()
 	return lock.Retry{Wake: wake, After: lock.NoBound}, nil
 }
 
-// stopWaiting ends the watch and the waiter's keep-alive.
-func (c *contender) stopWaiting() {
-	for _, stop := range []*context.CancelFunc{&c.stopWatch, &c.stopKA} {
-		if *stop != nil {
-			(*stop)()
-			*stop = nil
+// Keeper implements lock.PlaceKeeper: a renewal of our session.
+func (w *waiter) Keeper() func(context.Context) error {
+	b, sid := w.b, w.sid
+	w.kept = true
+	return func(ctx context.Context) error {
+		err := b.renewSession(ctx, sid)
+		if errors.Is(err, errSessionGone) {
+			return lock.ErrNotHeld
 		}
+		return err
 	}
-	c.alive = nil
 }
 
 // blockOnKey returns a wait until kv's ModifyIndex passed the one read
@@ -98,24 +91,5 @@ func (b *Backend) blockOnHolders(dir string, hs []entry) func(context.Context) {
 			_, _, err := c.KV().List(dir, q)
 			return err
 		})
-	}
-}
-
-// keepAlive renews a waiter's session id every ttl/3 until ctx ends; it
-// ends ctx itself (lost) when Consul says the session is gone. Other
-// failures wait for the next round.
-func (b *Backend) keepAlive(ctx context.Context, lost context.CancelFunc, id string, ttl time.Duration) {
-	every := max(ttl/3, 50*time.Millisecond)
-	for ctx.Err() == nil {
-		select {
-		case <-ctx.Done():
-		case <-time.After(every):
-			rctx, cancel := context.WithTimeout(ctx, every)
-			gone := errors.Is(b.renewSession(rctx, id), errSessionGone)
-			cancel()
-			if gone {
-				lost()
-			}
-		}
 	}
 }

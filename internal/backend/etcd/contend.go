@@ -1,34 +1,41 @@
 package etcd
 
-// Waiting on etcd, a mutex being a semaphore of one: contenders stand in a
-// line in arrival order, "<prefix>/<escaped KEY>#wait/<lease ID in hex>",
-// each in a key of its own attached to its own lease (kept alive while it
-// waits), whose create revision is its place. A waiter watches only the
-// deletion of the one just ahead of it (no polling, no herd: a handover
-// wakes one waiter); the first in line watches the slots (slots.go) and,
-// when one is free, takes it in one transaction (step.go) that checks
-// nobody is ahead, our key is still ours and no slot was taken since our
-// read, grants the token (token.go), puts the slot on our lease and
-// deletes our waiter key, with a KeepAliveOnce sent alongside. A waiter
-// whose process dies stops keeping its lease alive: the lease expires
-// after the TTL, its key goes with it, and the waiter behind it moves up.
+// Waiting on etcd, a mutex being a semaphore of one, on lock.Line: the
+// contenders stand in a line in arrival order, "<prefix>/<escaped
+// KEY>#wait/<lease ID in hex>", each in a key of its own attached to its
+// own lease (lock.Line keeps it alive while it waits), whose create
+// revision is its place. A waiter watches only the deletion of the one
+// just ahead of it (no polling, no herd: a handover wakes one waiter); the
+// first in line watches the slots (slots.go) and, when one is free, takes
+// it in one transaction (step.go) that checks nobody is ahead, our key is
+// still ours and no slot was taken since our read, grants the token
+// (token.go), puts the slot on our lease and deletes our waiter key, with
+// a KeepAliveOnce sent alongside. A waiter whose process dies stops
+// keeping its lease alive: the lease expires after the TTL, its key goes
+// with it, and the waiter behind it moves up.
 //
-// A try-once never joins the line (slots.go, trySlot); a waiter joins it
+// A try-once never joins the line (slots.go, TryOnce); a waiter joins it
 // at its first Wait. If our place is lost while we wait (our lease
 // expired, say during a long partition, or someone deleted our key), the
 // next Try joins again at the back.
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// entry is a key of ours: our place in a line, or what we hold.
+// entry is a key of ours: our place in a line, or what we hold; a
+// try-once's lease, with no key (line and etcdKey "").
 type entry struct {
 	key     string // user's key
 	line    string // the prefix of the line etcdKey stands in ("" once held)
@@ -55,109 +62,92 @@ func (e *entry) value(rec record) string {
 // Contend implements lock.Backend: a mutex is a semaphore of one.
 func (b *Backend) Contend(req lock.Request) lock.Contender {
 	req.Limit = max(req.Limit, 1)
-	return &contender{b: b, req: req, free: -1}
+	return lock.NewLine(req, &waiter{b: b, req: req, free: -1})
 }
 
-// contender is one process's place in a key's line.
-type contender struct {
+// waiter is one process's place in a key's line: lock.Line's store.
+type waiter struct {
 	b   *Backend
 	req lock.Request
 
-	waiting bool             // Wait was called
 	e       *entry           // our place; nil before we join or once lost
 	ahead   *mvccpb.KeyValue // the one just ahead in line at the last read; nil: we are first
 	readRev int64            // the revision of the last read
 	last    uint64           // the token counter at the last read (token.go)
 	free    int              // the lowest free slot at the last read; -1 none
 	legacy  bool             // the last read found an older build's mutex key (slots.go)
-	freed   chan int         // a slot whose deletion the last Wait saw
-	again   bool             // read again at once
+	unread  bool             // the last read (a failed take's) is not looked at yet
+	freed   chan int         // a slot whose deletion the last Watch saw
 	pending *entry           // taken, but its validity not known yet (confirm)
+	granted time.Time        // a try-once's: just before its lease was granted
 
 	shown  *mvccpb.KeyValue // the holder as last described
 	holder lock.Holder
-
-	kaStop  func()        // stops the keep-alive of our place
-	lost    chan struct{} // closed by the keep-alive when our lease is gone
-	unwatch context.CancelFunc
 }
 
-// Try implements lock.Contender.
-func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
-	if err := lock.ValidateRequest(c.req); err != nil {
-		return nil, err
-	}
-	c.stopWatch()
-	select {
-	case i := <-c.freed:
-		// First in line, the last Wait saw this slot deleted after our
-		// last read: it is free if nothing was put under the queue prefix
-		// since that read, which the take's compare checks. Only this Try
-		// may use it: a later read makes it stale.
-		c.free = i
-	default:
-	}
-	c.freed = nil
-	if c.pending != nil {
-		return c.confirm(ctx)
-	}
-	if c.e != nil && c.placeLost() {
-		c.dropPlace(ctx)
-	}
-	switch {
-	case c.e != nil:
-		return c.step(ctx)
-	case !c.waiting:
-		return c.trySlot(ctx) // a try-once never joins the line
-	}
-	if err := c.joinLine(ctx); err != nil {
-		return nil, err
-	}
-	return nil, c.busy()
+var (
+	_ lock.OnceTaker   = (*waiter)(nil)
+	_ lock.PlaceKeeper = (*waiter)(nil)
+)
+
+// linePrefix is where the waiters for key's slots stand in line: outside
+// the key's queue prefix "<prefix>/<escaped KEY>/" (where the slots live,
+// so Inspect and Break never see a waiter), and never listed
+// (url.PathEscape escapes '#', so no escaped key holds one; List skips
+// names that do).
+func (b *Backend) linePrefix(key string) string {
+	return b.prefix + "/" + url.PathEscape(key) + "#wait/"
 }
 
-// Wait implements lock.Contender: keep our lease alive while we wait and
-// watch the deletion of the one just ahead of us. A waiter joins the line
-// at its first Wait, so that it holds its place when Wait returns; the
-// first in line watches the slots.
-func (c *contender) Wait(ctx context.Context) (lock.Retry, error) {
-	if !c.waiting {
-		c.waiting = true
-		if c.e == nil {
-			if err := c.joinLine(ctx); err != nil {
-				return lock.Retry{}, err
-			}
+// Join implements lock.LineStore: it grants a lease and puts our waiter
+// key on it at the back of key's line.
+func (w *waiter) Join(ctx context.Context) error {
+	w.Leave()
+	b, req := w.b, w.req
+	g, err := b.cli.Grant(ctx, leaseSeconds(req.TTL))
+	if err != nil {
+		return b.opError("grant a lease for "+req.Key, err)
+	}
+	e := &entry{key: req.Key, line: b.linePrefix(req.Key), id: g.ID, rec: newRecord(req, time.Now())}
+	e.etcdKey = fmt.Sprintf("%s%x", e.line, int64(g.ID))
+	resp, err := b.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", 0)).
+		Then(clientv3.OpPut(e.etcdKey, encodeJSON(e.rec), clientv3.WithLease(e.id))).
+		Commit()
+	if err != nil || !resp.Succeeded {
+		// The put may have been applied: revoking the lease removes it.
+		b.cleanup(ctx, e)
+		if err == nil {
+			err = fmt.Errorf("key %s already exists", e.etcdKey)
 		}
+		return b.opError("join the line for "+req.Key, err)
 	}
-	if c.e == nil || c.again {
-		c.again = false
-		return lock.Retry{After: 0}, nil // (re)join or read at once
-	}
-	if c.kaStop == nil {
-		c.startKeepAlive(ctx)
-	}
+	e.rev = resp.Header.Revision
+	w.e, w.ahead, w.free = e, nil, -1
+	return nil
+}
+
+// Watch implements lock.LineStore: the deletion of the one just ahead of
+// us, or, first in line, of a slot (which the next Look takes as free).
+func (w *waiter) Watch(ctx context.Context) (lock.Retry, error) {
 	// WithRequireLeader: a member cut off from the leader cancels the
 	// watch instead of leaving it silent; we then read again.
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	c.unwatch = cancel
-	opts := []clientv3.OpOption{clientv3.WithRev(c.readRev + 1), clientv3.WithFilterPut()}
-	watched := c.b.queuePrefix(c.req.Key)
-	if c.ahead != nil {
-		watched = string(c.ahead.Key)
+	opts := []clientv3.OpOption{clientv3.WithRev(w.readRev + 1), clientv3.WithFilterPut()}
+	watched := w.b.queuePrefix(w.req.Key)
+	if w.ahead != nil {
+		watched = string(w.ahead.Key)
 	} else {
 		opts = append(opts, clientv3.WithPrefix())
 	}
-	ch := c.b.cli.Watch(wctx, watched, opts...)
+	ch := w.b.cli.Watch(clientv3.WithRequireLeader(ctx), watched, opts...)
 	wake, freed := make(chan struct{}, 1), make(chan int, 1)
-	b, key, lost, first := c.b, c.req.Key, c.lost, c.ahead == nil && !c.legacy
-	c.freed = freed
+	b, key, first := w.b, w.req.Key, w.ahead == nil && !w.legacy
+	w.freed = freed
 	go func() {
 		defer func() { wake <- struct{}{} }()
 		for {
 			select {
-			case <-wctx.Done():
-				return
-			case <-lost:
+			case <-ctx.Done():
 				return
 			case wr, ok := <-ch:
 				// A deletion (puts are filtered out), or compacted,
@@ -178,57 +168,43 @@ func (c *contender) Wait(ctx context.Context) (lock.Retry, error) {
 	return lock.Retry{Wake: wake, After: fallbackPoll}, nil
 }
 
-// Leave implements lock.Contender: out of the line (revoking our lease
-// deletes our key).
-func (c *contender) Leave() {
-	c.stopWatch()
-	c.dropPlace(context.Background())
-	c.pending = nil
-}
-
-// dropPlace leaves the line: our key goes with our lease.
-func (c *contender) dropPlace(ctx context.Context) {
-	c.stopKeepAlive()
-	if c.e != nil {
-		c.b.cleanup(ctx, c.e)
-	}
-	c.e, c.ahead, c.lost = nil, nil, nil
-}
-
-// placeLost: the keep-alive of our place found our lease gone (with no
-// keep-alive, lost is nil and never ready).
-func (c *contender) placeLost() bool {
-	select {
-	case <-c.lost:
-		return true
-	default:
-		return false
+// Keeper implements lock.PlaceKeeper: a keep-alive of our lease.
+func (w *waiter) Keeper() func(context.Context) error {
+	cli, id := w.b.cli, w.e.id
+	return func(ctx context.Context) error {
+		_, err := cli.KeepAliveOnce(ctx, id)
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return lock.ErrNotHeld
+		}
+		return err
 	}
 }
 
-func (c *contender) stopWatch() {
-	if c.unwatch != nil {
-		c.unwatch()
-		c.unwatch = nil
+// Leave implements lock.LineStore: out of the line (revoking our lease
+// deletes our key, or the slot we took and did not confirm).
+func (w *waiter) Leave() {
+	if w.e != nil {
+		w.b.cleanup(context.Background(), w.e)
 	}
+	w.e, w.ahead, w.pending, w.unread = nil, nil, nil, false
 }
 
-func (c *contender) startKeepAlive(ctx context.Context) {
-	kactx, cancel := context.WithCancel(ctx)
-	lost := make(chan struct{})
-	done := make(chan struct{})
-	id, ttl := c.e.id, time.Duration(c.e.rec.TTLms)*time.Millisecond
-	go func() {
-		defer close(done)
-		c.b.keepAlive(kactx, id, ttl, lost)
-	}()
-	c.lost = lost
-	c.kaStop = func() { cancel(); <-done }
+// waiterHolder describes a waiter (its key kv) as the one a busy acquirer
+// waits for: who it is, no token and no owner (it holds nothing yet).
+func waiterHolder(key string, kv *mvccpb.KeyValue) lock.Holder {
+	h := lock.Holder{Key: key, ExpiresIn: -1}
+	var r record
+	if json.Unmarshal(kv.Value, &r) == nil {
+		h.Meta = lock.Meta{Host: r.Host, PID: r.PID, User: r.User, Command: r.Command, Note: r.Note}
+	}
+	return h
 }
 
-func (c *contender) stopKeepAlive() {
-	if c.kaStop != nil {
-		c.kaStop()
-		c.kaStop = nil
+// QueueLen is how many waiters are in line for key (for tests and tools).
+func (b *Backend) QueueLen(ctx context.Context, key string) (int64, error) {
+	resp, err := b.cli.Get(ctx, b.linePrefix(key), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, b.opError("count the waiters of "+key, err)
 	}
+	return resp.Count, nil
 }

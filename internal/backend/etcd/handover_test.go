@@ -19,7 +19,9 @@ import (
 // it, one when the one ahead moved from the line to the slot (it is first
 // then: the first waiter has none), and the one that takes the lock in its
 // turn (woken by the slot's deletion, it takes it without reading first):
-// none for handovers ahead of it.
+// none for handovers ahead of it. When the one ahead has already released
+// by the time the read as first in line is made, that read finds the slot
+// free and the same attempt takes it: one attempt fewer, never more.
 func TestHandoverWakesOnlyTheNextWaiter(t *testing.T) {
 	eachServer(t, func(t *testing.T, s server) {
 		b := newBackend(t, s)
@@ -58,7 +60,7 @@ func TestHandoverWakesOnlyTheNextWaiter(t *testing.T) {
 			}
 		}
 		for i := range tries {
-			if c, want := tries[i].Load(), int32(min(i, 1)+3); c != want {
+			if c, want := tries[i].Load(), int32(min(i, 1)+3); c > want || c < 3 {
 				t.Errorf("waiter %d made %d attempts; want %d (join, read, [first in line,] take): woken by a handover not its own", i, c, want)
 			}
 		}

@@ -91,30 +91,8 @@ func (l *keyStore) Release(ctx context.Context, _ *lock.Held) error {
 func (b *Backend) cleanup(ctx context.Context, e *entry) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(b.dialTO, cleanupTimeout))
 	defer cancel()
-	if _, err := b.cli.Revoke(cctx, e.id); err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) {
+	if _, err := b.cli.Revoke(cctx, e.id); err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) || e.etcdKey == "" {
 		return
 	}
 	_, _ = b.cli.Delete(cctx, e.etcdKey)
-}
-
-// keepAlive renews our lease every TTL/3 until ctx ends; it closes lost
-// when the server says the lease is gone. Other errors are retried.
-func (b *Backend) keepAlive(ctx context.Context, id clientv3.LeaseID, ttl time.Duration, lost chan<- struct{}) {
-	every := max(ttl/3, 50*time.Millisecond)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		kctx, cancel := context.WithTimeout(ctx, every)
-		_, err := b.cli.KeepAliveOnce(kctx, id)
-		cancel()
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			close(lost)
-			return
-		}
-	}
 }

@@ -28,7 +28,7 @@ package etcd
 // key under the prefix to be unchanged since R (a ModRevision compare over
 // the prefix): the check and the take are one step, and on a conflict it
 // reads again. A try-once takes a slot only while no waiter is in line
-// (line.go; a compare in the taking transaction): it never jumps the line,
+// (contend.go; a compare in the taking transaction): it never jumps the line,
 // and never joins it.
 
 import (
@@ -62,81 +62,43 @@ func (b *Backend) slotIndex(key, etcdKey string) (int, bool) {
 	return i, ok && err == nil
 }
 
-// trySlot is a try-once (each Try before the first Wait): it grants a
-// lease, reads the slots, the line and the token counter at one revision
-// and takes the lowest free slot on the lease, in a transaction that
-// requires no key under the queue prefix put since that read and nobody in
-// line; on a conflict it reads again. When every slot is held, or others
-// wait in line, it revokes the lease and the answer is busy, naming the
-// oldest holder.
-func (c *contender) trySlot(ctx context.Context) (lock.Lease, error) {
-	b, req := c.b, c.req
-	granted := time.Now()
-	g, err := b.cli.Grant(ctx, leaseSeconds(req.TTL))
+// TryOnce implements lock.OnceTaker (each Try before the first Wait): on
+// a lease of its own and outside the line (no waiter key), it looks and
+// takes as a waiter does (step.go), but behind every waiter in line: it
+// takes the lowest free slot only while nobody is in line, and on a
+// conflict reads again, after a moment so that racing acquirers spread
+// out. When every slot is held, or others wait in line, the answer is
+// busy, naming the oldest holder (else the first waiter). On any answer
+// but the lease it revokes the lease: a put whose reply was lost goes with
+// it.
+func (w *waiter) TryOnce(ctx context.Context) (lock.Lease, error) {
+	w.granted = time.Now()
+	g, err := w.b.cli.Grant(ctx, leaseSeconds(w.req.TTL))
 	if err != nil {
-		return nil, b.opError("grant a lease for "+req.Key, err)
+		return nil, w.b.opError("grant a lease for "+w.req.Key, err)
 	}
-	l, err := b.takeSlot(ctx, req, g.ID, granted)
-	if err != nil {
-		// The put may have been applied if the reply was lost: revoking the
-		// lease removes it.
-		b.revoke(ctx, g.ID)
-		if busy := (*lock.BusyError)(nil); errors.As(err, &busy) {
-			c.holder = busy.Holder
-		}
-	}
-	return l, err
-}
-
-func (b *Backend) takeSlot(ctx context.Context, req lock.Request, id clientv3.LeaseID, granted time.Time) (lock.Lease, error) {
-	qp, wp := b.queuePrefix(req.Key), b.linePrefix(req.Key)
+	w.e, w.free = &entry{key: w.req.Key, id: g.ID, rec: newRecord(w.req, time.Now())}, -1
 	for {
-		resp, err := b.cli.Txn(ctx).Then(
-			clientv3.OpGet(qp, clientv3.WithPrefix()),
-			clientv3.OpGet(wp, clientv3.WithFirstCreate()...),
-			clientv3.OpGet(b.tokenKey(req.Key)),
-		).Commit()
+		look, err := w.Look(ctx)
+		var l lock.Lease
+		if err == nil && look.Ahead >= look.Free {
+			err = &lock.BusyError{Holder: look.Holder}
+		}
+		if err == nil {
+			l, err = w.Take(ctx)
+		}
+		if errors.Is(err, lock.ErrLookAgain) {
+			select {
+			case <-ctx.Done():
+				err = w.b.opError("take a slot of "+w.req.Key, ctx.Err())
+			case <-time.After(time.Duration(rand.Int64N(int64(5 * time.Millisecond)))):
+				continue
+			}
+		}
 		if err != nil {
-			return nil, b.opError("read the slots of "+req.Key, err)
+			w.Leave()
 		}
-		last, err := counterOf(req.Key, resp.Responses[2])
-		if err != nil {
-			return nil, b.opError("read the slots of "+req.Key, err)
-		}
-		sr, err := readSlots(req, qp, resp.Responses[0].GetResponseRange().Kvs)
-		if err != nil {
-			return nil, err
-		}
-		if waiters := resp.Responses[1].GetResponseRange().Kvs; len(waiters) > 0 || sr.free < 0 {
-			// Full, or others wait in line: a try-once does not jump it.
-			return nil, &lock.BusyError{Holder: b.busyHolder(ctx, req.Key, sr.oldest, waiters)}
-		}
-		var held *entry
-		tr, err := grant(req.Key, last, func(t uint64) (*clientv3.TxnResponse, error) {
-			var put clientv3.Op
-			held, put = b.slotTake(req.Key, newRecord(req, time.Now()), req.Limit, sr.free, id, t)
-			return b.cli.Txn(ctx).
-				If(
-					clientv3.Compare(clientv3.ModRevision(qp).WithPrefix(), "<", resp.Header.Revision+1),
-					clientv3.Compare(clientv3.CreateRevision(wp).WithPrefix(), "=", 0), // nobody in line
-				).
-				Then(b.grantOp(req.Key, t, put)).
-				Commit()
-		})
-		if err != nil {
-			return nil, b.opError("take a slot of "+req.Key, err)
-		}
-		if tr.Succeeded {
-			held.rev = tr.Header.Revision
-			return b.newLease(held, granted), nil
-		}
-		// Someone changed the key's slots or line since our read: read
-		// again, after a moment so that racing acquirers spread out.
-		select {
-		case <-ctx.Done():
-			return nil, b.opError("take a slot of "+req.Key, ctx.Err())
-		case <-time.After(time.Duration(rand.Int64N(int64(5 * time.Millisecond)))):
-		}
+		return l, err
 	}
 }
 
@@ -209,18 +171,6 @@ func seenLimit(kv *mvccpb.KeyValue, isSlot bool, i, n int) lock.SeenLimit {
 		return lock.SeenLimit{Have: rec.Limit}
 	}
 	return lock.SeenLimit{Have: i + 1, Bound: true}
-}
-
-// busyHolder names whom a busy acquirer waits for: the oldest holder,
-// else the first waiter in line (waiters: its key, if any).
-func (b *Backend) busyHolder(ctx context.Context, key string, oldest *mvccpb.KeyValue, waiters []*mvccpb.KeyValue) lock.Holder {
-	switch {
-	case oldest != nil:
-		return b.holderOf(ctx, key, oldest)
-	case len(waiters) > 0:
-		return waiterHolder(key, waiters[0])
-	}
-	return lock.Holder{Key: key, ExpiresIn: -1}
 }
 
 func encodeJSON(v any) string {

@@ -12,157 +12,193 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// step is a waiter's one transaction. When its last read found a slot
-// free, it asks whether anyone is still ahead of us in line and, if nobody
-// is, our key is still ours and no key under the queue prefix was put
+// Look implements lock.LineStore. While the last read (or the watch: the
+// slot it saw deleted) says a slot is free, it reads nothing and says to
+// take it: the take's transaction asks whether anyone is still ahead of
+// us, our key is still ours and no key under the queue prefix was put
 // since that read (deletions only free slots; a put there is a slot taken,
-// or an older build's mutex contender: the read that follows tells), it
-// puts the free slot on our lease, deletes our waiter key and raises the
-// token counter (slotTake, grantOp), with a keep-alive of our lease sent at
-// the same time, so that the lease's validity counts from just before
-// both. Otherwise, or when someone is ahead, it reads who is just ahead of
-// us, our own key, the token counter and the slots (reads), at one
-// revision, and the answer is busy.
+// or an older build's mutex contender: the read that follows tells).
+// Otherwise it reads who is just ahead of us, our own key, the token
+// counter and the slots (reads), at one revision.
 //
 // Waiters are woken only by the deletion of the one just ahead, so at a
 // handover one waiter asks, not all of them; the progress line asks the
 // engine for the holder on its own (cmd/progress.go).
-func (c *contender) step(ctx context.Context) (lock.Lease, error) {
-	e, b := c.e, c.b
-	if c.free < 0 {
-		resp, err := b.cli.Txn(ctx).Then(c.reads()...).Commit()
+func (w *waiter) Look(ctx context.Context) (lock.LineLook, error) {
+	select {
+	case i := <-w.freed:
+		// First in line, the last Watch saw this slot deleted after our
+		// last read: it is free if nothing was put under the queue prefix
+		// since that read, which the take's compare checks. Only the next
+		// take may use it: a later read makes it stale.
+		w.free = i
+	default:
+	}
+	w.freed = nil
+	switch {
+	case w.e == nil:
+		return lock.LineLook{Lost: true}, nil
+	case w.pending != nil, w.free >= 0 && !w.unread:
+		return lock.LineLook{Free: 1}, nil
+	case !w.unread:
+		resp, err := w.b.cli.Txn(ctx).Then(w.reads()...).Commit()
 		if err != nil {
 			// A transient failure (leader change, timeout) is the wait
 			// loop's to ride out; we keep our place and read again.
-			return nil, b.opError("wait for "+e.key, err)
+			return lock.LineLook{}, w.b.opError("wait for "+w.e.key, err)
 		}
-		return nil, c.read(ctx, resp)
+		if err := w.read(ctx, resp); err != nil {
+			return lock.LineLook{}, err
+		}
 	}
-	granted := time.Now()
-	kaDone := make(chan error, 1)
-	go func() {
-		_, err := b.cli.KeepAliveOnce(ctx, e.id)
-		kaDone <- err
-	}()
+	w.unread = false
+	look := lock.LineLook{Lost: w.e == nil, Holder: w.holder}
+	if w.ahead != nil {
+		look.Ahead = 1
+	}
+	if w.free >= 0 {
+		look.Free = 1
+	}
+	return look, nil
+}
+
+// Take implements lock.LineStore: the take's one transaction (Look): it
+// puts the free slot on our lease, deletes our waiter key and raises the
+// token counter (slotTake, grantOp), with a keep-alive of our lease sent
+// at the same time, so that the lease's validity counts from just before
+// both; when its compares fail it reads instead (reads), for the next
+// Look. A try-once's take requires nobody in line, has no waiter key to
+// delete and sends no keep-alive: its lease counts from its grant.
+func (w *waiter) Take(ctx context.Context) (lock.Lease, error) {
+	if w.pending != nil {
+		return w.confirm(ctx)
+	}
+	e, b := w.e, w.b
+	cmps := []clientv3.Cmp{
+		clientv3.Compare(clientv3.ModRevision(b.queuePrefix(e.key)).WithPrefix(), "<", w.readRev+1),
+		clientv3.Compare(clientv3.CreateRevision(b.linePrefix(e.key)), "=", 0).WithPrefix(), // nobody in line
+	}
+	var drop []clientv3.Op
+	granted, kaDone := w.granted, make(chan error, 1)
+	if e.line == "" { // a try-once: its lease counts from its grant
+		kaDone <- nil
+	} else {
+		cmps[1] = clientv3.Compare(clientv3.CreateRevision(e.line), ">", e.rev-1).WithPrefix() // every key of the line created at or after ours
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", e.rev))
+		drop = []clientv3.Op{clientv3.OpDelete(e.etcdKey)}
+		granted = time.Now()
+		go func() {
+			_, err := b.cli.KeepAliveOnce(ctx, e.id)
+			kaDone <- err
+		}()
+	}
 	var held *entry
-	resp, err := grant(e.key, c.last, func(t uint64) (*clientv3.TxnResponse, error) {
+	resp, err := grant(e.key, w.last, func(t uint64) (*clientv3.TxnResponse, error) {
 		var put clientv3.Op
-		held, put = b.slotTake(e.key, e.rec, c.req.Limit, c.free, e.id, t)
-		return b.cli.Txn(ctx).
-			If(
-				// every key of the line was created at or after ours
-				clientv3.Compare(clientv3.CreateRevision(e.line), ">", e.rev-1).WithPrefix(),
-				clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", e.rev),
-				clientv3.Compare(clientv3.ModRevision(b.queuePrefix(e.key)).WithPrefix(), "<", c.readRev+1),
-			).
-			Then(b.grantOp(e.key, t, put, clientv3.OpDelete(e.etcdKey))).
-			Else(c.reads()...).
-			Commit()
+		held, put = b.slotTake(e.key, e.rec, w.req.Limit, w.free, e.id, t)
+		return b.cli.Txn(ctx).If(cmps...).Then(b.grantOp(e.key, t, append(drop, put)...)).Else(w.reads()...).Commit()
 	})
 	kaErr := <-kaDone
 	switch {
-	case errors.Is(kaErr, rpctypes.ErrLeaseNotFound) || errors.Is(err, rpctypes.ErrLeaseNotFound):
-		c.dropPlace(ctx) // our lease is gone: join again at once
-		return nil, c.busy()
+	case e.line != "" && (errors.Is(kaErr, rpctypes.ErrLeaseNotFound) || errors.Is(err, rpctypes.ErrLeaseNotFound)):
+		w.Leave() // our lease is gone: join again at once
+		return nil, lock.ErrLookAgain
 	case err != nil:
 		return nil, b.opError("wait for "+e.key, err)
 	case !resp.Succeeded:
-		return nil, c.read(ctx, resp)
+		if err := w.read(ctx, resp); err != nil {
+			return nil, err
+		}
+		w.unread = true
+		return nil, lock.ErrLookAgain
 	}
 	held.rev = resp.Header.Revision // the slot key, created by the take
-	return c.won(held, granted, kaErr)
+	return w.won(held, granted, kaErr)
 }
 
-// reads are a step's reads: the one just ahead of us in line, our own key,
-// the token counter, and every key under the queue prefix (the slots).
-func (c *contender) reads() []clientv3.Op {
-	e := c.e
-	return []clientv3.Op{
-		clientv3.OpGet(e.line, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(e.rev-1))...),
-		clientv3.OpGet(e.etcdKey, clientv3.WithKeysOnly()),
-		clientv3.OpGet(c.b.tokenKey(e.key)),
-		clientv3.OpGet(c.b.queuePrefix(e.key), clientv3.WithPrefix()),
+// reads are a look's reads: the token counter, every key under the queue
+// prefix (the slots), the one just ahead of us in line (a try-once: the
+// first in line) and our own key.
+func (w *waiter) reads() []clientv3.Op {
+	e, b := w.e, w.b
+	ops := []clientv3.Op{
+		clientv3.OpGet(b.tokenKey(e.key)),
+		clientv3.OpGet(b.queuePrefix(e.key), clientv3.WithPrefix()),
+		clientv3.OpGet(b.linePrefix(e.key), clientv3.WithFirstCreate()...),
 	}
+	if e.line != "" {
+		ops[2] = clientv3.OpGet(e.line, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(e.rev-1))...)
+		ops = append(ops, clientv3.OpGet(e.etcdKey, clientv3.WithKeysOnly()))
+	}
+	return ops
 }
 
-// read takes in the answer to reads: a busy answer naming the holder, or a
-// *lock.LimitMismatchError when the holders use another limit.
-func (c *contender) read(ctx context.Context, resp *clientv3.TxnResponse) error {
+// read takes in the answer to reads (our place is dropped when our key is
+// gone); a *lock.LimitMismatchError when the holders use another limit.
+func (w *waiter) read(ctx context.Context, resp *clientv3.TxnResponse) error {
 	r := resp.Responses
-	c.readRev = resp.Header.Revision
-	if mine := r[1].GetResponseRange().Kvs; len(mine) == 0 || mine[0].CreateRevision != c.e.rev {
-		c.dropPlace(ctx) // our key was deleted: join again at once
-		return c.busy()
+	w.readRev = resp.Header.Revision
+	if w.e.line != "" {
+		if mine := r[3].GetResponseRange().Kvs; len(mine) == 0 || mine[0].CreateRevision != w.e.rev {
+			w.Leave() // our key was deleted: join again at once
+			return nil
+		}
 	}
 	var err error
-	if c.last, err = counterOf(c.req.Key, r[2]); err != nil {
-		return c.b.opError("wait for "+c.req.Key, err)
+	if w.last, err = counterOf(w.req.Key, r[0]); err != nil {
+		return w.b.opError("wait for "+w.req.Key, err)
 	}
-	sr, err := readSlots(c.req, c.b.queuePrefix(c.req.Key), r[3].GetResponseRange().Kvs)
+	sr, err := readSlots(w.req, w.b.queuePrefix(w.req.Key), r[1].GetResponseRange().Kvs)
 	if err != nil {
 		return err
 	}
-	c.free, c.legacy = sr.free, sr.legacy
-	if sr.oldest != nil {
-		c.describe(ctx, sr.oldest)
+	w.free, w.legacy, w.ahead = sr.free, sr.legacy, nil
+	if ahead := r[2].GetResponseRange().Kvs; len(ahead) > 0 {
+		w.ahead = ahead[0]
 	}
-	c.ahead = nil
-	if ahead := r[0].GetResponseRange().Kvs; len(ahead) > 0 {
-		c.ahead = ahead[0]
+	switch {
+	case sr.oldest != nil:
+		w.describe(ctx, sr.oldest)
+	case w.ahead != nil && w.e.line == "": // a try-once names the first waiter
+		w.shown, w.holder = nil, waiterHolder(w.req.Key, w.ahead)
 	}
-	c.again = c.ahead == nil && c.free >= 0 // first, and a slot is free: take it at once
-	return c.busy()
+	return nil
 }
 
 // won ends a successful take. When the keep-alive sent with it failed, the
-// lock is ours but the lease's validity is not known: the next Try asks
+// lock is ours but the lease's validity is not known: the next Take asks
 // (confirm).
-func (c *contender) won(held *entry, granted time.Time, kaErr error) (lock.Lease, error) {
-	c.stopKeepAlive() // the holder's keeper renews from here on
-	l := c.b.newLease(held, granted)
+func (w *waiter) won(held *entry, granted time.Time, kaErr error) (lock.Lease, error) {
 	if kaErr != nil {
-		c.e, c.pending = held, held
-		return nil, c.b.opError("renew the lease for "+held.key, kaErr)
+		w.e, w.pending = held, held
+		return nil, w.b.opError("renew the lease for "+held.key, kaErr)
 	}
-	c.e = nil
-	return l, nil
+	w.e = nil
+	return w.b.newLease(held, granted), nil
 }
 
 // confirm renews a lease taken while its keep-alive failed (won); the
 // lease's validity counts from just before this renewal.
-func (c *contender) confirm(ctx context.Context) (lock.Lease, error) {
-	l := c.b.newLease(c.pending, time.Now())
+func (w *waiter) confirm(ctx context.Context) (lock.Lease, error) {
+	l := w.b.newLease(w.pending, time.Now())
 	err := l.Renew(ctx)
 	switch {
 	case errors.Is(err, lock.ErrNotHeld):
-		c.pending = nil
-		c.dropPlace(ctx) // not ours any more: join again at once
-		return nil, c.busy()
+		w.Leave() // not ours any more: join again at once
+		return nil, lock.ErrLookAgain
 	case err != nil:
-		return nil, c.b.opError("renew the lease for "+c.req.Key, err)
+		return nil, w.b.opError("renew the lease for "+w.req.Key, err)
 	}
-	c.pending, c.e = nil, nil
+	w.pending, w.e = nil, nil
 	return l, nil
 }
 
 // describe names the holder kv (asking etcd for its time left only when it
 // changed). A holder that has no token yet is an older build's waiter
-// taking over from the holder that just left: until it has taken the
-// lock, the last holder shown stays.
-func (c *contender) describe(ctx context.Context, kv *mvccpb.KeyValue) {
-	if c.shown == nil || c.shown.CreateRevision != kv.CreateRevision || c.shown.ModRevision != kv.ModRevision {
-		h := c.b.holderOf(ctx, c.req.Key, kv)
-		if h.Token == 0 && c.shown != nil {
-			return
-		}
-		c.shown, c.holder = kv, h
+// taking over from the holder that just left: lock.Line names the last
+// holder instead until it has taken the lock.
+func (w *waiter) describe(ctx context.Context, kv *mvccpb.KeyValue) {
+	if w.shown == nil || w.shown.CreateRevision != kv.CreateRevision || w.shown.ModRevision != kv.ModRevision {
+		w.shown, w.holder = kv, w.b.holderOf(ctx, w.req.Key, kv)
 	}
-}
-
-// busy is the busy answer, naming the holder last described.
-func (c *contender) busy() error {
-	if c.holder.Key == "" {
-		return &lock.BusyError{Holder: lock.Holder{Key: c.req.Key, ExpiresIn: -1}}
-	}
-	return &lock.BusyError{Holder: c.holder}
 }
