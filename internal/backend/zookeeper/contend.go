@@ -3,8 +3,6 @@ package zookeeper
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -35,7 +33,7 @@ type contender struct {
 	rec       record
 
 	watch    []string      // the nodes ahead whose change may make us next (wait.go), at the last Try
-	seen     int32         // the line's version (the key node's cversion) at the last Try
+	seen     int32         // the line's version (the key node's cversion) at the last read
 	holdLeft time.Duration // the holders' holds: least time until one may expire (<0: none)
 
 	shown  string // the holder's node as last described
@@ -71,7 +69,7 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 			if attempt < 2 {
 				continue
 			}
-			return nil, &lock.BusyError{Holder: c.lastHolder()}
+			return nil, c.busy()
 		}
 		expired, err := c.expireHolds(ctx, line, mine)
 		if err != nil {
@@ -84,7 +82,7 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 			return c.takeOver(ctx, line, counter)
 		}
 		c.watch = watchList(line, mine, c.limit)
-		return nil, c.busy(ctx, line[0])
+		return nil, c.describe(ctx, line[0])
 	}
 }
 
@@ -114,20 +112,29 @@ func (c *contender) openSession(ctx context.Context) error {
 	return nil
 }
 
+// entries reads the line (noting its version for Wait).
+func (c *contender) entries(ctx context.Context) ([]entry, error) {
+	names, cv, err := c.s.children(ctx, c.dir)
+	if err != nil {
+		return nil, c.b.opError("read the line of "+c.req.Key, err)
+	}
+	c.seen = cv
+	return parseLine(names), nil
+}
+
 // takePlace makes sure we have a node in line: a create whose answer was
 // lost may have made it, so that is looked for (by our nonce) before
 // ours is made at the back, the key's node first if it is missing (or was
 // just removed, being empty).
 func (c *contender) takePlace(ctx context.Context) error {
 	if c.node == "" && c.attempted {
-		names, _, err := c.b.children(ctx, c.s, c.dir)
+		line, err := c.entries(ctx)
 		if err != nil {
-			return c.b.opError("read the line of "+c.req.Key, err)
+			return err
 		}
-		for _, e := range parseLine(names) {
+		for _, e := range line {
 			if e.nonce == c.nonce && e.lock != "" {
-				c.node = e.lock
-				c.s.sid = c.s.conn.SessionID()
+				c.node, c.s.sid = e.lock, c.s.conn.SessionID()
 			}
 		}
 		c.attempted = false
@@ -139,25 +146,22 @@ func (c *contender) takePlace(ctx context.Context) error {
 	c.rec.SessionMs = int64(c.s.negotiated.Load())
 	for attempt := 0; ; attempt++ {
 		c.attempted = true
-		path, err := call(ctx, func() (string, error) {
-			return c.s.conn.Create(c.dir+"/"+lockPrefix(c.limit, c.nonce), c.rec.encode(), zk.FlagEphemeralSequential, acl)
-		})
-		switch {
-		case err == nil:
-			c.node, c.attempted = path[len(c.dir)+1:], false
-			// The node lives as long as the session it was made on: if
-			// the client replaced an expired session, this is the new
-			// one (a later replacement is then the loss of the lease).
-			c.s.sid = c.s.conn.SessionID()
-			return nil
-		case errors.Is(err, zk.ErrNoNode) && attempt < 3:
-			c.attempted = false
+		path, err := c.s.create(ctx, c.dir+"/"+lockPrefix(c.limit, c.nonce), c.rec.encode(), zk.FlagEphemeralSequential)
+		if errors.Is(err, zk.ErrNoNode) && attempt < 3 {
+			c.attempted = false // the key's node is missing: nothing was made
 			if err := c.b.ensureDir(ctx, c.s, c.dir); err != nil {
 				return c.b.opError("create "+c.dir, err)
 			}
-		default:
+			continue
+		}
+		if err != nil {
 			return c.b.opError("join the line of "+c.req.Key, err)
 		}
+		// The node lives as long as the session it was made on: if the
+		// client replaced an expired session, this is the new one (a
+		// later replacement is then the loss of the lease).
+		c.node, c.attempted, c.s.sid = path[len(c.dir)+1:], false, c.s.conn.SessionID()
+		return nil
 	}
 }
 
@@ -165,11 +169,9 @@ func (c *contender) takePlace(ctx context.Context) error {
 // in it, or not as we made it). Everyone ahead of us must have asked for
 // our limit (lock.Refuse's lock.LimitMismatchError otherwise: exit 64).
 func (c *contender) readLine(ctx context.Context) (line []entry, mine int, err error) {
-	names, cv, err := c.b.children(ctx, c.s, c.dir)
-	if err != nil {
-		return nil, -1, c.b.opError("read the line of "+c.req.Key, err)
+	if line, err = c.entries(ctx); err != nil {
+		return nil, -1, err
 	}
-	c.seen, line = cv, parseLine(names)
 	var ahead []lock.SeenLimit
 	for i, e := range line {
 		if e.nonce == c.nonce && e.lock == c.node {
@@ -180,29 +182,31 @@ func (c *contender) readLine(ctx context.Context) (line []entry, mine int, err e
 	return line, -1, nil
 }
 
-// busy describes the holder (reading its node only when it changed).
-func (c *contender) busy(ctx context.Context, head entry) error {
+// describe reads the first in line (only when it changed) and answers
+// busy. A first in line with no token yet is a waiter taking over from
+// the holder that just left: until it has the lock, the last holder
+// shown stays.
+func (c *contender) describe(ctx context.Context, head entry) error {
 	name := head.node()
-	d, ok, err := c.b.read(ctx, c.s, c.dir+"/"+name)
+	d, ok, err := c.s.get(ctx, c.dir+"/"+name)
 	if err != nil {
 		return c.b.opError("read the holder of "+c.req.Key, err)
 	}
 	if ok && (name != c.shown || d.stat.Version != c.shownV) {
-		// A first in line with no token yet is a waiter taking over from
-		// the holder that just left: until it has the lock, the last
-		// holder shown stays.
-		if h := holderOf(c.req.Key, head, d, time.Now()); h.Token != 0 || c.shown == "" {
+		if h := (holding{head, d}).describe(c.req.Key, time.Now()); h.Token != 0 || c.shown == "" {
 			c.shown, c.shownV, c.holder = name, d.stat.Version, h
 		}
 	}
-	return &lock.BusyError{Holder: c.lastHolder()}
+	return c.busy()
 }
 
-func (c *contender) lastHolder() lock.Holder {
+// busy is the answer of a Try that does not hold, naming the holder last
+// described.
+func (c *contender) busy() error {
 	if c.shown == "" {
-		return lock.Holder{Key: c.req.Key, ExpiresIn: -1}
+		return &lock.BusyError{Holder: lock.Holder{Key: c.req.Key, ExpiresIn: -1}}
 	}
-	return c.holder
+	return &lock.BusyError{Holder: c.holder}
 }
 
 // takeOver makes us the holder: for a semaphore, claim a free slot; then
@@ -211,29 +215,27 @@ func (c *contender) lastHolder() lock.Holder {
 // through the leader, that our node (so our session) was alive after the
 // moment it was sent: the lease's validity counts from that moment.
 func (c *contender) takeOver(ctx context.Context, line []entry, counter <-chan counterRead) (lock.Lease, error) {
-	slot := -1
+	rec, slot := c.rec, -1
 	if c.limit > 1 {
 		var err error
 		if slot, err = c.claimSlot(ctx, line); err != nil {
 			return nil, err
 		}
 		if slot < 0 {
-			// A holder ahead is leaving: try again at once.
-			c.watch = nil
-			return nil, &lock.BusyError{Holder: c.lastHolder()}
+			c.watch = nil // none free: a holder ahead is leaving; try again at once
+			return nil, c.busy()
 		}
-		c.rec.Slot = slot
+		rec.Slot = slot
 	}
-	rec := c.rec
 	rec.AcquiredAt = time.Now()
 	rec, granted, lost, err := c.b.grantToken(ctx, c.s, c.req.Key, c.dir+"/"+c.node, rec, counter)
 	if lost {
 		// We lost our place (our session expired): give the slot back.
 		if slot >= 0 {
-			_ = do(ctx, func() error { return c.s.conn.Delete(c.dir+"/"+slotName(slot), -1) })
+			_ = c.s.remove(ctx, c.dir+"/"+slotName(slot), -1)
 		}
 		c.node = ""
-		return nil, &lock.BusyError{Holder: c.lastHolder()}
+		return nil, c.busy()
 	}
 	if err != nil {
 		return nil, c.b.opError("take "+c.req.Key, err)
@@ -262,14 +264,10 @@ func (c *contender) claimSlot(ctx context.Context, line []entry) (int, error) {
 			continue
 		}
 		path := c.dir + "/" + slotName(i)
-		err := do(ctx, func() error {
-			_, err := c.s.conn.Create(path, []byte(c.nonce), zk.FlagEphemeral, acl)
-			return err
-		})
+		_, err := c.s.create(ctx, path, []byte(c.nonce), zk.FlagEphemeral)
 		if errors.Is(err, zk.ErrNodeExists) {
 			// Ours, from a try whose answer was lost?
-			d, ok, rerr := c.b.read(ctx, c.s, path)
-			if rerr != nil || !ok || string(d.raw) != c.nonce {
+			if d, ok, rerr := c.s.get(ctx, path); rerr != nil || !ok || string(d.raw) != c.nonce {
 				continue
 			}
 			err = nil
@@ -278,16 +276,15 @@ func (c *contender) claimSlot(ctx context.Context, line []entry) (int, error) {
 			return -1, c.b.opError("take a slot of "+c.req.Key, err)
 		}
 		if used, err = c.heldSlots(ctx, nil); err != nil {
-			_ = do(context.WithoutCancel(ctx), func() error { return c.s.conn.Delete(path, -1) })
-			return -1, c.b.opError("read the line of "+c.req.Key, err)
+			_ = c.s.remove(context.WithoutCancel(ctx), path, -1)
+			return -1, err
 		}
-		if used[i] {
-			if err := do(ctx, func() error { return c.s.conn.Delete(path, -1) }); err != nil && !errors.Is(err, zk.ErrNoNode) {
-				return -1, c.b.opError("give back a slot of "+c.req.Key, err)
-			}
-			continue
+		if !used[i] {
+			return i, nil
 		}
-		return i, nil
+		if err := ignore(c.s.remove(ctx, path, -1), zk.ErrNoNode); err != nil {
+			return -1, c.b.opError("give back a slot of "+c.req.Key, err)
+		}
 	}
 	return -1, nil
 }
@@ -295,19 +292,18 @@ func (c *contender) claimSlot(ctx context.Context, line []entry) (int, error) {
 // heldSlots reads the slots of the hold nodes in line (other than ours),
 // reading the line first when given none.
 func (c *contender) heldSlots(ctx context.Context, line []entry) (map[int]bool, error) {
+	var err error
 	if line == nil {
-		names, _, err := c.b.children(ctx, c.s, c.dir)
-		if err != nil {
+		if line, err = c.entries(ctx); err != nil {
 			return nil, err
 		}
-		line = parseLine(names)
 	}
 	used := map[int]bool{}
 	for _, e := range line {
 		if e.hold == "" || e.nonce == c.nonce {
 			continue
 		}
-		d, ok, err := c.b.read(ctx, c.s, c.dir+"/"+e.hold)
+		d, ok, err := c.s.get(ctx, c.dir+"/"+e.hold)
 		if err != nil {
 			return nil, c.b.opError("read the hold on "+c.req.Key, err)
 		}
@@ -330,13 +326,12 @@ func (c *contender) expireHolds(ctx context.Context, line []entry, mine int) (ex
 	if mine > c.limit {
 		return false, nil
 	}
-	var holds []entry
-	var ds []described
+	var holds []holding
 	for i, e := range line[:min(len(line), c.limit)] {
 		if i == mine || e.lock != "" {
 			continue
 		}
-		d, ok, err := c.b.read(ctx, c.s, c.dir+"/"+e.hold)
+		d, ok, err := c.s.get(ctx, c.dir+"/"+e.hold)
 		if err != nil {
 			return false, c.b.opError("read the hold on "+c.req.Key, err)
 		}
@@ -344,12 +339,12 @@ func (c *contender) expireHolds(ctx context.Context, line []entry, mine int) (ex
 			c.holdLeft = 0
 			return true, nil
 		}
-		holds, ds = append(holds, e), append(ds, d)
+		holds = append(holds, holding{e, d})
 	}
 	if len(holds) == 0 {
 		return false, nil
 	}
-	st, err := call(ctx, func() (*zk.Stat, error) { return c.s.conn.Set(c.dir+"/"+c.node, c.rec.encode(), -1) })
+	st, err := c.s.set(ctx, c.dir+"/"+c.node, c.rec.encode())
 	if errors.Is(err, zk.ErrNoNode) {
 		c.holdLeft = 0
 		return true, nil // we lost our place: Try finds out
@@ -357,100 +352,17 @@ func (c *contender) expireHolds(ctx context.Context, line []entry, mine int) (ex
 	if err != nil {
 		return false, c.b.opError("read the server's clock", err)
 	}
-	for i, d := range ds {
-		if left := time.Duration(holdExpiry(d)-st.Mtime) * time.Millisecond; left > 0 {
+	for _, h := range holds {
+		if left := time.Duration(holdExpiry(h.described)-st.Mtime) * time.Millisecond; left > 0 {
 			if c.holdLeft < 0 || left < c.holdLeft {
 				c.holdLeft = left
 			}
 			continue
 		}
-		err = do(ctx, func() error { return c.s.conn.Delete(c.dir+"/"+holds[i].hold, d.stat.Version) })
-		if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
+		if err := ignore(c.s.remove(ctx, c.dir+"/"+h.hold, h.stat.Version), zk.ErrNoNode, zk.ErrBadVersion); err != nil {
 			return false, c.b.opError("delete the expired hold on "+c.req.Key, err)
 		}
 		expired = true
 	}
 	return expired, nil
-}
-
-// Fencing tokens. Sequence numbers and zxids start again when ZooKeeper
-// loses its data, so the token follows lock.NextToken, with the key's last
-// token in a persistent node beside the key's node (a container), so that
-// it outlives every holder (grantToken).
-
-// tokenAttempts bounds how often a grant reads the counter again because
-// it moved between the read and the multi (it cannot while we are at the
-// head of the line, short of a break and a new holder in between).
-const tokenAttempts = 5
-
-// tokenPath is where the last token of key is kept.
-func (b *Backend) tokenPath(key string) string { return b.keyDir(key) + "#token" }
-
-// counterRead is one read of a key's counter: its value and version;
-// exists is false when it is missing.
-type counterRead struct {
-	last    uint64
-	version int32
-	exists  bool
-	err     error
-}
-
-func (b *Backend) readCounter(ctx context.Context, s *session, key string) counterRead {
-	d, ok, err := b.read(ctx, s, b.tokenPath(key))
-	if err != nil || !ok {
-		return counterRead{err: err}
-	}
-	last, err := strconv.ParseUint(string(d.raw), 10, 64)
-	if err != nil {
-		raw := string(d.raw[:min(len(d.raw), 40)])
-		return counterRead{err: fmt.Errorf("the token counter of %s (node %s) holds %q, not a token: delete that node (the next token then follows the clock)", key, b.tokenPath(key), raw)}
-	}
-	return counterRead{last: last, version: d.stat.Version, exists: true}
-}
-
-// prefetchCounter reads key's counter on its own goroutine, so that the
-// read goes out with the contender's read of the line.
-func (b *Backend) prefetchCounter(ctx context.Context, s *session, key string) <-chan counterRead {
-	ch := make(chan counterRead, 1)
-	go func() { ch <- b.readCounter(ctx, s, key) }()
-	return ch
-}
-
-// grantToken hands out the next token of key to the contender whose lock
-// node is at path, writing rec (given the token) to that node in the same
-// multi that raises the counter. first, when not nil, is a read of the
-// counter already under way (prefetchCounter); later attempts read it
-// again. granted is the monotonic time taken just before the multi was
-// sent (the write proves our session was alive then). lost: our node is
-// gone.
-func (b *Backend) grantToken(ctx context.Context, s *session, key, path string, rec record, first <-chan counterRead) (out record, granted time.Time, lost bool, err error) {
-	for attempt := 1; ; attempt++ {
-		var r counterRead
-		if first != nil {
-			r, first = <-first, nil
-		} else {
-			r = b.readCounter(ctx, s, key)
-		}
-		if r.err != nil {
-			return rec, granted, false, r.err
-		}
-		rec.Token = lock.NextToken(r.last, lock.ClockMicros(time.Now()))
-		data := []byte(strconv.FormatUint(rec.Token, 10))
-		var counterOp any = &zk.SetDataRequest{Path: b.tokenPath(key), Data: data, Version: r.version}
-		if !r.exists {
-			counterOp = &zk.CreateRequest{Path: b.tokenPath(key), Data: data, Acl: acl, Flags: zk.FlagPersistent}
-		}
-		granted = time.Now()
-		res, err := multi(ctx, s, counterOp, &zk.SetDataRequest{Path: path, Data: rec.encode(), Version: -1})
-		switch {
-		case err == nil:
-			return rec, granted, false, nil
-		case len(res) == 2 && errors.Is(res[1].Error, zk.ErrNoNode):
-			return rec, granted, true, nil // our node is gone: a lost place
-		case !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNodeExists) && !errors.Is(err, zk.ErrNoNode):
-			return rec, granted, false, err
-		case attempt >= tokenAttempts: // the counter moved (or appeared, or went) since our read, every time
-			return rec, granted, false, fmt.Errorf("the token counter of %s kept moving", key)
-		}
-	}
 }

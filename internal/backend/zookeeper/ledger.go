@@ -42,13 +42,10 @@ func (b *Backend) PutEntry(ctx context.Context, key, id string, data []byte) err
 	dir := b.ledgerDir(key)
 	path := dir + "/" + id
 	for attempt := 1; ; attempt++ {
-		err := do(ctx, func() error {
-			_, err := s.conn.Create(path, data, zk.FlagPersistent, acl)
-			if errors.Is(err, zk.ErrNodeExists) {
-				_, err = s.conn.Set(path, data, -1)
-			}
-			return err
-		})
+		_, err := s.create(ctx, path, data, zk.FlagPersistent)
+		if errors.Is(err, zk.ErrNodeExists) {
+			_, err = s.set(ctx, path, data)
+		}
 		if !errors.Is(err, zk.ErrNoNode) || attempt >= putAttempts {
 			return b.ledgerError("write", key, err)
 		}
@@ -79,30 +76,25 @@ func (b *Backend) Entries(ctx context.Context, key string) (map[string][]byte, e
 	if _, err := call(ctx, func() (string, error) { return s.conn.Sync(dir) }); err != nil {
 		return nil, b.ledgerError("read", key, err)
 	}
-	ids, _, err := b.children(ctx, s, dir)
+	ids, _, err := s.children(ctx, dir)
 	if err != nil {
 		return nil, b.ledgerError("read", key, err)
 	}
 	// All at once (go-zookeeper pipelines requests on one connection); an
 	// entry deleted meanwhile is left out.
-	datas, errs := make([][]byte, len(ids)), make([]error, len(ids))
+	ds, oks, errs := make([]described, len(ids)), make([]bool, len(ids)), make([]error, len(ids))
 	var wg sync.WaitGroup
 	for i, id := range ids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			datas[i], _, errs[i] = call2(ctx, func() ([]byte, *zk.Stat, error) { return s.conn.Get(dir + "/" + id) })
-		}()
+		wg.Go(func() { ds[i], oks[i], errs[i] = s.get(ctx, dir+"/"+id) })
 	}
 	wg.Wait()
 	out := make(map[string][]byte, len(ids))
 	for i, id := range ids {
-		switch {
-		case errors.Is(errs[i], zk.ErrNoNode):
-		case errs[i] != nil:
+		if errs[i] != nil {
 			return nil, b.ledgerError("read", key, errs[i])
-		default:
-			out[id] = datas[i]
+		}
+		if oks[i] {
+			out[id] = ds[i].raw
 		}
 	}
 	return out, nil
@@ -125,8 +117,7 @@ func (b *Backend) DeleteEntries(ctx context.Context, key string, ids []string) e
 		if !lock.ValidEntryID(id) {
 			continue
 		}
-		err := do(ctx, func() error { return s.conn.Delete(dir+"/"+id, -1) })
-		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		if err := ignore(s.remove(ctx, dir+"/"+id, -1), zk.ErrNoNode); err != nil {
 			return b.ledgerError("delete from", key, err)
 		}
 	}

@@ -168,9 +168,71 @@ func do(ctx context.Context, f func() error) error {
 	return err
 }
 
+// The engine's operations on one session, each bounded by its context
+// (call): a key's line, its holds, its slots, its token counter and its
+// ledger are made of these.
+
+func (s *session) create(ctx context.Context, path string, data []byte, flags int32) (string, error) {
+	return call(ctx, func() (string, error) { return s.conn.Create(path, data, flags, acl) })
+}
+
+func (s *session) set(ctx context.Context, path string, data []byte) (*zk.Stat, error) {
+	return call(ctx, func() (*zk.Stat, error) { return s.conn.Set(path, data, -1) })
+}
+
+// remove deletes path at version (-1: any).
+func (s *session) remove(ctx context.Context, path string, version int32) error {
+	return do(ctx, func() error { return s.conn.Delete(path, version) })
+}
+
+// get reads a node, its data decoded as a record; ok is false when it is
+// gone.
+func (s *session) get(ctx context.Context, path string) (d described, ok bool, err error) {
+	data, stat, err := call2(ctx, func() ([]byte, *zk.Stat, error) { return s.conn.Get(path) })
+	if err != nil {
+		return described{}, false, ignore(err, zk.ErrNoNode)
+	}
+	return described{rec: decodeRecord(data), raw: data, stat: stat}, true, nil
+}
+
+// described is a node as get read it.
+type described struct {
+	rec  record
+	raw  []byte
+	stat *zk.Stat
+}
+
+// children lists dir with its cversion, which every create and delete of
+// a child raises; a missing dir is an empty line (cversion -1).
+func (s *session) children(ctx context.Context, dir string) ([]string, int32, error) {
+	names, st, err := call2(ctx, func() ([]string, *zk.Stat, error) { return s.conn.Children(dir) })
+	if err != nil {
+		return nil, -1, ignore(err, zk.ErrNoNode)
+	}
+	return names, st.Cversion, nil
+}
+
+// stat is path's stat, nil when it is gone.
+func (s *session) stat(ctx context.Context, path string) (*zk.Stat, error) {
+	ok, st, err := call2(ctx, func() (bool, *zk.Stat, error) { return s.conn.Exists(path) })
+	if !ok {
+		return nil, err
+	}
+	return st, err
+}
+
+// watch sets an exists watch on path (which any change of it fires);
+// ok is false when it is gone.
+func (s *session) watch(ctx context.Context, path string) (ok bool, ev <-chan zk.Event, err error) {
+	return call2(ctx, func() (bool, <-chan zk.Event, error) {
+		ok, _, ev, err := s.conn.ExistsW(path)
+		return ok, ev, err
+	})
+}
+
 // multi runs ops in one transaction; the error is the failing op's (the
 // others of a failed multi answer "rolled back").
-func multi(ctx context.Context, s *session, ops ...any) ([]zk.MultiResponse, error) {
+func (s *session) multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	res, err := call(ctx, func() ([]zk.MultiResponse, error) { return s.conn.Multi(ops...) })
 	for _, r := range res {
 		if r.Error != nil && !errors.Is(r.Error, zk.ErrAPIError) && r.Error.Error() != "unknown error: -2" {
@@ -180,20 +242,27 @@ func multi(ctx context.Context, s *session, ops ...any) ([]zk.MultiResponse, err
 	return res, err
 }
 
+// ignore is err, or nil when err is one of those named.
+func ignore(err error, these ...error) error {
+	for _, e := range these {
+		if errors.Is(err, e) {
+			return nil
+		}
+	}
+	return err
+}
+
 // ensurePath creates every missing node of path (absolute), as plain
 // persistent nodes.
 func (b *Backend) ensurePath(ctx context.Context, s *session, path string) error {
 	p := ""
 	for _, part := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
 		p += "/" + part
-		ok, _, err := call2(ctx, func() (bool, *zk.Stat, error) { return s.conn.Exists(p) })
-		if err == nil && !ok {
-			err = do(ctx, func() error {
-				_, err := s.conn.Create(p, nil, zk.FlagPersistent, acl)
-				return err
-			})
+		st, err := s.stat(ctx, p)
+		if err == nil && st == nil {
+			_, err = s.create(ctx, p, nil, zk.FlagPersistent)
 		}
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		if ignore(err, zk.ErrNodeExists) != nil {
 			return err
 		}
 	}
@@ -204,30 +273,25 @@ func (b *Backend) ensurePath(ctx context.Context, s *session, path string) error
 // server removes it once it is empty), and the root above it when that is
 // missing.
 func (b *Backend) ensureDir(ctx context.Context, s *session, dir string) error {
-	for attempt := 0; ; attempt++ {
-		err := do(ctx, func() error {
+	create := func() error {
+		return do(ctx, func() error {
 			_, err := s.conn.CreateContainer(dir, nil, zk.FlagContainer, acl)
 			return err
 		})
-		switch {
-		case err == nil, errors.Is(err, zk.ErrNodeExists):
-			return nil
-		case errors.Is(err, zk.ErrNoNode) && attempt == 0:
-			if err := b.ensurePath(ctx, s, b.root); err != nil {
-				return err
-			}
-		default:
-			return err
+	}
+	err := create()
+	if errors.Is(err, zk.ErrNoNode) {
+		if err = b.ensurePath(ctx, s, b.root); err == nil {
+			err = create()
 		}
 	}
+	return ignore(err, zk.ErrNodeExists)
 }
 
 // tidy removes key's node if it is empty (a non-empty node is never
 // deleted: the server refuses). Best effort: the server removes empty
 // container nodes on its own too.
-func (b *Backend) tidy(ctx context.Context, s *session, dir string) {
-	_ = do(ctx, func() error { return s.conn.Delete(dir, -1) })
-}
+func (b *Backend) tidy(ctx context.Context, s *session, dir string) { _ = s.remove(ctx, dir, -1) }
 
 // opError wraps a failed request. Context errors stay recognisable; the
 // rest mean the ensemble is unreachable, or refuses us.

@@ -308,7 +308,7 @@ func TestSlotHeldAfterLineReadIsPassedOver(t *testing.T) {
 	if err := c.takePlace(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	names, _, err := b.children(ctx(t), c.s, c.dir)
+	names, _, err := c.s.children(ctx(t), c.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
