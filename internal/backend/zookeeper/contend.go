@@ -3,6 +3,8 @@ package zookeeper
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -35,10 +37,7 @@ type contender struct {
 	watch    []string      // the nodes ahead whose change may make us next (wait.go), at the last Try
 	seen     int32         // the line's version (the key node's cversion) at the last read
 	holdLeft time.Duration // the holders' holds: least time until one may expire (<0: none)
-
-	shown  string // the holder's node as last described
-	shownV int32
-	holder lock.Holder
+	holder   lock.Holder   // the holder as last described (Key "": none yet)
 }
 
 // Try implements lock.Contender: take our place in line (once), read the
@@ -57,7 +56,7 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 		}
 		// The key's token counter is read alongside the line (one round
 		// trip for both): if we hold, the grant needs it (grantToken).
-		counter := c.b.prefetchCounter(ctx, c.s, c.req.Key)
+		counter := c.b.readCounter(ctx, c.s, c.req.Key)
 		line, mine, err := c.readLine(ctx)
 		if err != nil {
 			return nil, err
@@ -182,20 +181,16 @@ func (c *contender) readLine(ctx context.Context) (line []entry, mine int, err e
 	return line, -1, nil
 }
 
-// describe reads the first in line (only when it changed) and answers
-// busy. A first in line with no token yet is a waiter taking over from
-// the holder that just left: until it has the lock, the last holder
-// shown stays.
+// describe reads the first in line and answers busy. A first in line
+// with no token yet is a waiter taking over from the holder that just
+// left: until it has the lock, the last holder described stays.
 func (c *contender) describe(ctx context.Context, head entry) error {
-	name := head.node()
-	d, ok, err := c.s.get(ctx, c.dir+"/"+name)
+	d, ok, err := c.s.get(ctx, c.dir+"/"+head.node())
 	if err != nil {
 		return c.b.opError("read the holder of "+c.req.Key, err)
 	}
-	if ok && (name != c.shown || d.stat.Version != c.shownV) {
-		if h := (holding{head, d}).describe(c.req.Key, time.Now()); h.Token != 0 || c.shown == "" {
-			c.shown, c.shownV, c.holder = name, d.stat.Version, h
-		}
+	if h := (holding{head, d}); ok && (h.rec.Token != 0 || c.holder.Key == "") {
+		c.holder = h.describe(c.req.Key, time.Now())
 	}
 	return c.busy()
 }
@@ -203,7 +198,7 @@ func (c *contender) describe(ctx context.Context, head entry) error {
 // busy is the answer of a Try that does not hold, naming the holder last
 // described.
 func (c *contender) busy() error {
-	if c.shown == "" {
+	if c.holder.Key == "" {
 		return &lock.BusyError{Holder: lock.Holder{Key: c.req.Key, ExpiresIn: -1}}
 	}
 	return &lock.BusyError{Holder: c.holder}
@@ -289,8 +284,8 @@ func (c *contender) claimSlot(ctx context.Context, line []entry) (int, error) {
 	return -1, nil
 }
 
-// heldSlots reads the slots of the hold nodes in line (other than ours),
-// reading the line first when given none.
+// heldSlots reads the slots kept by the hold nodes in line (other than
+// ours), reading the line first when given none.
 func (c *contender) heldSlots(ctx context.Context, line []entry) (map[int]bool, error) {
 	var err error
 	if line == nil {
@@ -298,20 +293,32 @@ func (c *contender) heldSlots(ctx context.Context, line []entry) (map[int]bool, 
 			return nil, err
 		}
 	}
+	hs, _, err := c.holds(ctx, line, true)
 	used := map[int]bool{}
+	for _, h := range hs {
+		used[h.rec.Slot] = true
+	}
+	return used, err
+}
+
+// holds reads the hold nodes in line, ours aside, and, when making says
+// so, those whose holder is still making them (its lock node is still
+// there). gone: one was gone by the time it was read.
+func (c *contender) holds(ctx context.Context, line []entry, making bool) (hs []holding, gone bool, err error) {
 	for _, e := range line {
-		if e.hold == "" || e.nonce == c.nonce {
+		if e.hold == "" || e.nonce == c.nonce || (e.lock != "" && !making) {
 			continue
 		}
 		d, ok, err := c.s.get(ctx, c.dir+"/"+e.hold)
 		if err != nil {
-			return nil, c.b.opError("read the hold on "+c.req.Key, err)
+			return nil, false, c.b.opError("read the hold on "+c.req.Key, err)
 		}
 		if ok {
-			used[d.rec.Slot] = true
+			hs = append(hs, holding{e, d})
 		}
+		gone = gone || !ok
 	}
-	return used, nil
+	return hs, gone, nil
 }
 
 // expireHolds looks at the holds among the holders (the first limit
@@ -326,23 +333,12 @@ func (c *contender) expireHolds(ctx context.Context, line []entry, mine int) (ex
 	if mine > c.limit {
 		return false, nil
 	}
-	var holds []holding
-	for i, e := range line[:min(len(line), c.limit)] {
-		if i == mine || e.lock != "" {
-			continue
-		}
-		d, ok, err := c.s.get(ctx, c.dir+"/"+e.hold)
-		if err != nil {
-			return false, c.b.opError("read the hold on "+c.req.Key, err)
-		}
-		if !ok {
-			c.holdLeft = 0
-			return true, nil
-		}
-		holds = append(holds, holding{e, d})
+	holds, gone, err := c.holds(ctx, line[:min(len(line), c.limit)], false)
+	if gone {
+		c.holdLeft = 0 // a hold went meanwhile: read the line again
 	}
-	if len(holds) == 0 {
-		return false, nil
+	if err != nil || gone || len(holds) == 0 {
+		return gone, err
 	}
 	st, err := c.s.set(ctx, c.dir+"/"+c.node, c.rec.encode())
 	if errors.Is(err, zk.ErrNoNode) {
@@ -365,4 +361,79 @@ func (c *contender) expireHolds(ctx context.Context, line []entry, mine int) (ex
 		expired = true
 	}
 	return expired, nil
+}
+
+// Fencing tokens. Sequence numbers and zxids start again when ZooKeeper
+// loses its data, so the token follows lock.NextToken, with the key's last
+// token in a persistent node beside the key's node (a container), so that
+// it outlives every holder (grantToken).
+
+// tokenAttempts bounds how often a grant reads the counter again because
+// it moved between the read and the multi (it cannot while we are at the
+// head of the line, short of a break and a new holder in between).
+const tokenAttempts = 5
+
+// tokenPath is where the last token of key is kept.
+func (b *Backend) tokenPath(key string) string { return b.keyDir(key) + "#token" }
+
+// counterRead is one read of a key's counter: its value and version (-1:
+// it is missing).
+type counterRead struct {
+	last    uint64
+	version int32
+	err     error
+}
+
+// readCounter reads key's counter on its own goroutine, so that the read
+// can go out with the contender's read of the line.
+func (b *Backend) readCounter(ctx context.Context, s *session, key string) <-chan counterRead {
+	ch := make(chan counterRead, 1)
+	go func() {
+		d, ok, err := s.get(ctx, b.tokenPath(key))
+		last, perr := strconv.ParseUint(string(d.raw), 10, 64)
+		switch {
+		case err != nil || !ok:
+			ch <- counterRead{version: -1, err: err}
+		case perr != nil:
+			raw := string(d.raw[:min(len(d.raw), 40)])
+			ch <- counterRead{err: fmt.Errorf("the token counter of %s (node %s) holds %q, not a token: delete that node (the next token then follows the clock)", key, b.tokenPath(key), raw)}
+		default:
+			ch <- counterRead{last: last, version: d.stat.Version}
+		}
+	}()
+	return ch
+}
+
+// grantToken hands out the next token of key to the contender whose lock
+// node is at path, writing rec (given the token) to that node in the same
+// multi that raises the counter. counter is a read of the counter under
+// way (readCounter); later attempts read it again. granted is the
+// monotonic time taken just before the multi was sent (the write proves
+// our session was alive then). lost: our node is gone.
+func (b *Backend) grantToken(ctx context.Context, s *session, key, path string, rec record, counter <-chan counterRead) (out record, granted time.Time, lost bool, err error) {
+	for attempt := 1; ; attempt++ {
+		r := <-counter
+		if r.err != nil {
+			return rec, granted, false, r.err
+		}
+		rec.Token = lock.NextToken(r.last, lock.ClockMicros(time.Now()))
+		data := []byte(strconv.FormatUint(rec.Token, 10))
+		var counterOp any = &zk.SetDataRequest{Path: b.tokenPath(key), Data: data, Version: r.version}
+		if r.version < 0 {
+			counterOp = &zk.CreateRequest{Path: b.tokenPath(key), Data: data, Acl: acl, Flags: zk.FlagPersistent}
+		}
+		granted = time.Now()
+		res, err := s.multi(ctx, counterOp, &zk.SetDataRequest{Path: path, Data: rec.encode(), Version: -1})
+		switch {
+		case err == nil:
+			return rec, granted, false, nil
+		case len(res) == 2 && errors.Is(res[1].Error, zk.ErrNoNode):
+			return rec, granted, true, nil // our node is gone: a lost place
+		case !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNodeExists) && !errors.Is(err, zk.ErrNoNode):
+			return rec, granted, false, err
+		case attempt >= tokenAttempts: // the counter moved (or appeared, or went) since our read, every time
+			return rec, granted, false, fmt.Errorf("the token counter of %s kept moving", key)
+		}
+		counter = b.readCounter(ctx, s, key)
+	}
 }

@@ -59,13 +59,10 @@ func (b *Backend) PutEntry(ctx context.Context, key, id string, data []byte) err
 
 // Entries implements lock.Ledger. The holder of a key reads its ledger
 // right after acquiring and must see every entry the previous holder
-// wrote before it released. That write was applied by the leader before
-// the release, and the release before our grant, but this session's
-// server (another than the grant's, on a session of its own) may not
-// have caught up with the leader yet: ZooKeeper's reads are served by
-// the server we are connected to. Sync makes that server apply
-// everything the leader had committed when the sync reached it before
-// it answers; the reads after it, in order on this session, see that.
+// wrote before it released; but this session's server (not the grant's)
+// may lag behind the leader, and serves our reads. Sync makes it apply
+// everything the leader had committed before it answers; the reads after
+// it, in order on this session, see that.
 func (b *Backend) Entries(ctx context.Context, key string) (map[string][]byte, error) {
 	s, done, err := b.useBrief(ctx)
 	if err != nil {
@@ -80,12 +77,11 @@ func (b *Backend) Entries(ctx context.Context, key string) (map[string][]byte, e
 	if err != nil {
 		return nil, b.ledgerError("read", key, err)
 	}
-	// All at once (go-zookeeper pipelines requests on one connection); an
-	// entry deleted meanwhile is left out.
-	ds, oks, errs := make([]described, len(ids)), make([]bool, len(ids)), make([]error, len(ids))
+	// All at once: go-zookeeper pipelines requests on one connection.
+	ds, errs := make([]described, len(ids)), make([]error, len(ids))
 	var wg sync.WaitGroup
 	for i, id := range ids {
-		wg.Go(func() { ds[i], oks[i], errs[i] = s.get(ctx, dir+"/"+id) })
+		wg.Go(func() { ds[i], _, errs[i] = s.get(ctx, dir+"/"+id) })
 	}
 	wg.Wait()
 	out := make(map[string][]byte, len(ids))
@@ -93,7 +89,7 @@ func (b *Backend) Entries(ctx context.Context, key string) (map[string][]byte, e
 		if errs[i] != nil {
 			return nil, b.ledgerError("read", key, errs[i])
 		}
-		if oks[i] {
+		if ds[i].stat != nil { // not deleted meanwhile
 			out[id] = ds[i].raw
 		}
 	}

@@ -54,9 +54,7 @@ func (c *contender) watchAll(ctx context.Context, wake chan struct{}) bool {
 	var wg sync.WaitGroup
 	var missed atomic.Bool
 	for _, name := range c.watch {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			ok, ch, err := c.s.watch(ctx, c.dir+"/"+name)
 			if err != nil || !ok {
 				missed.Store(true)
@@ -66,7 +64,7 @@ func (c *contender) watchAll(ctx context.Context, wake chan struct{}) bool {
 				<-ch
 				notify(wake) // one wake-up is all a waiter needs
 			}()
-		}()
+		})
 	}
 	wg.Wait()
 	return !missed.Load()

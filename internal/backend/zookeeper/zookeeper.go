@@ -1,8 +1,8 @@
 // Package zookeeper is the ZooKeeper engine: the classic lock recipe
-// (ephemeral sequential nodes in a key's line, each waiter watching only
-// what can make it next, wait.go), fenced and owner-checked the way
-// distlock needs. A mutex is a semaphore of one: the same line, the same
-// code. docs/ARCHITECTURE.md ("ZooKeeper") has the whole design; in brief:
+// (ephemeral sequential nodes in a key's line, line.go; each waiter
+// watching only what can make it next, wait.go), fenced (contend.go) and
+// owner-checked. A mutex is a semaphore of one. docs/ARCHITECTURE.md
+// ("ZooKeeper") has the whole design; the nodes:
 //
 //	<chroot>/<prefix>/<escaped KEY>/lock-<limit>-<nonce>-<seq>       a contender (ephemeral, sequential)
 //	<chroot>/<prefix>/<escaped KEY>/hold-<limit>-<nonce>-<gen>-<seq> a held lock with no process (TTL node, lease.go)
@@ -10,17 +10,9 @@
 //	<chroot>/<prefix>/<escaped KEY>#token                            the key's last fencing token (persistent; contend.go)
 //	<chroot>/<prefix>/<escaped KEY>#ledger/<id>                      one entry of the run ledger (ledger.go)
 //
-// KEY is escaped with url.PathEscape (so it never holds a '/' or a '#');
-// the key's node is a container node. The nonce is 64 random bits per
-// contender: a node's name is only ever ours, so deleting or checking our
-// node by name acts on nothing else. The first limit contenders by
-// sequence number hold; a hold node carries the sequence of the lock node
-// it replaced, so it keeps that place in line.
-//
-// The lease is the contender's session, whose timeout is --ttl. A session
-// granted shorter than --ttl is refused (lock.ErrInvalid): the lease would
-// be shorter than the holder counts; a longer one is safe (the holder
-// stops its command by --ttl; others wait a little longer after a crash).
+// The nonce (64 random bits per contender) makes a node's name ours alone,
+// so deleting or checking our node by name acts on nothing else. The
+// lease is the contender's session, whose timeout is --ttl.
 package zookeeper
 
 import (
@@ -90,11 +82,10 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	return b, nil
 }
 
-// Guarantee is what ZooKeeper promises, in one line (status's engine:
-// line; internal/backend's registry shows it too).
+// Guarantee is what ZooKeeper promises, in one line.
 const Guarantee = "ZooKeeper: linearizable; the lease is the ZooKeeper session, exclusive through leader failover (holds need TTL nodes)"
 
-// Guarantee is one line on what the engine promises.
+// Guarantee implements lock.Backend.
 func (b *Backend) Guarantee() string { return Guarantee }
 
 // Close closes the backend's own session (idempotent).
@@ -149,6 +140,12 @@ func call[T any](ctx context.Context, f func() (T, error)) (T, error) {
 	}
 }
 
+// do is call for requests that only return an error.
+func do(ctx context.Context, f func() error) error {
+	_, err := call(ctx, func() (struct{}, error) { return struct{}{}, f() })
+	return err
+}
+
 // call2 is call for requests that return two values.
 func call2[A, B any](ctx context.Context, f func() (A, B, error)) (A, B, error) {
 	type pair struct {
@@ -162,15 +159,8 @@ func call2[A, B any](ctx context.Context, f func() (A, B, error)) (A, B, error) 
 	return p.a, p.b, err
 }
 
-// do is call for requests that only return an error.
-func do(ctx context.Context, f func() error) error {
-	_, err := call(ctx, func() (struct{}, error) { return struct{}{}, f() })
-	return err
-}
-
-// The engine's operations on one session, each bounded by its context
-// (call): a key's line, its holds, its slots, its token counter and its
-// ledger are made of these.
+// The engine's operations on one session, each bounded by its context:
+// a key's line, holds, slots, token counter and ledger are made of these.
 
 func (s *session) create(ctx context.Context, path string, data []byte, flags int32) (string, error) {
 	return call(ctx, func() (string, error) { return s.conn.Create(path, data, flags, acl) })
@@ -317,21 +307,18 @@ func (b *Backend) opError(op string, err error) error {
 func isUnimplemented(err error) bool { return err != nil && err.Error() == "unknown error: -6" }
 
 // record is the JSON data of a contender's (or a hold's) node: the
-// holder's lock.Record, then ZooKeeper's own fields.
+// holder's lock.Record, then ZooKeeper's own fields: the session timeout
+// granted (>= TTLms); the token, set when the contender became holder (0
+// while it waits); a hold node's mode, length from its mtime and node TTL.
 type record struct {
 	lock.Record
-	// SessionMs is the session timeout the server granted (≥ TTLms).
-	SessionMs int64 `json:"session_ms,omitempty"`
-	Limit     int   `json:"limit,omitempty"`
-	Slot      int   `json:"slot,omitempty"`
-	// Token: the fencing token, set when the contender became holder
-	// (contend.go; 0 while it waits), and kept by its hold node.
-	// Hold nodes: the hold mode, its length from the node's mtime and
-	// the TTL the node was created with.
-	Hold    string `json:"hold,omitempty"`
-	HoldMs  int64  `json:"hold_ms,omitempty"`
-	Token   uint64 `json:"token,omitempty"`
-	NodeTTL int64  `json:"node_ttl_ms,omitempty"`
+	SessionMs int64  `json:"session_ms,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
+	Slot      int    `json:"slot,omitempty"`
+	Hold      string `json:"hold,omitempty"`
+	HoldMs    int64  `json:"hold_ms,omitempty"`
+	Token     uint64 `json:"token,omitempty"`
+	NodeTTL   int64  `json:"node_ttl_ms,omitempty"`
 }
 
 func newRecord(req lock.Request, now time.Time) record {

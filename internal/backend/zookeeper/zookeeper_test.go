@@ -316,7 +316,7 @@ func TestSlotHeldAfterLineReadIsPassedOver(t *testing.T) {
 	if err := kept.Hold(ctx(t), 10*time.Second, lock.HoldMinHold); err != nil {
 		t.Fatal(err)
 	}
-	l, err := c.takeOver(ctx(t), line, nil)
+	l, err := c.takeOver(ctx(t), line, b.readCounter(ctx(t), c.s, "sem"))
 	if err != nil {
 		t.Fatal(err)
 	}
