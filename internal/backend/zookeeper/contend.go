@@ -293,7 +293,7 @@ func (c *contender) heldSlots(ctx context.Context, line []entry) (map[int]bool, 
 			return nil, err
 		}
 	}
-	hs, _, err := c.holds(ctx, line, true)
+	hs, _, err := c.holds(ctx, line)
 	used := map[int]bool{}
 	for _, h := range hs {
 		used[h.rec.Slot] = true
@@ -301,12 +301,14 @@ func (c *contender) heldSlots(ctx context.Context, line []entry) (map[int]bool, 
 	return used, err
 }
 
-// holds reads the hold nodes in line, ours aside, and, when making says
-// so, those whose holder is still making them (its lock node is still
-// there). gone: one was gone by the time it was read.
-func (c *contender) holds(ctx context.Context, line []entry, making bool) (hs []holding, gone bool, err error) {
+// holds reads the hold nodes in line, ours aside; gone: one was gone by
+// the time it was read. A holder still making its hold (its lock node is
+// still there) is passed over: it keeps its slot node until it deletes
+// that with its lock node, in one multi, so a slot taken after that is
+// given back when claimSlot reads the holds again.
+func (c *contender) holds(ctx context.Context, line []entry) (hs []holding, gone bool, err error) {
 	for _, e := range line {
-		if e.hold == "" || e.nonce == c.nonce || (e.lock != "" && !making) {
+		if e.lock != "" || e.nonce == c.nonce {
 			continue
 		}
 		d, ok, err := c.s.get(ctx, c.dir+"/"+e.hold)
@@ -333,7 +335,7 @@ func (c *contender) expireHolds(ctx context.Context, line []entry, mine int) (ex
 	if mine > c.limit {
 		return false, nil
 	}
-	holds, gone, err := c.holds(ctx, line[:min(len(line), c.limit)], false)
+	holds, gone, err := c.holds(ctx, line[:min(len(line), c.limit)])
 	if gone {
 		c.holdLeft = 0 // a hold went meanwhile: read the line again
 	}

@@ -128,18 +128,16 @@ func (l *nodeStore) Release(ctx context.Context, h *lock.Held) error {
 	}
 	s := l.conn()
 	_, err := s.multi(ctx, l.ours(h, -1)...)
-	if err == nil || errors.Is(err, zk.ErrNoNode) {
-		l.released = true
-		l.b.tidy(ctx, s, l.dir)
-		if l.s != nil {
-			l.s.close(time.Second)
-		}
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return l.b.opError("release "+h.Key(), err)
 	}
-	if errors.Is(err, zk.ErrNoNode) {
-		return h.NotOurs()
+	l.released = true
+	l.b.tidy(ctx, s, l.dir)
+	if l.s != nil {
+		l.s.close(time.Second)
 	}
 	if err != nil {
-		return l.b.opError("release "+h.Key(), err)
+		return h.NotOurs()
 	}
 	return nil
 }
