@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/distlock/distlock/internal/lock"
 )
 
 // The backend's own session serves status, list, break, resume and
@@ -92,4 +94,12 @@ func (b *Backend) useBrief(ctx context.Context) (s *session, done func(), err er
 		return nil, func() {}, err
 	}
 	return s, func() { s.close(parkWait) }, nil
+}
+
+// adminFor is useAdmin for a request about key, which must be valid.
+func (b *Backend) adminFor(ctx context.Context, key string) (s *session, done func(), err error) {
+	if err := lock.ValidateKey(key); err != nil {
+		return nil, func() {}, err
+	}
+	return b.useAdmin(ctx)
 }

@@ -35,12 +35,9 @@ type contender struct {
 	rec       record
 
 	watch    []string      // the nodes ahead whose change may make us next (wait.go), at the last Try
-	seen     int32         // the line's version (the key node's cversion) at the last Try
+	seen     int32         // the line's version (the key node's cversion) at the last read
 	holdLeft time.Duration // the holders' holds: least time until one may expire (<0: none)
-
-	shown  string // the holder's node as last described
-	shownV int32
-	holder lock.Holder
+	holder   lock.Holder   // the holder as last described (Key "": none yet)
 }
 
 // Try implements lock.Contender: take our place in line (once), read the
@@ -59,7 +56,7 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 		}
 		// The key's token counter is read alongside the line (one round
 		// trip for both): if we hold, the grant needs it (grantToken).
-		counter := c.b.prefetchCounter(ctx, c.s, c.req.Key)
+		counter := c.b.readCounter(ctx, c.s, c.req.Key)
 		line, mine, err := c.readLine(ctx)
 		if err != nil {
 			return nil, err
@@ -71,7 +68,7 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 			if attempt < 2 {
 				continue
 			}
-			return nil, &lock.BusyError{Holder: c.lastHolder()}
+			return nil, c.busy()
 		}
 		expired, err := c.expireHolds(ctx, line, mine)
 		if err != nil {
@@ -84,7 +81,7 @@ func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
 			return c.takeOver(ctx, line, counter)
 		}
 		c.watch = watchList(line, mine, c.limit)
-		return nil, c.busy(ctx, line[0])
+		return nil, c.describe(ctx, line[0])
 	}
 }
 
@@ -114,20 +111,29 @@ func (c *contender) openSession(ctx context.Context) error {
 	return nil
 }
 
+// entries reads the line (noting its version for Wait).
+func (c *contender) entries(ctx context.Context) ([]entry, error) {
+	names, cv, err := c.s.children(ctx, c.dir)
+	if err != nil {
+		return nil, c.b.opError("read the line of "+c.req.Key, err)
+	}
+	c.seen = cv
+	return parseLine(names), nil
+}
+
 // takePlace makes sure we have a node in line: a create whose answer was
 // lost may have made it, so that is looked for (by our nonce) before
 // ours is made at the back, the key's node first if it is missing (or was
 // just removed, being empty).
 func (c *contender) takePlace(ctx context.Context) error {
 	if c.node == "" && c.attempted {
-		names, _, err := c.b.children(ctx, c.s, c.dir)
+		line, err := c.entries(ctx)
 		if err != nil {
-			return c.b.opError("read the line of "+c.req.Key, err)
+			return err
 		}
-		for _, e := range parseLine(names) {
+		for _, e := range line {
 			if e.nonce == c.nonce && e.lock != "" {
-				c.node = e.lock
-				c.s.sid = c.s.conn.SessionID()
+				c.node, c.s.sid = e.lock, c.s.conn.SessionID()
 			}
 		}
 		c.attempted = false
@@ -139,25 +145,22 @@ func (c *contender) takePlace(ctx context.Context) error {
 	c.rec.SessionMs = int64(c.s.negotiated.Load())
 	for attempt := 0; ; attempt++ {
 		c.attempted = true
-		path, err := call(ctx, func() (string, error) {
-			return c.s.conn.Create(c.dir+"/"+lockPrefix(c.limit, c.nonce), c.rec.encode(), zk.FlagEphemeralSequential, acl)
-		})
-		switch {
-		case err == nil:
-			c.node, c.attempted = path[len(c.dir)+1:], false
-			// The node lives as long as the session it was made on: if
-			// the client replaced an expired session, this is the new
-			// one (a later replacement is then the loss of the lease).
-			c.s.sid = c.s.conn.SessionID()
-			return nil
-		case errors.Is(err, zk.ErrNoNode) && attempt < 3:
-			c.attempted = false
+		path, err := c.s.create(ctx, c.dir+"/"+lockPrefix(c.limit, c.nonce), c.rec.encode(), zk.FlagEphemeralSequential)
+		if errors.Is(err, zk.ErrNoNode) && attempt < 3 {
+			c.attempted = false // the key's node is missing: nothing was made
 			if err := c.b.ensureDir(ctx, c.s, c.dir); err != nil {
 				return c.b.opError("create "+c.dir, err)
 			}
-		default:
+			continue
+		}
+		if err != nil {
 			return c.b.opError("join the line of "+c.req.Key, err)
 		}
+		// The node lives as long as the session it was made on: if the
+		// client replaced an expired session, this is the new one (a
+		// later replacement is then the loss of the lease).
+		c.node, c.attempted, c.s.sid = path[len(c.dir)+1:], false, c.s.conn.SessionID()
+		return nil
 	}
 }
 
@@ -165,11 +168,9 @@ func (c *contender) takePlace(ctx context.Context) error {
 // in it, or not as we made it). Everyone ahead of us must have asked for
 // our limit (lock.Refuse's lock.LimitMismatchError otherwise: exit 64).
 func (c *contender) readLine(ctx context.Context) (line []entry, mine int, err error) {
-	names, cv, err := c.b.children(ctx, c.s, c.dir)
-	if err != nil {
-		return nil, -1, c.b.opError("read the line of "+c.req.Key, err)
+	if line, err = c.entries(ctx); err != nil {
+		return nil, -1, err
 	}
-	c.seen, line = cv, parseLine(names)
 	var ahead []lock.SeenLimit
 	for i, e := range line {
 		if e.nonce == c.nonce && e.lock == c.node {
@@ -180,29 +181,27 @@ func (c *contender) readLine(ctx context.Context) (line []entry, mine int, err e
 	return line, -1, nil
 }
 
-// busy describes the holder (reading its node only when it changed).
-func (c *contender) busy(ctx context.Context, head entry) error {
-	name := head.node()
-	d, ok, err := c.b.read(ctx, c.s, c.dir+"/"+name)
+// describe reads the first in line and answers busy. A first in line
+// with no token yet is a waiter taking over from the holder that just
+// left: until it has the lock, the last holder described stays.
+func (c *contender) describe(ctx context.Context, head entry) error {
+	d, ok, err := c.s.get(ctx, c.dir+"/"+head.node())
 	if err != nil {
 		return c.b.opError("read the holder of "+c.req.Key, err)
 	}
-	if ok && (name != c.shown || d.stat.Version != c.shownV) {
-		// A first in line with no token yet is a waiter taking over from
-		// the holder that just left: until it has the lock, the last
-		// holder shown stays.
-		if h := holderOf(c.req.Key, head, d, time.Now()); h.Token != 0 || c.shown == "" {
-			c.shown, c.shownV, c.holder = name, d.stat.Version, h
-		}
+	if h := (holding{head, d}); ok && (h.rec.Token != 0 || c.holder.Key == "") {
+		c.holder = h.describe(c.req.Key, time.Now())
 	}
-	return &lock.BusyError{Holder: c.lastHolder()}
+	return c.busy()
 }
 
-func (c *contender) lastHolder() lock.Holder {
-	if c.shown == "" {
-		return lock.Holder{Key: c.req.Key, ExpiresIn: -1}
+// busy is the answer of a Try that does not hold, naming the holder last
+// described.
+func (c *contender) busy() error {
+	if c.holder.Key == "" {
+		return &lock.BusyError{Holder: lock.Holder{Key: c.req.Key, ExpiresIn: -1}}
 	}
-	return c.holder
+	return &lock.BusyError{Holder: c.holder}
 }
 
 // takeOver makes us the holder: for a semaphore, claim a free slot; then
@@ -211,29 +210,27 @@ func (c *contender) lastHolder() lock.Holder {
 // through the leader, that our node (so our session) was alive after the
 // moment it was sent: the lease's validity counts from that moment.
 func (c *contender) takeOver(ctx context.Context, line []entry, counter <-chan counterRead) (lock.Lease, error) {
-	slot := -1
+	rec, slot := c.rec, -1
 	if c.limit > 1 {
 		var err error
 		if slot, err = c.claimSlot(ctx, line); err != nil {
 			return nil, err
 		}
 		if slot < 0 {
-			// A holder ahead is leaving: try again at once.
-			c.watch = nil
-			return nil, &lock.BusyError{Holder: c.lastHolder()}
+			c.watch = nil // none free: a holder ahead is leaving; try again at once
+			return nil, c.busy()
 		}
-		c.rec.Slot = slot
+		rec.Slot = slot
 	}
-	rec := c.rec
 	rec.AcquiredAt = time.Now()
 	rec, granted, lost, err := c.b.grantToken(ctx, c.s, c.req.Key, c.dir+"/"+c.node, rec, counter)
 	if lost {
 		// We lost our place (our session expired): give the slot back.
 		if slot >= 0 {
-			_ = do(ctx, func() error { return c.s.conn.Delete(c.dir+"/"+slotName(slot), -1) })
+			_ = c.s.remove(ctx, c.dir+"/"+slotName(slot), -1)
 		}
 		c.node = ""
-		return nil, &lock.BusyError{Holder: c.lastHolder()}
+		return nil, c.busy()
 	}
 	if err != nil {
 		return nil, c.b.opError("take "+c.req.Key, err)
@@ -262,14 +259,10 @@ func (c *contender) claimSlot(ctx context.Context, line []entry) (int, error) {
 			continue
 		}
 		path := c.dir + "/" + slotName(i)
-		err := do(ctx, func() error {
-			_, err := c.s.conn.Create(path, []byte(c.nonce), zk.FlagEphemeral, acl)
-			return err
-		})
+		_, err := c.s.create(ctx, path, []byte(c.nonce), zk.FlagEphemeral)
 		if errors.Is(err, zk.ErrNodeExists) {
 			// Ours, from a try whose answer was lost?
-			d, ok, rerr := c.b.read(ctx, c.s, path)
-			if rerr != nil || !ok || string(d.raw) != c.nonce {
+			if d, ok, rerr := c.s.get(ctx, path); rerr != nil || !ok || string(d.raw) != c.nonce {
 				continue
 			}
 			err = nil
@@ -278,44 +271,56 @@ func (c *contender) claimSlot(ctx context.Context, line []entry) (int, error) {
 			return -1, c.b.opError("take a slot of "+c.req.Key, err)
 		}
 		if used, err = c.heldSlots(ctx, nil); err != nil {
-			_ = do(context.WithoutCancel(ctx), func() error { return c.s.conn.Delete(path, -1) })
-			return -1, c.b.opError("read the line of "+c.req.Key, err)
+			_ = c.s.remove(context.WithoutCancel(ctx), path, -1)
+			return -1, err
 		}
-		if used[i] {
-			if err := do(ctx, func() error { return c.s.conn.Delete(path, -1) }); err != nil && !errors.Is(err, zk.ErrNoNode) {
-				return -1, c.b.opError("give back a slot of "+c.req.Key, err)
-			}
-			continue
+		if !used[i] {
+			return i, nil
 		}
-		return i, nil
+		if err := ignore(c.s.remove(ctx, path, -1), zk.ErrNoNode); err != nil {
+			return -1, c.b.opError("give back a slot of "+c.req.Key, err)
+		}
 	}
 	return -1, nil
 }
 
-// heldSlots reads the slots of the hold nodes in line (other than ours),
-// reading the line first when given none.
+// heldSlots reads the slots kept by the hold nodes in line (other than
+// ours), reading the line first when given none.
 func (c *contender) heldSlots(ctx context.Context, line []entry) (map[int]bool, error) {
+	var err error
 	if line == nil {
-		names, _, err := c.b.children(ctx, c.s, c.dir)
-		if err != nil {
+		if line, err = c.entries(ctx); err != nil {
 			return nil, err
 		}
-		line = parseLine(names)
 	}
+	hs, _, err := c.holds(ctx, line)
 	used := map[int]bool{}
+	for _, h := range hs {
+		used[h.rec.Slot] = true
+	}
+	return used, err
+}
+
+// holds reads the hold nodes in line, ours aside; gone: one was gone by
+// the time it was read. A holder still making its hold (its lock node is
+// still there) is passed over: it keeps its slot node until it deletes
+// that with its lock node, in one multi, so a slot taken after that is
+// given back when claimSlot reads the holds again.
+func (c *contender) holds(ctx context.Context, line []entry) (hs []holding, gone bool, err error) {
 	for _, e := range line {
-		if e.hold == "" || e.nonce == c.nonce {
+		if e.lock != "" || e.nonce == c.nonce {
 			continue
 		}
-		d, ok, err := c.b.read(ctx, c.s, c.dir+"/"+e.hold)
+		d, ok, err := c.s.get(ctx, c.dir+"/"+e.hold)
 		if err != nil {
-			return nil, c.b.opError("read the hold on "+c.req.Key, err)
+			return nil, false, c.b.opError("read the hold on "+c.req.Key, err)
 		}
 		if ok {
-			used[d.rec.Slot] = true
+			hs = append(hs, holding{e, d})
 		}
+		gone = gone || !ok
 	}
-	return used, nil
+	return hs, gone, nil
 }
 
 // expireHolds looks at the holds among the holders (the first limit
@@ -330,26 +335,14 @@ func (c *contender) expireHolds(ctx context.Context, line []entry, mine int) (ex
 	if mine > c.limit {
 		return false, nil
 	}
-	var holds []entry
-	var ds []described
-	for i, e := range line[:min(len(line), c.limit)] {
-		if i == mine || e.lock != "" {
-			continue
-		}
-		d, ok, err := c.b.read(ctx, c.s, c.dir+"/"+e.hold)
-		if err != nil {
-			return false, c.b.opError("read the hold on "+c.req.Key, err)
-		}
-		if !ok {
-			c.holdLeft = 0
-			return true, nil
-		}
-		holds, ds = append(holds, e), append(ds, d)
+	holds, gone, err := c.holds(ctx, line[:min(len(line), c.limit)])
+	if gone {
+		c.holdLeft = 0 // a hold went meanwhile: read the line again
 	}
-	if len(holds) == 0 {
-		return false, nil
+	if err != nil || gone || len(holds) == 0 {
+		return gone, err
 	}
-	st, err := call(ctx, func() (*zk.Stat, error) { return c.s.conn.Set(c.dir+"/"+c.node, c.rec.encode(), -1) })
+	st, err := c.s.set(ctx, c.dir+"/"+c.node, c.rec.encode())
 	if errors.Is(err, zk.ErrNoNode) {
 		c.holdLeft = 0
 		return true, nil // we lost our place: Try finds out
@@ -357,15 +350,14 @@ func (c *contender) expireHolds(ctx context.Context, line []entry, mine int) (ex
 	if err != nil {
 		return false, c.b.opError("read the server's clock", err)
 	}
-	for i, d := range ds {
-		if left := time.Duration(holdExpiry(d)-st.Mtime) * time.Millisecond; left > 0 {
+	for _, h := range holds {
+		if left := time.Duration(holdExpiry(h.described)-st.Mtime) * time.Millisecond; left > 0 {
 			if c.holdLeft < 0 || left < c.holdLeft {
 				c.holdLeft = left
 			}
 			continue
 		}
-		err = do(ctx, func() error { return c.s.conn.Delete(c.dir+"/"+holds[i].hold, d.stat.Version) })
-		if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
+		if err := ignore(c.s.remove(ctx, c.dir+"/"+h.hold, h.stat.Version), zk.ErrNoNode, zk.ErrBadVersion); err != nil {
 			return false, c.b.opError("delete the expired hold on "+c.req.Key, err)
 		}
 		expired = true
@@ -386,62 +378,54 @@ const tokenAttempts = 5
 // tokenPath is where the last token of key is kept.
 func (b *Backend) tokenPath(key string) string { return b.keyDir(key) + "#token" }
 
-// counterRead is one read of a key's counter: its value and version;
-// exists is false when it is missing.
+// counterRead is one read of a key's counter: its value and version (-1:
+// it is missing).
 type counterRead struct {
 	last    uint64
 	version int32
-	exists  bool
 	err     error
 }
 
-func (b *Backend) readCounter(ctx context.Context, s *session, key string) counterRead {
-	d, ok, err := b.read(ctx, s, b.tokenPath(key))
-	if err != nil || !ok {
-		return counterRead{err: err}
-	}
-	last, err := strconv.ParseUint(string(d.raw), 10, 64)
-	if err != nil {
-		raw := string(d.raw[:min(len(d.raw), 40)])
-		return counterRead{err: fmt.Errorf("the token counter of %s (node %s) holds %q, not a token: delete that node (the next token then follows the clock)", key, b.tokenPath(key), raw)}
-	}
-	return counterRead{last: last, version: d.stat.Version, exists: true}
-}
-
-// prefetchCounter reads key's counter on its own goroutine, so that the
-// read goes out with the contender's read of the line.
-func (b *Backend) prefetchCounter(ctx context.Context, s *session, key string) <-chan counterRead {
+// readCounter reads key's counter on its own goroutine, so that the read
+// can go out with the contender's read of the line.
+func (b *Backend) readCounter(ctx context.Context, s *session, key string) <-chan counterRead {
 	ch := make(chan counterRead, 1)
-	go func() { ch <- b.readCounter(ctx, s, key) }()
+	go func() {
+		d, ok, err := s.get(ctx, b.tokenPath(key))
+		last, perr := strconv.ParseUint(string(d.raw), 10, 64)
+		switch {
+		case err != nil || !ok:
+			ch <- counterRead{version: -1, err: err}
+		case perr != nil:
+			raw := string(d.raw[:min(len(d.raw), 40)])
+			ch <- counterRead{err: fmt.Errorf("the token counter of %s (node %s) holds %q, not a token: delete that node (the next token then follows the clock)", key, b.tokenPath(key), raw)}
+		default:
+			ch <- counterRead{last: last, version: d.stat.Version}
+		}
+	}()
 	return ch
 }
 
 // grantToken hands out the next token of key to the contender whose lock
 // node is at path, writing rec (given the token) to that node in the same
-// multi that raises the counter. first, when not nil, is a read of the
-// counter already under way (prefetchCounter); later attempts read it
-// again. granted is the monotonic time taken just before the multi was
-// sent (the write proves our session was alive then). lost: our node is
-// gone.
-func (b *Backend) grantToken(ctx context.Context, s *session, key, path string, rec record, first <-chan counterRead) (out record, granted time.Time, lost bool, err error) {
+// multi that raises the counter. counter is a read of the counter under
+// way (readCounter); later attempts read it again. granted is the
+// monotonic time taken just before the multi was sent (the write proves
+// our session was alive then). lost: our node is gone.
+func (b *Backend) grantToken(ctx context.Context, s *session, key, path string, rec record, counter <-chan counterRead) (out record, granted time.Time, lost bool, err error) {
 	for attempt := 1; ; attempt++ {
-		var r counterRead
-		if first != nil {
-			r, first = <-first, nil
-		} else {
-			r = b.readCounter(ctx, s, key)
-		}
+		r := <-counter
 		if r.err != nil {
 			return rec, granted, false, r.err
 		}
 		rec.Token = lock.NextToken(r.last, lock.ClockMicros(time.Now()))
 		data := []byte(strconv.FormatUint(rec.Token, 10))
 		var counterOp any = &zk.SetDataRequest{Path: b.tokenPath(key), Data: data, Version: r.version}
-		if !r.exists {
+		if r.version < 0 {
 			counterOp = &zk.CreateRequest{Path: b.tokenPath(key), Data: data, Acl: acl, Flags: zk.FlagPersistent}
 		}
 		granted = time.Now()
-		res, err := multi(ctx, s, counterOp, &zk.SetDataRequest{Path: path, Data: rec.encode(), Version: -1})
+		res, err := s.multi(ctx, counterOp, &zk.SetDataRequest{Path: path, Data: rec.encode(), Version: -1})
 		switch {
 		case err == nil:
 			return rec, granted, false, nil
@@ -452,5 +436,6 @@ func (b *Backend) grantToken(ctx context.Context, s *session, key, path string, 
 		case attempt >= tokenAttempts: // the counter moved (or appeared, or went) since our read, every time
 			return rec, granted, false, fmt.Errorf("the token counter of %s kept moving", key)
 		}
+		counter = b.readCounter(ctx, s, key)
 	}
 }

@@ -94,7 +94,7 @@ func (l *nodeStore) Renew(ctx context.Context, h *lock.Held) error {
 	case l.s.lostSession():
 		return fmt.Errorf("%s: our ZooKeeper session expired: %w", h.Key(), lock.ErrNotHeld)
 	}
-	_, err := multi(ctx, l.s, &zk.CheckVersionRequest{Path: l.dir + "/" + l.node, Version: -1})
+	_, err := l.s.multi(ctx, &zk.CheckVersionRequest{Path: l.dir + "/" + l.node, Version: -1})
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return fmt.Errorf("%s: our lock node is gone (broken, or our session expired): %w", h.Key(), lock.ErrNotHeld)
@@ -127,19 +127,17 @@ func (l *nodeStore) Release(ctx context.Context, h *lock.Held) error {
 		return h.NotOurs()
 	}
 	s := l.conn()
-	_, err := multi(ctx, s, l.ours(h, -1)...)
-	if err == nil || errors.Is(err, zk.ErrNoNode) {
-		l.released = true
-		l.b.tidy(ctx, s, l.dir)
-		if l.s != nil {
-			l.s.close(time.Second)
-		}
+	_, err := s.multi(ctx, l.ours(h, -1)...)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return l.b.opError("release "+h.Key(), err)
 	}
-	if errors.Is(err, zk.ErrNoNode) {
-		return h.NotOurs()
+	l.released = true
+	l.b.tidy(ctx, s, l.dir)
+	if l.s != nil {
+		l.s.close(time.Second)
 	}
 	if err != nil {
-		return l.b.opError("release "+h.Key(), err)
+		return h.NotOurs()
 	}
 	return nil
 }
@@ -174,8 +172,8 @@ func (l *nodeStore) Hold(ctx context.Context, h *lock.Held, d time.Duration, mod
 		return err
 	})
 	if err == nil {
-		if _, err = multi(ctx, s, l.ours(h, l.holdVer)...); err != nil {
-			_ = do(context.WithoutCancel(ctx), func() error { return s.conn.Delete(l.dir+"/"+name, -1) })
+		if _, err = s.multi(ctx, l.ours(h, l.holdVer)...); err != nil {
+			_ = s.remove(context.WithoutCancel(ctx), l.dir+"/"+name, -1)
 		}
 	}
 	switch {
@@ -198,22 +196,19 @@ func (l *nodeStore) Hold(ctx context.Context, h *lock.Held, d time.Duration, mod
 // A running holder's lock (a session) cannot be taken up by another
 // process.
 func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
-	if err := lock.ValidateKey(h.Key); err != nil {
-		return nil, err
-	}
 	// The lease resumed has no session of its own: it keeps using the
 	// backend's, which is never parked then (done is not called).
-	s, _, err := b.useAdmin(ctx)
+	s, _, err := b.adminFor(ctx, h.Key)
 	if err != nil {
 		return nil, err
 	}
-	es, ds, err := b.holders(ctx, s, h.Key)
+	hs, err := b.holders(ctx, s, h.Key)
 	if err != nil {
 		return nil, err
 	}
-	for i, e := range es {
-		if d := ds[i]; e.lock == "" && d.rec.Owner == h.Owner && d.rec.Token == h.Token {
-			st := &nodeStore{b: b, dir: b.keyDir(h.Key), nonce: e.nonce, rec: d.rec, hold: e.hold, holdGen: e.gen, holdVer: d.stat.Version}
+	for _, e := range hs {
+		if e.lock == "" && e.rec.Owner == h.Owner && e.rec.Token == h.Token {
+			st := &nodeStore{b: b, dir: b.keyDir(h.Key), nonce: e.nonce, rec: e.rec, hold: e.hold, holdGen: e.gen, holdVer: e.stat.Version}
 			return st.lease(h.Key, time.Now()), nil
 		}
 	}

@@ -42,13 +42,10 @@ func (b *Backend) PutEntry(ctx context.Context, key, id string, data []byte) err
 	dir := b.ledgerDir(key)
 	path := dir + "/" + id
 	for attempt := 1; ; attempt++ {
-		err := do(ctx, func() error {
-			_, err := s.conn.Create(path, data, zk.FlagPersistent, acl)
-			if errors.Is(err, zk.ErrNodeExists) {
-				_, err = s.conn.Set(path, data, -1)
-			}
-			return err
-		})
+		_, err := s.create(ctx, path, data, zk.FlagPersistent)
+		if errors.Is(err, zk.ErrNodeExists) {
+			_, err = s.set(ctx, path, data)
+		}
 		if !errors.Is(err, zk.ErrNoNode) || attempt >= putAttempts {
 			return b.ledgerError("write", key, err)
 		}
@@ -62,13 +59,10 @@ func (b *Backend) PutEntry(ctx context.Context, key, id string, data []byte) err
 
 // Entries implements lock.Ledger. The holder of a key reads its ledger
 // right after acquiring and must see every entry the previous holder
-// wrote before it released. That write was applied by the leader before
-// the release, and the release before our grant, but this session's
-// server (another than the grant's, on a session of its own) may not
-// have caught up with the leader yet: ZooKeeper's reads are served by
-// the server we are connected to. Sync makes that server apply
-// everything the leader had committed when the sync reached it before
-// it answers; the reads after it, in order on this session, see that.
+// wrote before it released; but this session's server (not the grant's)
+// may lag behind the leader, and serves our reads. Sync makes it apply
+// everything the leader had committed before it answers; the reads after
+// it, in order on this session, see that.
 func (b *Backend) Entries(ctx context.Context, key string) (map[string][]byte, error) {
 	s, done, err := b.useBrief(ctx)
 	if err != nil {
@@ -79,30 +73,24 @@ func (b *Backend) Entries(ctx context.Context, key string) (map[string][]byte, e
 	if _, err := call(ctx, func() (string, error) { return s.conn.Sync(dir) }); err != nil {
 		return nil, b.ledgerError("read", key, err)
 	}
-	ids, _, err := b.children(ctx, s, dir)
+	ids, _, err := s.children(ctx, dir)
 	if err != nil {
 		return nil, b.ledgerError("read", key, err)
 	}
-	// All at once (go-zookeeper pipelines requests on one connection); an
-	// entry deleted meanwhile is left out.
-	datas, errs := make([][]byte, len(ids)), make([]error, len(ids))
+	// All at once: go-zookeeper pipelines requests on one connection.
+	ds, errs := make([]described, len(ids)), make([]error, len(ids))
 	var wg sync.WaitGroup
 	for i, id := range ids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			datas[i], _, errs[i] = call2(ctx, func() ([]byte, *zk.Stat, error) { return s.conn.Get(dir + "/" + id) })
-		}()
+		wg.Go(func() { ds[i], _, errs[i] = s.get(ctx, dir+"/"+id) })
 	}
 	wg.Wait()
 	out := make(map[string][]byte, len(ids))
 	for i, id := range ids {
-		switch {
-		case errors.Is(errs[i], zk.ErrNoNode):
-		case errs[i] != nil:
+		if errs[i] != nil {
 			return nil, b.ledgerError("read", key, errs[i])
-		default:
-			out[id] = datas[i]
+		}
+		if ds[i].stat != nil { // not deleted meanwhile
+			out[id] = ds[i].raw
 		}
 	}
 	return out, nil
@@ -125,8 +113,7 @@ func (b *Backend) DeleteEntries(ctx context.Context, key string, ids []string) e
 		if !lock.ValidEntryID(id) {
 			continue
 		}
-		err := do(ctx, func() error { return s.conn.Delete(dir+"/"+id, -1) })
-		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		if err := ignore(s.remove(ctx, dir+"/"+id, -1), zk.ErrNoNode); err != nil {
 			return b.ledgerError("delete from", key, err)
 		}
 	}

@@ -1,10 +1,11 @@
 package zookeeper
 
-// A key's line, as read by every caller: its entries in order, each one's
-// record, the holders (the first limit entries) and what they tell
-// inspect, list, break and waitqueue.
+// A key's line: its nodes' names, the entries they make in order, and the
+// holders (the first limit entries) as status, list, break, resume and
+// waitqueue read them.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,24 +32,26 @@ type entry struct {
 	gen   int    // generation of hold
 }
 
-// node returns the entry's node that stands for it: the lock node while
-// there is one, else the hold node.
-func (e entry) node() string {
-	if e.lock != "" {
-		return e.lock
-	}
-	return e.hold
-}
+// node is the entry's node that stands for it: the lock node while there
+// is one, else the hold node.
+func (e entry) node() string { return cmp.Or(e.lock, e.hold) }
 
-func lockPrefix(limit int, nonce string) string {
-	return fmt.Sprintf("lock-%d-%s-", limit, nonce)
-}
+func lockPrefix(limit int, nonce string) string { return fmt.Sprintf("lock-%d-%s-", limit, nonce) }
 
 func holdName(limit int, nonce string, gen int, seq int64) string {
 	return fmt.Sprintf("hold-%d-%s-%d-%010d", limit, nonce, gen, seq)
 }
 
 func slotName(i int) string { return "slot-" + strconv.Itoa(i) }
+
+// seqOf is the sequence number at the end of a node's name.
+func seqOf(name string) int64 {
+	n, err := strconv.ParseInt(name[max(len(name)-10, 0):], 10, 64)
+	if err != nil || len(name) < 10 {
+		return -1
+	}
+	return n
+}
 
 // parseLine orders the children of a key's node into its line (by
 // sequence number). Slot nodes and foreign names are left out.
@@ -85,103 +88,62 @@ func parseLine(children []string) []entry {
 		line = append(line, *e)
 	}
 	slices.SortFunc(line, func(a, b entry) int {
-		if a.seq != b.seq {
-			return int(a.seq - b.seq)
-		}
-		return strings.Compare(a.nonce, b.nonce)
+		return cmp.Or(cmp.Compare(a.seq, b.seq), strings.Compare(a.nonce, b.nonce))
 	})
 	return line
-}
-
-// seqOf is the sequence number at the end of a node's name.
-func seqOf(name string) int64 {
-	n, err := strconv.ParseInt(name[max(len(name)-10, 0):], 10, 64)
-	if err != nil || len(name) < 10 {
-		return -1
-	}
-	return n
-}
-
-// children lists dir on s, with dir's cversion, which every create and
-// delete of a child raises; a missing dir is an empty line (cversion -1).
-func (b *Backend) children(ctx context.Context, s *session, dir string) ([]string, int32, error) {
-	names, st, err := call2(ctx, func() ([]string, *zk.Stat, error) { return s.conn.Children(dir) })
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, -1, nil
-	}
-	if err != nil {
-		return nil, 0, err
-	}
-	return names, st.Cversion, nil
-}
-
-// described is a node read for its holder's description.
-type described struct {
-	rec  record
-	raw  []byte
-	stat *zk.Stat
-}
-
-// read gets a node's data and stat; ok is false when it is gone.
-func (b *Backend) read(ctx context.Context, s *session, path string) (described, bool, error) {
-	data, stat, err := call2(ctx, func() ([]byte, *zk.Stat, error) { return s.conn.Get(path) })
-	if errors.Is(err, zk.ErrNoNode) {
-		return described{}, false, nil
-	}
-	if err != nil {
-		return described{}, false, err
-	}
-	return described{rec: decodeRecord(data), raw: data, stat: stat}, true, nil
 }
 
 // holdExpiry is when (server ms) a hold node stops holding: its mtime plus
 // the hold's length.
 func holdExpiry(d described) int64 { return d.stat.Mtime + d.rec.HoldMs }
 
-// holderOf describes the entry e of key, read as d.
-func holderOf(key string, e entry, d described, now time.Time) lock.Holder {
-	// A session's time left is the server's alone to know: ExpiresIn -1.
-	h := d.rec.Holder(key)
-	h.Token = d.rec.Token // 0 for a contender still waiting (contend.go)
-	if e.lock != "" && d.rec.Hold == "" {
-		return h
-	}
-	h.Hold = d.rec.Hold
-	h.ExpiresIn = max(time.UnixMilli(holdExpiry(d)).Sub(now), 0)
-	return h
+// holding is one of a key's holders as read: its entry and its node.
+type holding struct {
+	entry
+	described
 }
 
-// holders reads key's line and describes its holders: the first limit
-// entries (the limit of the first). Holds that have expired by this
-// machine's clock are passed over: they hold no more, whether or not
-// anyone has deleted them yet.
-func (b *Backend) holders(ctx context.Context, s *session, key string) ([]entry, []described, error) {
+// describe is the holder h of key.
+func (h holding) describe(key string, now time.Time) lock.Holder {
+	out := h.rec.Holder(key) // a session's time left is the server's alone to know: ExpiresIn -1
+	out.Token = h.rec.Token  // 0 for a contender still waiting (contend.go)
+	if h.lock == "" || h.rec.Hold != "" {
+		out.Hold = h.rec.Hold
+		out.ExpiresIn = max(time.UnixMilli(holdExpiry(h.described)).Sub(now), 0)
+	}
+	return out
+}
+
+// holders reads key's line and its holders: the first limit entries (the
+// limit of the first). Holds that have expired by this machine's clock
+// are passed over: they hold no more, whether or not anyone has deleted
+// them yet.
+func (b *Backend) holders(ctx context.Context, s *session, key string) ([]holding, error) {
 	dir := b.keyDir(key)
 	for attempt := 0; ; attempt++ {
-		names, _, err := b.children(ctx, s, dir)
+		names, _, err := s.children(ctx, dir)
 		if err != nil {
-			return nil, nil, b.opError("read "+key, err)
+			return nil, b.opError("read "+key, err)
 		}
-		var es []entry
-		var ds []described
+		var hs []holding
 		changed, now := false, time.Now()
 		for _, e := range parseLine(names) {
-			if len(es) > 0 && len(es) >= es[0].limit {
+			if len(hs) > 0 && len(hs) >= hs[0].limit {
 				break
 			}
-			d, ok, err := b.read(ctx, s, dir+"/"+e.node())
+			d, ok, err := s.get(ctx, dir+"/"+e.node())
 			if err != nil {
-				return nil, nil, b.opError("read "+key, err)
+				return nil, b.opError("read "+key, err)
 			}
 			if changed = !ok; changed {
 				break
 			}
 			if e.lock != "" || now.Before(time.UnixMilli(holdExpiry(d))) {
-				es, ds = append(es, e), append(ds, d) // an expired hold holds no more
+				hs = append(hs, holding{e, d}) // an expired hold holds no more
 			}
 		}
 		if !changed || attempt >= 3 {
-			return es, ds, nil
+			return hs, nil
 		}
 	}
 }
@@ -189,31 +151,28 @@ func (b *Backend) holders(ctx context.Context, s *session, key string) ([]entry,
 // holderList describes key's holders in line order (nil: none), a
 // semaphore's with its limit and slot.
 func (b *Backend) holderList(ctx context.Context, key string) ([]lock.Holder, error) {
-	if err := lock.ValidateKey(key); err != nil {
-		return nil, err
-	}
-	s, done, err := b.useAdmin(ctx)
+	s, done, err := b.adminFor(ctx, key)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	es, ds, err := b.holders(ctx, s, key)
-	if err != nil || len(es) == 0 {
-		return nil, err
-	}
+	hs, err := b.holders(ctx, s, key)
+	var out []lock.Holder
 	now := time.Now()
-	out := make([]lock.Holder, len(es))
-	for i, e := range es {
-		out[i] = holderOf(key, e, ds[i], now)
-		if ds[i].rec.Limit > 1 {
-			out[i].Limit, out[i].Slot = ds[i].rec.Limit, ds[i].rec.Slot
+	for _, h := range hs {
+		d := h.describe(key, now)
+		if h.rec.Limit > 1 {
+			d.Limit, d.Slot = h.rec.Limit, h.rec.Slot
 		}
+		out = append(out, d)
 	}
-	return out, nil
+	return out, err
 }
 
-// Inspect reports the holder of key: the first in its line (a
-// semaphore's oldest holder).
+// Inspect reports the holder of key: the first in its line (on a
+// semaphore, not lock.Oldest: each holder takes its token by itself, so
+// the first in line may hold a higher token than one behind it, or none
+// yet).
 func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
 	hs, err := b.holderList(ctx, key)
 	if err != nil || len(hs) == 0 {
@@ -238,17 +197,14 @@ func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 		return nil, err
 	}
 	defer done()
-	names, _, err := b.children(ctx, s, b.root)
+	names, _, err := s.children(ctx, b.root)
 	if err != nil {
 		return nil, b.opError("list "+b.root, err)
 	}
 	var keys []string
 	for _, name := range names {
-		if strings.Contains(name, "#") {
-			continue // a key's token counter or ledger, not a key
-		}
-		if key, err := url.PathUnescape(name); err == nil {
-			keys = append(keys, key)
+		if key, err := url.PathUnescape(name); err == nil && !strings.Contains(name, "#") {
+			keys = append(keys, key) // not a key's token counter or ledger
 		}
 	}
 	return lock.ListInspected(ctx, keyPrefix, keys, b.Inspect)
@@ -258,15 +214,12 @@ func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 // the first limit places (those hold). A dead waiter keeps its place until
 // the server expires its session (its --ttl).
 func (b *Backend) QueueLen(ctx context.Context, key string) (int64, error) {
-	if err := lock.ValidateKey(key); err != nil {
-		return 0, err
-	}
-	s, done, err := b.useAdmin(ctx)
+	s, done, err := b.adminFor(ctx, key)
 	if err != nil {
 		return 0, err
 	}
 	defer done()
-	names, _, err := b.children(ctx, s, b.keyDir(key))
+	names, _, err := s.children(ctx, b.keyDir(key))
 	if err != nil {
 		return 0, b.opError("count the waiters of "+key, err)
 	}
@@ -283,45 +236,37 @@ func (b *Backend) QueueLen(ctx context.Context, key string) (int64, error) {
 // Break deletes key's holder (with token != 0 only the holder with that
 // token; without, every holder of a semaphore), compare-and-delete
 // (breakOne). The holder's watch on its own node tells it at once. It
-// answers, as Inspect does, by the first in line, not by lock.Oldest
-// (lock.BreakHolders): a semaphore's holders take their tokens each on its
-// own, so the first in line may have a higher token than one behind it, or
-// none yet.
+// answers by the first in line, as Inspect does; a compare-and-delete
+// that finds a holder changed reads the line again.
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
-	if err := lock.ValidateKey(key); err != nil {
-		return lock.Holder{}, err
-	}
-	s, done, err := b.useAdmin(ctx)
+	s, done, err := b.adminFor(ctx, key)
 	if err != nil {
 		return lock.Holder{}, err
 	}
 	defer done()
 	for attempt := 0; ; attempt++ {
-		es, ds, err := b.holders(ctx, s, key)
-		if err != nil {
-			return lock.Holder{}, err
-		}
-		if len(es) == 0 {
-			return lock.Holder{}, fmt.Errorf("%s is not locked: %w", key, lock.ErrNotHeld)
+		hs, err := b.holders(ctx, s, key)
+		if err != nil || len(hs) == 0 {
+			return lock.Holder{}, cmp.Or(err, fmt.Errorf("%s is not locked: %w", key, lock.ErrNotHeld))
 		}
 		now := time.Now()
 		var broke []lock.Holder
 		conflict := false
-		for i, e := range es {
-			h := holderOf(key, e, ds[i], now)
-			if token != 0 && h.Token != token {
+		for _, h := range hs {
+			d := h.describe(key, now)
+			if token != 0 && d.Token != token {
 				continue
 			}
-			switch err := b.breakOne(ctx, s, b.keyDir(key), e, ds[i]); {
+			switch err := b.breakOne(ctx, s, b.keyDir(key), h); {
 			case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrBadVersion):
 				conflict = true
 			case err != nil:
-				return h, b.opError("break "+key, err)
+				return d, b.opError("break "+key, err)
 			default:
-				broke = append(broke, h)
+				broke = append(broke, d)
 			}
 		}
-		first := holderOf(key, es[0], ds[0], now)
+		first := hs[0].describe(key, now)
 		switch {
 		case len(broke) > 0:
 			b.tidy(ctx, s, b.keyDir(key))
@@ -334,20 +279,20 @@ func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Hol
 	}
 }
 
-// breakOne deletes the entry e of a line in dir, read as d, with the
-// version it was read at, in one multi with a lock node's slot node (if
-// it is still that holder's) and any hold node beside it.
-func (b *Backend) breakOne(ctx context.Context, s *session, dir string, e entry, d described) error {
-	ops := []any{&zk.DeleteRequest{Path: dir + "/" + e.node(), Version: d.stat.Version}}
-	if e.lock != "" && d.rec.Limit > 1 {
-		slot := dir + "/" + slotName(d.rec.Slot)
-		if sd, ok, err := b.read(ctx, s, slot); err == nil && ok && string(sd.raw) == e.nonce {
+// breakOne deletes the holder h of a line in dir with the version it was
+// read at, in one multi with a lock node's slot node (if it is still that
+// holder's) and any hold node beside it.
+func (b *Backend) breakOne(ctx context.Context, s *session, dir string, h holding) error {
+	ops := []any{&zk.DeleteRequest{Path: dir + "/" + h.node(), Version: h.stat.Version}}
+	if h.lock != "" && h.rec.Limit > 1 {
+		slot := dir + "/" + slotName(h.rec.Slot)
+		if sd, ok, err := s.get(ctx, slot); err == nil && ok && string(sd.raw) == h.nonce {
 			ops = append(ops, &zk.DeleteRequest{Path: slot, Version: sd.stat.Version})
 		}
 	}
-	if e.lock != "" && e.hold != "" {
-		ops = append(ops, &zk.DeleteRequest{Path: dir + "/" + e.hold, Version: -1})
+	if h.lock != "" && h.hold != "" {
+		ops = append(ops, &zk.DeleteRequest{Path: dir + "/" + h.hold, Version: -1})
 	}
-	_, err := multi(ctx, s, ops...)
+	_, err := s.multi(ctx, ops...)
 	return err
 }

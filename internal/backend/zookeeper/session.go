@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"strings"
 	"sync"
@@ -22,23 +23,17 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// session is one ZooKeeper session on its own connection.
+// session is one ZooKeeper session on its own connection. sniffConn
+// reads negotiated, the session timeout the server granted (ms), and
+// counts in refused the connections the server closed before it sent a
+// byte.
 type session struct {
-	conn  *zk.Conn
-	hosts *hostProvider
-	sid   int64 // the session id it started with
-	// negotiated is the session timeout the server granted, in ms (read
-	// from the server's connect response by the dialer).
+	conn       *zk.Conn
+	hosts      *hostProvider
+	sid        int64 // the session id it started with
 	negotiated atomic.Int32
-	// refused counts connections the server closed before it sent a
-	// byte: it accepted them, then refused them (sniffConn).
-	refused atomic.Int32
+	refused    atomic.Int32
 }
-
-// quiet drops go-zookeeper's log lines: failures reach the user as errors.
-type quiet struct{}
-
-func (quiet) Printf(string, ...any) {}
 
 // adminSession is the session timeout asked for the backend's own session
 // (status, list, break, resume, doctor): it holds no locks.
@@ -58,8 +53,9 @@ func (b *Backend) dial(ctx context.Context, timeout time.Duration) (*session, er
 		return &sniffConn{Conn: c, s: s}, nil
 	}
 	has := make(chan struct{}, 1)
-	conn, _, err := zk.Connect(b.servers, timeout,
-		zk.WithLogger(quiet{}), zk.WithLogInfo(false), zk.WithDialer(dialer), zk.WithHostProvider(s.hosts),
+	// go-zookeeper logs nothing: failures reach the user as errors.
+	conn, _, err := zk.Connect(b.servers, timeout, zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false),
+		zk.WithDialer(dialer), zk.WithHostProvider(s.hosts),
 		zk.WithEventCallback(func(ev zk.Event) {
 			if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
 				notify(has)
@@ -137,10 +133,9 @@ func (h *hostProvider) Next() (string, bool) {
 		h.rounds++
 	}
 	h.mu.Unlock()
-	if h.closed.Load() {
-		return server, true
+	if !h.closed.Load() {
+		time.Sleep(pause)
 	}
-	time.Sleep(pause)
 	return server, h.closed.Load()
 }
 

@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/distlock/distlock/internal/lock"
 )
 
@@ -56,13 +54,8 @@ func (c *contender) watchAll(ctx context.Context, wake chan struct{}) bool {
 	var wg sync.WaitGroup
 	var missed atomic.Bool
 	for _, name := range c.watch {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ok, ch, err := call2(ctx, func() (bool, <-chan zk.Event, error) {
-				ok, _, ch, err := c.s.conn.ExistsW(c.dir + "/" + name)
-				return ok, ch, err
-			})
+		wg.Go(func() {
+			ok, ch, err := c.s.watch(ctx, c.dir+"/"+name)
 			if err != nil || !ok {
 				missed.Store(true)
 				return
@@ -71,7 +64,7 @@ func (c *contender) watchAll(ctx context.Context, wake chan struct{}) bool {
 				<-ch
 				notify(wake) // one wake-up is all a waiter needs
 			}()
-		}()
+		})
 	}
 	wg.Wait()
 	return !missed.Load()
@@ -88,7 +81,7 @@ func (c *contender) lineAsRead(ctx context.Context) bool {
 	if c.limit == 1 || len(c.watch) == c.limit {
 		return true
 	}
-	_, st, err := call2(ctx, func() (bool, *zk.Stat, error) { return c.s.conn.Exists(c.dir) })
+	st, err := c.s.stat(ctx, c.dir)
 	return err == nil && st != nil && st.Cversion == c.seen
 }
 
@@ -112,7 +105,7 @@ func (c *contender) Leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), min(c.b.connectTO, cleanupTimeout))
 	defer cancel()
 	if c.node != "" {
-		_ = do(ctx, func() error { return c.s.conn.Delete(c.dir+"/"+c.node, -1) })
+		_ = c.s.remove(ctx, c.dir+"/"+c.node, -1)
 	}
 	c.s.close(time.Second)
 	c.s, c.node = nil, ""

@@ -1,8 +1,8 @@
 // Package zookeeper is the ZooKeeper engine: the classic lock recipe
-// (ephemeral sequential nodes in a key's line, each waiter watching only
-// what can make it next, wait.go), fenced and owner-checked the way
-// distlock needs. A mutex is a semaphore of one: the same line, the same
-// code. docs/ARCHITECTURE.md ("ZooKeeper") has the whole design; in brief:
+// (ephemeral sequential nodes in a key's line, line.go; each waiter
+// watching only what can make it next, wait.go), fenced (contend.go) and
+// owner-checked. A mutex is a semaphore of one. docs/ARCHITECTURE.md
+// ("ZooKeeper") has the whole design; the nodes:
 //
 //	<chroot>/<prefix>/<escaped KEY>/lock-<limit>-<nonce>-<seq>       a contender (ephemeral, sequential)
 //	<chroot>/<prefix>/<escaped KEY>/hold-<limit>-<nonce>-<gen>-<seq> a held lock with no process (TTL node, lease.go)
@@ -10,17 +10,9 @@
 //	<chroot>/<prefix>/<escaped KEY>#token                            the key's last fencing token (persistent; contend.go)
 //	<chroot>/<prefix>/<escaped KEY>#ledger/<id>                      one entry of the run ledger (ledger.go)
 //
-// KEY is escaped with url.PathEscape (so it never holds a '/' or a '#');
-// the key's node is a container node. The nonce is 64 random bits per
-// contender: a node's name is only ever ours, so deleting or checking our
-// node by name acts on nothing else. The first limit contenders by
-// sequence number hold; a hold node carries the sequence of the lock node
-// it replaced, so it keeps that place in line.
-//
-// The lease is the contender's session, whose timeout is --ttl. A session
-// granted shorter than --ttl is refused (lock.ErrInvalid): the lease would
-// be shorter than the holder counts; a longer one is safe (the holder
-// stops its command by --ttl; others wait a little longer after a crash).
+// The nonce (64 random bits per contender) makes a node's name ours alone,
+// so deleting or checking our node by name acts on nothing else. The
+// lease is the contender's session, whose timeout is --ttl.
 package zookeeper
 
 import (
@@ -90,11 +82,10 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	return b, nil
 }
 
-// Guarantee is what ZooKeeper promises, in one line (status's engine:
-// line; internal/backend's registry shows it too).
+// Guarantee is what ZooKeeper promises, in one line.
 const Guarantee = "ZooKeeper: linearizable; the lease is the ZooKeeper session, exclusive through leader failover (holds need TTL nodes)"
 
-// Guarantee is one line on what the engine promises.
+// Guarantee implements lock.Backend.
 func (b *Backend) Guarantee() string { return Guarantee }
 
 // Close closes the backend's own session (idempotent).
@@ -149,6 +140,12 @@ func call[T any](ctx context.Context, f func() (T, error)) (T, error) {
 	}
 }
 
+// do is call for requests that only return an error.
+func do(ctx context.Context, f func() error) error {
+	_, err := call(ctx, func() (struct{}, error) { return struct{}{}, f() })
+	return err
+}
+
 // call2 is call for requests that return two values.
 func call2[A, B any](ctx context.Context, f func() (A, B, error)) (A, B, error) {
 	type pair struct {
@@ -162,15 +159,70 @@ func call2[A, B any](ctx context.Context, f func() (A, B, error)) (A, B, error) 
 	return p.a, p.b, err
 }
 
-// do is call for requests that only return an error.
-func do(ctx context.Context, f func() error) error {
-	_, err := call(ctx, func() (struct{}, error) { return struct{}{}, f() })
-	return err
+// The engine's operations on one session, each bounded by its context:
+// a key's line, holds, slots, token counter and ledger are made of these.
+
+func (s *session) create(ctx context.Context, path string, data []byte, flags int32) (string, error) {
+	return call(ctx, func() (string, error) { return s.conn.Create(path, data, flags, acl) })
+}
+
+func (s *session) set(ctx context.Context, path string, data []byte) (*zk.Stat, error) {
+	return call(ctx, func() (*zk.Stat, error) { return s.conn.Set(path, data, -1) })
+}
+
+// remove deletes path at version (-1: any).
+func (s *session) remove(ctx context.Context, path string, version int32) error {
+	return do(ctx, func() error { return s.conn.Delete(path, version) })
+}
+
+// get reads a node, its data decoded as a record; ok is false when it is
+// gone.
+func (s *session) get(ctx context.Context, path string) (d described, ok bool, err error) {
+	data, stat, err := call2(ctx, func() ([]byte, *zk.Stat, error) { return s.conn.Get(path) })
+	if err != nil {
+		return described{}, false, ignore(err, zk.ErrNoNode)
+	}
+	return described{rec: decodeRecord(data), raw: data, stat: stat}, true, nil
+}
+
+// described is a node as get read it.
+type described struct {
+	rec  record
+	raw  []byte
+	stat *zk.Stat
+}
+
+// children lists dir with its cversion, which every create and delete of
+// a child raises; a missing dir is an empty line (cversion -1).
+func (s *session) children(ctx context.Context, dir string) ([]string, int32, error) {
+	names, st, err := call2(ctx, func() ([]string, *zk.Stat, error) { return s.conn.Children(dir) })
+	if err != nil {
+		return nil, -1, ignore(err, zk.ErrNoNode)
+	}
+	return names, st.Cversion, nil
+}
+
+// stat is path's stat, nil when it is gone.
+func (s *session) stat(ctx context.Context, path string) (*zk.Stat, error) {
+	ok, st, err := call2(ctx, func() (bool, *zk.Stat, error) { return s.conn.Exists(path) })
+	if !ok {
+		return nil, err
+	}
+	return st, err
+}
+
+// watch sets an exists watch on path (which any change of it fires);
+// ok is false when it is gone.
+func (s *session) watch(ctx context.Context, path string) (ok bool, ev <-chan zk.Event, err error) {
+	return call2(ctx, func() (bool, <-chan zk.Event, error) {
+		ok, _, ev, err := s.conn.ExistsW(path)
+		return ok, ev, err
+	})
 }
 
 // multi runs ops in one transaction; the error is the failing op's (the
 // others of a failed multi answer "rolled back").
-func multi(ctx context.Context, s *session, ops ...any) ([]zk.MultiResponse, error) {
+func (s *session) multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	res, err := call(ctx, func() ([]zk.MultiResponse, error) { return s.conn.Multi(ops...) })
 	for _, r := range res {
 		if r.Error != nil && !errors.Is(r.Error, zk.ErrAPIError) && r.Error.Error() != "unknown error: -2" {
@@ -180,20 +232,27 @@ func multi(ctx context.Context, s *session, ops ...any) ([]zk.MultiResponse, err
 	return res, err
 }
 
+// ignore is err, or nil when err is one of those named.
+func ignore(err error, these ...error) error {
+	for _, e := range these {
+		if errors.Is(err, e) {
+			return nil
+		}
+	}
+	return err
+}
+
 // ensurePath creates every missing node of path (absolute), as plain
 // persistent nodes.
 func (b *Backend) ensurePath(ctx context.Context, s *session, path string) error {
 	p := ""
 	for _, part := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
 		p += "/" + part
-		ok, _, err := call2(ctx, func() (bool, *zk.Stat, error) { return s.conn.Exists(p) })
-		if err == nil && !ok {
-			err = do(ctx, func() error {
-				_, err := s.conn.Create(p, nil, zk.FlagPersistent, acl)
-				return err
-			})
+		st, err := s.stat(ctx, p)
+		if err == nil && st == nil {
+			_, err = s.create(ctx, p, nil, zk.FlagPersistent)
 		}
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		if ignore(err, zk.ErrNodeExists) != nil {
 			return err
 		}
 	}
@@ -204,30 +263,25 @@ func (b *Backend) ensurePath(ctx context.Context, s *session, path string) error
 // server removes it once it is empty), and the root above it when that is
 // missing.
 func (b *Backend) ensureDir(ctx context.Context, s *session, dir string) error {
-	for attempt := 0; ; attempt++ {
-		err := do(ctx, func() error {
+	create := func() error {
+		return do(ctx, func() error {
 			_, err := s.conn.CreateContainer(dir, nil, zk.FlagContainer, acl)
 			return err
 		})
-		switch {
-		case err == nil, errors.Is(err, zk.ErrNodeExists):
-			return nil
-		case errors.Is(err, zk.ErrNoNode) && attempt == 0:
-			if err := b.ensurePath(ctx, s, b.root); err != nil {
-				return err
-			}
-		default:
-			return err
+	}
+	err := create()
+	if errors.Is(err, zk.ErrNoNode) {
+		if err = b.ensurePath(ctx, s, b.root); err == nil {
+			err = create()
 		}
 	}
+	return ignore(err, zk.ErrNodeExists)
 }
 
 // tidy removes key's node if it is empty (a non-empty node is never
 // deleted: the server refuses). Best effort: the server removes empty
 // container nodes on its own too.
-func (b *Backend) tidy(ctx context.Context, s *session, dir string) {
-	_ = do(ctx, func() error { return s.conn.Delete(dir, -1) })
-}
+func (b *Backend) tidy(ctx context.Context, s *session, dir string) { _ = s.remove(ctx, dir, -1) }
 
 // opError wraps a failed request. Context errors stay recognisable; the
 // rest mean the ensemble is unreachable, or refuses us.
@@ -253,21 +307,18 @@ func (b *Backend) opError(op string, err error) error {
 func isUnimplemented(err error) bool { return err != nil && err.Error() == "unknown error: -6" }
 
 // record is the JSON data of a contender's (or a hold's) node: the
-// holder's lock.Record, then ZooKeeper's own fields.
+// holder's lock.Record, then ZooKeeper's own fields: the session timeout
+// granted (>= TTLms); the token, set when the contender became holder (0
+// while it waits); a hold node's mode, length from its mtime and node TTL.
 type record struct {
 	lock.Record
-	// SessionMs is the session timeout the server granted (≥ TTLms).
-	SessionMs int64 `json:"session_ms,omitempty"`
-	Limit     int   `json:"limit,omitempty"`
-	Slot      int   `json:"slot,omitempty"`
-	// Token: the fencing token, set when the contender became holder
-	// (contend.go; 0 while it waits), and kept by its hold node.
-	// Hold nodes: the hold mode, its length from the node's mtime and
-	// the TTL the node was created with.
-	Hold    string `json:"hold,omitempty"`
-	HoldMs  int64  `json:"hold_ms,omitempty"`
-	Token   uint64 `json:"token,omitempty"`
-	NodeTTL int64  `json:"node_ttl_ms,omitempty"`
+	SessionMs int64  `json:"session_ms,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
+	Slot      int    `json:"slot,omitempty"`
+	Hold      string `json:"hold,omitempty"`
+	HoldMs    int64  `json:"hold_ms,omitempty"`
+	Token     uint64 `json:"token,omitempty"`
+	NodeTTL   int64  `json:"node_ttl_ms,omitempty"`
 }
 
 func newRecord(req lock.Request, now time.Time) record {

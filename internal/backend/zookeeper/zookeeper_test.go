@@ -308,7 +308,7 @@ func TestSlotHeldAfterLineReadIsPassedOver(t *testing.T) {
 	if err := c.takePlace(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	names, _, err := b.children(ctx(t), c.s, c.dir)
+	names, _, err := c.s.children(ctx(t), c.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestSlotHeldAfterLineReadIsPassedOver(t *testing.T) {
 	if err := kept.Hold(ctx(t), 10*time.Second, lock.HoldMinHold); err != nil {
 		t.Fatal(err)
 	}
-	l, err := c.takeOver(ctx(t), line, nil)
+	l, err := c.takeOver(ctx(t), line, b.readCounter(ctx(t), c.s, "sem"))
 	if err != nil {
 		t.Fatal(err)
 	}
