@@ -526,7 +526,15 @@ func cmdDeadBeforeExpiry(ts *testscript.TestScript, neg bool, args []string) {
 		etok, lease, err = etcdHolder(ec, args[1])
 		ts.Check(err)
 	}
+	var sampled *leaseEnd // the lease's end as read before the death (leaseend_test.go)
+	if !cont && ec == nil {
+		sampled = sampleLeaseEnd(b, args[1], want)
+	}
 	d := waitDeath(ts, pid, defaultWait)
+	var end time.Time
+	if sampled != nil {
+		end = sampled.finish()
+	}
 	if cont {
 		ts.Check(st.server.Cont())
 	}
@@ -566,6 +574,10 @@ func cmdDeadBeforeExpiry(ts *testscript.TestScript, neg bool, args []string) {
 				held, h, atDeath = true, lock.Holder{Key: args[1], Token: want}, true
 			}
 		}
+	}
+	if !held && end.After(d.dead) {
+		ts.Logf("process seen dead; a read sent before then found the lease ending %s after that", end.Sub(d.dead).Round(100*time.Microsecond))
+		held, h, atDeath = true, lock.Holder{Key: args[1], Token: want}, true
 	}
 	if !held {
 		ts.Fatalf("the lease on %s had already expired on the server when the child was seen dead", args[1])
