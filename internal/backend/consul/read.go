@@ -189,8 +189,8 @@ func (b *Backend) InspectSlots(ctx context.Context, key string) ([]lock.Holder, 
 	return out, err
 }
 
-// QueueLen is how many contenders wait behind the holders of key (the
-// test harness's waitqueue).
+// QueueLen implements lock.LineCounter (status's waiting): how many
+// contenders wait behind the holders of key.
 func (b *Backend) QueueLen(ctx context.Context, key string) (int64, error) {
 	v, err := b.readKey(ctx, key)
 	return int64(len(v.line) - len(holders(v.line))), err

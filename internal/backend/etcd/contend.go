@@ -200,7 +200,8 @@ func waiterHolder(key string, kv *mvccpb.KeyValue) lock.Holder {
 	return h
 }
 
-// QueueLen is how many waiters are in line for key (for tests and tools).
+// QueueLen implements lock.LineCounter (status's waiting): how many
+// waiters are in line for key.
 func (b *Backend) QueueLen(ctx context.Context, key string) (int64, error) {
 	resp, err := b.cli.Get(ctx, b.linePrefix(key), clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {

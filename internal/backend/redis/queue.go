@@ -24,8 +24,8 @@ func (b *Backend) aliveKey(key string) string   { return b.lockKey(key) + ":aliv
 func (b *Backend) waitingKey(key string) string { return b.lockKey(key) + ":waiting" }
 func (b *Backend) wakePrefix(key string) string { return b.lockKey(key) + ":wake:" }
 
-// QueueLen is how many waiters are queued for key, dead ones not yet
-// pruned included (for tests and tools).
+// QueueLen implements lock.LineCounter (status's waiting): how many
+// waiters are queued for key, dead ones not yet pruned included.
 func (b *Backend) QueueLen(ctx context.Context, key string) (int64, error) {
 	n, err := b.c.ZCard(ctx, b.queueKey(key)).Result()
 	if err != nil {
