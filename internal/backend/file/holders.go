@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -93,11 +94,11 @@ func (b *Backend) holders(ctx context.Context, key string) ([]slotHolder, error)
 // Inspect implements lock.Backend: the holder, or a semaphore's oldest
 // holder (lowest token); InspectSlots gives them all.
 func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
-	held, err := b.holders(ctx, key)
-	if err != nil || len(held) == 0 {
+	hs, err := b.InspectSlots(ctx, key)
+	if err != nil || len(hs) == 0 {
 		return lock.Holder{}, false, err
 	}
-	return lock.Oldest(describe(key, held)), true, nil
+	return lock.Oldest(hs), true, nil
 }
 
 // InspectSlots implements lock.SlotInspector: every held slot of key, by
@@ -141,22 +142,14 @@ func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 	return lock.ListInspected(ctx, keyPrefix, keys, b.Inspect)
 }
 
+// slotRecord is the rest of a slot record's name after its key's base.
+var slotRecord = regexp.MustCompile(`^#slot[0-9]+\.json$`)
+
 // ownSidecar reports whether name is the mutex record "<base>.json" or a
 // slot record "<base>#slot<i>.json" of the key whose base name is base.
 func ownSidecar(base, name string) bool {
 	rest, ok := strings.CutPrefix(name, base)
-	if !ok {
-		return false
-	}
-	if rest == ".json" {
-		return true
-	}
-	digits, ok := strings.CutPrefix(strings.TrimSuffix(rest, ".json"), "#slot")
-	if !ok || digits == "" || !strings.HasSuffix(rest, ".json") {
-		return false
-	}
-	_, err := strconv.Atoi(digits)
-	return err == nil
+	return ok && (rest == ".json" || slotRecord.MatchString(rest))
 }
 
 // Break implements lock.Backend, for every limit. A flock belongs to its
@@ -168,12 +161,18 @@ func ownSidecar(base, name string) bool {
 // *lock.BusyError naming the oldest holder when none has it. With token 0
 // it breaks every holder it finds (a mutex's one) and returns the oldest.
 // Each removal is a compare-and-delete under the key's record lock
-// (removeRecord, record.go): never the next holder's record.
+// (removeRecord, record.go): never the next holder's record. Only a
+// semaphore slot with a holder record is held: one seen without (broken
+// already, its process not gone yet, or a new holder between its flock and
+// its first record) is neither broken nor named, so a second break answers
+// lock.ErrNotHeld. A mutex broken already is answered as broken, with no
+// holder named (break says so).
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
 	held, err := b.holders(ctx, key)
 	if err != nil {
 		return lock.Holder{}, err
 	}
+	held = slices.DeleteFunc(held, func(s slotHolder) bool { return !s.mutex && !s.ok })
 	return lock.BreakHolders(key, describe(key, held), token, func(i int) (bool, error) {
 		s := held[i]
 		removed, err := b.removeRecord(ctx, key, s)
