@@ -121,8 +121,3 @@ func unlockClose(f *os.File) {
 	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	f.Close()
 }
-
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}

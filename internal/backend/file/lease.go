@@ -1,6 +1,7 @@
 package file
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,10 +47,11 @@ func (b *Backend) grant(ctx context.Context, req lock.Request, slot int, files [
 	}
 	m := meta{Key: req.Key, Record: lock.NewRecord(req, now), Token: tok, RenewedAt: now}
 	m.QueuedAt = time.Time{} // no line: a holder has never queued
+	recordPath := p.record() // a mutex (slot 0 of 1): the key's own, as every version has it
 	if req.Limit > 1 {
 		m.Limit, m.Slot = req.Limit, slot
+		_, recordPath = p.semSlot(slot)
 	}
-	_, recordPath := p.slot(req.Limit, slot)
 	l := b.newLease(files, m, recordPath, granted)
 	if err := withRecordLock(ctx, p.recLock(), func() error { return writeMeta(recordPath, m) }); err != nil {
 		return nil, fmt.Errorf("holder metadata for %s: %w", req.Key, err)
@@ -227,10 +229,7 @@ func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 	m, ok, err := readMeta(p.record())
 	if err != nil || !ok || m.Owner != h.Owner || m.Token != h.Token || !m.heldWithoutProcess(time.Now()) {
 		unlockClose(f)
-		if err != nil {
-			return nil, err
-		}
-		return nil, lock.ErrNotHeld
+		return nil, cmp.Or(err, lock.ErrNotHeld)
 	}
 	return b.newLease([]*os.File{f}, m, p.record(), granted), nil
 }

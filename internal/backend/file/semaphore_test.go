@@ -3,6 +3,7 @@ package file
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -266,9 +267,14 @@ func TestSemaphoreSlotFilesDoNotCollideWithKeys(t *testing.T) {
 		t.Errorf("slot %d, want 0", slotOf(t, l))
 	}
 	l.Release(ctx)
-	if slot0, _ := b.keyPaths("x").semSlot(0); !exists(slot0) {
+	if slot0, _ := b.keyPaths("x").semSlot(0); !fileExists(slot0) {
 		t.Errorf("%s missing", slot0)
 	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // A hold lets go of its flocks, so only its record keeps the key, in either

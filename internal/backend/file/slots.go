@@ -171,7 +171,8 @@ func scanSlots(key string, p keyPaths, n int) (slot int, mine *os.File, held []s
 // lowest first, so slot 0's exists).
 func (b *Backend) semHolders(ctx context.Context, key string) ([]slotHolder, error) {
 	p := b.keyPaths(key)
-	if lockPath, _ := p.semSlot(0); !exists(lockPath) {
+	slot0, _ := p.semSlot(0)
+	if _, err := os.Stat(slot0); err != nil {
 		return nil, nil
 	}
 	short, err := lockShort(ctx, p)
