@@ -25,35 +25,26 @@ func (s *Store) List(ctx context.Context, keyPrefix string) ([]lock.Holder, erro
 }
 
 // Inspect implements lock.Backend: the oldest live lease of key (for a
-// semaphore, the holder with the lowest token).
+// semaphore, the holder with the lowest token); with no table yet, free.
 func (s *Store) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
-	leases, err := s.leases(ctx, key)
+	leases, err := s.InspectSlots(ctx, key)
 	if err != nil || len(leases) == 0 {
-		return lock.Holder{}, false, err // with no table yet: free
+		return lock.Holder{}, false, err
 	}
-	return leases[0], true, nil
+	return lock.Oldest(leases), true, nil
 }
 
 // InspectSlots implements lock.SlotInspector in one query: every live
 // lease of key, by slot.
 func (s *Store) InspectSlots(ctx context.Context, key string) ([]lock.Holder, error) {
-	leases, err := s.leases(ctx, key)
-	slices.SortStableFunc(leases, func(a, b lock.Holder) int { return cmp.Compare(a.Slot, b.Slot) })
-	return leases, err
-}
-
-// leases are the live leases of key, the oldest first.
-func (s *Store) leases(ctx context.Context, key string) ([]lock.Holder, error) {
 	var out []lock.Holder
 	err := s.holders(ctx, s.d.SQL.Leases, []any{s.d.Prefix, key}, func(r *slotRow) {
 		if h, ok := r.holder(key); ok {
 			out = append(out, h)
 		}
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	slices.SortStableFunc(out, func(a, b lock.Holder) int { return cmp.Compare(a.Slot, b.Slot) })
+	return out, err
 }
 
 // holders runs a query of slot rows (Leases, List, Break) and hands each row to
@@ -92,7 +83,7 @@ func (s *Store) Break(ctx context.Context, key string, token uint64) (lock.Holde
 	}
 	var left []lock.Holder // only read when nothing was broken
 	if len(broken) == 0 {
-		if left, err = s.leases(ctx, key); err != nil {
+		if left, err = s.InspectSlots(ctx, key); err != nil {
 			return lock.Holder{}, err
 		}
 	}
