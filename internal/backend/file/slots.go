@@ -104,10 +104,7 @@ func (b *Backend) take(ctx context.Context, key string, p keyPaths, n int) (file
 		if mine != nil && mine != keyLock {
 			unlockClose(mine)
 		}
-		if taken {
-			syscall.Flock(int(keyLock.Fd()), syscall.LOCK_UN)
-		}
-		keyLock.Close()
+		unlockClose(keyLock) // unlocking a flock not taken is harmless
 		return nil, 0, err
 	case mine == keyLock:
 		return []*os.File{keyLock}, 0, nil
