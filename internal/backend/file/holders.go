@@ -24,12 +24,10 @@ type slotHolder struct {
 	ok    bool // m was read and names the key (a broken holder has no record until it lets go)
 }
 
-// read reads s's record for key.
+// read reads the record of s, made with none, for key.
 func (s slotHolder) read(key string) slotHolder {
-	m, ok, _ := readMeta(s.path)
-	s.m, s.ok = meta{}, ok && m.Key == key
-	if s.ok {
-		s.m = m
+	if m, ok, _ := readMeta(s.path); ok && m.Key == key {
+		s.m, s.ok = m, true
 	}
 	return s
 }
@@ -38,29 +36,25 @@ func (s slotHolder) read(key string) slotHolder {
 // handle): no process holds its flock then.
 func (s slotHolder) kept() bool { return s.ok && s.m.heldWithoutProcess(time.Now()) }
 
-// limit is the --limit of s's holder, as far as its record and slot tell.
-func (s slotHolder) limit() int {
-	if s.mutex {
-		return 1
-	}
-	return max(2, s.m.Limit, s.slot+1)
-}
-
 func (s slotHolder) holder(key string, now time.Time) lock.Holder {
 	h := lock.Holder{Key: key, ExpiresIn: -1}
 	if s.ok {
 		h = s.m.holder(now)
 	}
 	if !s.mutex { // a mutex's holder has Limit and Slot 0
-		h.Slot, h.Limit = s.slot, s.limit()
+		h.Slot, h.Limit = s.slot, s.seenLimit().Have
 	}
 	return h
 }
 
-// seenLimit is what s tells of its holder's --limit: a bound only for a
-// slot holder whose record does not state it (gone: broken, not yet let go).
+// seenLimit is what s tells of its holder's --limit, as far as its record
+// and slot tell (a mutex's: 1): a bound only for a slot holder whose record
+// does not state it (gone: broken, not yet let go).
 func (s slotHolder) seenLimit() lock.SeenLimit {
-	return lock.SeenLimit{Have: s.limit(), Bound: !s.mutex && s.m.Limit == 0}
+	if s.mutex {
+		return lock.SeenLimit{Have: 1}
+	}
+	return lock.SeenLimit{Have: max(2, s.m.Limit, s.slot+1), Bound: s.m.Limit == 0}
 }
 
 // describe is the holders of key in held, in held's order.

@@ -58,13 +58,7 @@ func (s *Store) holders(ctx context.Context, query string, args []any, each func
 		each(&r)
 		return nil
 	})
-	if s.undefined(err) {
-		return nil
-	}
-	if err != nil {
-		return s.Unavailable(err)
-	}
-	return nil
+	return s.unlessUndefined(err)
 }
 
 // Break implements lock.Backend: with token != 0 it deletes the live lease

@@ -148,6 +148,15 @@ func (s *Store) undefined(err error) bool {
 	return err != nil && s.d.Classify(err).Kind == Undefined
 }
 
+// unlessUndefined is err as Unavailable words it; nil when a table does not
+// exist yet (a read finds nothing there, a delete has nothing to delete).
+func (s *Store) unlessUndefined(err error) error {
+	if err == nil || s.undefined(err) {
+		return nil
+	}
+	return s.Unavailable(err)
+}
+
 // errNoRows: a query that gives one row gave none.
 var errNoRows = errors.New("sqlstore: no rows")
 
