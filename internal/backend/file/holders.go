@@ -67,24 +67,6 @@ func describe(key string, held []slotHolder) []lock.Holder {
 	return out
 }
 
-// holders describes who holds key right now, slot by slot: the held slots
-// of a semaphore, else the mutex's holder (its flock taken, or a hold),
-// else nobody.
-func (b *Backend) holders(ctx context.Context, key string) ([]slotHolder, error) {
-	if held, err := b.semHolders(ctx, key); err != nil || len(held) > 0 {
-		return held, err
-	}
-	p := b.keyPaths(key)
-	locked, err := isLocked(p.lock())
-	if err != nil {
-		return nil, err
-	}
-	if s := (slotHolder{mutex: true, path: p.record()}).read(key); locked || s.kept() {
-		return []slotHolder{s}, nil
-	}
-	return nil, nil
-}
-
 // Inspect implements lock.Backend: the holder, or a semaphore's oldest
 // holder (lowest token); InspectSlots gives them all.
 func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
@@ -98,7 +80,7 @@ func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, e
 // InspectSlots implements lock.SlotInspector: every held slot of key, by
 // slot, or the mutex's holder.
 func (b *Backend) InspectSlots(ctx context.Context, key string) ([]lock.Holder, error) {
-	held, err := b.holders(ctx, key)
+	held, _, _, err := b.scan(ctx, key, 0)
 	if err != nil || len(held) == 0 {
 		return nil, err
 	}
@@ -162,7 +144,7 @@ func ownSidecar(base, name string) bool {
 // lock.ErrNotHeld. A mutex broken already is answered as broken, with no
 // holder named (break says so).
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
-	held, err := b.holders(ctx, key)
+	held, _, _, err := b.scan(ctx, key, 0)
 	if err != nil {
 		return lock.Holder{}, err
 	}
