@@ -121,15 +121,12 @@ func readMeta(path string) (m meta, ok bool, err error) {
 	}
 	defer f.Close()
 	st, err := f.Stat()
-	if err != nil {
-		return m, false, err
+	var b []byte
+	if err == nil {
+		b, err = io.ReadAll(f)
 	}
-	b, err := io.ReadAll(f)
-	if err != nil {
-		return m, false, err
-	}
-	if json.Unmarshal(b, &m) != nil {
-		return meta{}, false, nil
+	if err != nil || json.Unmarshal(b, &m) != nil {
+		return meta{}, false, err
 	}
 	m.touched = st.ModTime()
 	return m, true, nil

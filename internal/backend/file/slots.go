@@ -67,8 +67,9 @@ func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, er
 // hold it (files, the slot's own first, then a semaphore's shared one on
 // the key's lock file) and its number. A mutex takes the key's lock file
 // exclusively, a semaphore shared, then its lowest free slot file; a probe
-// takes it shared for a moment. With n > 1 the caller holds the short
-// flock. On error nothing is held.
+// takes it shared for a moment only (an exclusive holder refuses it: the
+// mutex's). With n > 1 the caller holds the short flock. On error nothing
+// is held.
 func (b *Backend) scan(ctx context.Context, key string, n int) (held []slotHolder, files []*os.File, slot int, err error) {
 	p := b.keyPaths(key)
 	keyLock, err := openLock(p.lock(), n > 0)
@@ -83,6 +84,9 @@ func (b *Backend) scan(ctx context.Context, key string, n int) (held []slotHolde
 		how = syscall.LOCK_EX
 	}
 	taken, err := tryFlock(keyLock, how)
+	if n == 0 && taken { // a probe: let go at once, not while the slots are scanned
+		syscall.Flock(int(keyLock.Fd()), syscall.LOCK_UN)
+	}
 	mutex := slotHolder{mutex: true, path: p.record()}.read(key)
 	var mine *os.File
 	switch {
