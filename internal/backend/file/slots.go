@@ -47,8 +47,12 @@ func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, er
 	granted := time.Now()
 	held, files, slot, err := b.scan(ctx, req.Key, n)
 	var l lock.Lease
-	if err == nil {
-		err = refuse(req.Key, n, held, files != nil)
+	if err == nil { // lock.Refuse: busy when no slot was free, or another limit is in use
+		limits := make([]lock.SeenLimit, len(held))
+		for i, h := range held {
+			limits[i] = h.seenLimit()
+		}
+		err = lock.Refuse(req.Key, n, describe(req.Key, held), limits, files == nil)
 	}
 	if err == nil {
 		l, err = b.grant(ctx, req, slot, files, granted)
@@ -114,17 +118,6 @@ func (b *Backend) scan(ctx context.Context, key string, n int) (held []slotHolde
 		return held, []*os.File{keyLock}, 0, nil
 	}
 	return held, []*os.File{mine, keyLock}, slot, nil
-}
-
-// refuse answers a request for n slots of key whose scan found held (free:
-// it took a free slot), by lock.Refuse: a slot holder without a record
-// (broken, not yet gone) may use n, unless its slot is beyond n.
-func refuse(key string, n int, held []slotHolder, free bool) error {
-	limits := make([]lock.SeenLimit, len(held))
-	for i, h := range held {
-		limits[i] = h.seenLimit()
-	}
-	return lock.Refuse(key, n, describe(key, held), limits, !free)
 }
 
 // scanSlots looks at every slot file of key under the short flock, creating

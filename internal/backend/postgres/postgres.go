@@ -89,7 +89,7 @@ type Backend struct {
 func New(ctx context.Context, cfg Config) (*Backend, error) {
 	cc := cfg.Conn.Copy()
 	cc.Password = cmp.Or(cc.Password, cfg.Password)
-	timeout := sqlstore.ConnectTimeout(cfg.ConnectTimeout)
+	timeout := cmp.Or(cfg.ConnectTimeout, 5*time.Second)
 	cc.ConnectTimeout = timeout
 	// One round trip per statement, no prepare: every distlock process
 	// makes only a handful of calls, each on a new connection. Parameter

@@ -116,15 +116,6 @@ type Store struct {
 	d Dialect
 }
 
-// ConnectTimeout is how long an SQL engine gives its database to answer
-// when it connects: d, or 5s when d is not positive.
-func ConnectTimeout(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 5 * time.Second
-	}
-	return d
-}
-
 // New is a Store speaking d.
 func New(d Dialect) *Store {
 	return &Store{d: d}
