@@ -70,11 +70,7 @@ func describe(key string, held []slotHolder) []lock.Holder {
 // Inspect implements lock.Backend: the holder, or a semaphore's oldest
 // holder (lowest token); InspectSlots gives them all.
 func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
-	hs, err := b.InspectSlots(ctx, key)
-	if err != nil || len(hs) == 0 {
-		return lock.Holder{}, false, err
-	}
-	return lock.Oldest(hs), true, nil
+	return lock.InspectOldest(ctx, key, b.InspectSlots)
 }
 
 // InspectSlots implements lock.SlotInspector: every held slot of key, by

@@ -27,11 +27,7 @@ func (s *Store) List(ctx context.Context, keyPrefix string) ([]lock.Holder, erro
 // Inspect implements lock.Backend: the oldest live lease of key (for a
 // semaphore, the holder with the lowest token); with no table yet, free.
 func (s *Store) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
-	leases, err := s.InspectSlots(ctx, key)
-	if err != nil || len(leases) == 0 {
-		return lock.Holder{}, false, err
-	}
-	return lock.Oldest(leases), true, nil
+	return lock.InspectOldest(ctx, key, s.InspectSlots)
 }
 
 // InspectSlots implements lock.SlotInspector in one query: every live
