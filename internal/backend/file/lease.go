@@ -151,15 +151,12 @@ func (l *slotLock) warn(unwritten error) {
 // is left behind with a warning: the lock is free all the same, and a
 // record whose flock is free names no holder.
 func (l *slotLock) Release(ctx context.Context, _ *lock.Held) error {
-	var rmErr error
-	err := l.letGoIfOurs(ctx, func() error {
-		rmErr = os.Remove(l.metaPath)
+	return l.letGoIfOurs(ctx, func() error {
+		if err := os.Remove(l.metaPath); err != nil {
+			l.log.Warn("released the lock, but cannot remove its record (it names no holder now)", "key", l.meta.Key, "error", err)
+		}
 		return nil
 	})
-	if rmErr != nil {
-		l.log.Warn("released the lock, but cannot remove its record (it names no holder now)", "key", l.meta.Key, "error", rmErr)
-	}
-	return err
 }
 
 // letGoIfOurs ends the lease in this process (Release, Hold): under the
