@@ -135,9 +135,9 @@ func ownSidecar(base, name string) bool {
 // Each removal is a compare-and-delete under the key's record lock
 // (removeRecord, record.go): never the next holder's record. Only a
 // semaphore slot with a holder record is held: one seen without (broken
-// already, its process not gone yet, or a new holder between its flock and
-// its first record) is neither broken nor named, so a second break answers
-// lock.ErrNotHeld. A mutex broken already is answered as broken, with no
+// already, its process not gone yet; a new holder writes its record under
+// the short flock the scan takes too) is neither broken nor named, so a
+// second break answers lock.ErrNotHeld. A mutex broken already is answered as broken, with no
 // holder named (break says so).
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
 	held, _, _, err := b.scan(ctx, key, 0)
