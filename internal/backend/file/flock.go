@@ -11,12 +11,13 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// openLock opens a lock file for flock, creating it when create is set.
-// An error is a *lock.UnavailableError wrapping the open's.
+// openLock opens a lock file for flock: to hold, creating it when create
+// is set, else only to probe it (read-only). An error is a
+// *lock.UnavailableError wrapping the open's.
 func openLock(path string, create bool) (*os.File, error) {
-	flags := os.O_RDWR
+	flags := os.O_RDONLY
 	if create {
-		flags |= os.O_CREATE
+		flags = os.O_RDWR | os.O_CREATE
 	}
 	f, err := os.OpenFile(path, flags, 0o600)
 	if err != nil {
@@ -90,24 +91,6 @@ func tryFlock(f *os.File, how int) (taken bool, err error) {
 	return false, fmt.Errorf("flock %s: %w", f.Name(), err)
 }
 
-// isLocked probes a lock file with a shared non-blocking flock: true when
-// a process holds it exclusively.
-func isLocked(lockPath string) (bool, error) {
-	f, err := os.Open(lockPath)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	taken, err := tryFlock(f, syscall.LOCK_SH)
-	if taken {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	}
-	return !taken && err == nil, err
-}
-
 func flock(f *os.File, how int) error {
 	for {
 		err := syscall.Flock(int(f.Fd()), how)
@@ -120,9 +103,4 @@ func flock(f *os.File, how int) error {
 func unlockClose(f *os.File) {
 	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	f.Close()
-}
-
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }

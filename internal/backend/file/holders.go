@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,12 +24,10 @@ type slotHolder struct {
 	ok    bool // m was read and names the key (a broken holder has no record until it lets go)
 }
 
-// read reads s's record for key.
+// read reads the record of s, made with none, for key.
 func (s slotHolder) read(key string) slotHolder {
-	m, ok, _ := readMeta(s.path)
-	s.m, s.ok = meta{}, ok && m.Key == key
-	if s.ok {
-		s.m = m
+	if m, ok, _ := readMeta(s.path); ok && m.Key == key {
+		s.m, s.ok = m, true
 	}
 	return s
 }
@@ -37,29 +36,25 @@ func (s slotHolder) read(key string) slotHolder {
 // handle): no process holds its flock then.
 func (s slotHolder) kept() bool { return s.ok && s.m.heldWithoutProcess(time.Now()) }
 
-// limit is the --limit of s's holder, as far as its record and slot tell.
-func (s slotHolder) limit() int {
-	if s.mutex {
-		return 1
-	}
-	return max(2, s.m.Limit, s.slot+1)
-}
-
 func (s slotHolder) holder(key string, now time.Time) lock.Holder {
 	h := lock.Holder{Key: key, ExpiresIn: -1}
 	if s.ok {
 		h = s.m.holder(now)
 	}
 	if !s.mutex { // a mutex's holder has Limit and Slot 0
-		h.Slot, h.Limit = s.slot, s.limit()
+		h.Slot, h.Limit = s.slot, s.seenLimit().Have
 	}
 	return h
 }
 
-// seenLimit is what s tells of its holder's --limit: a bound only for a
-// slot holder whose record does not state it (gone: broken, not yet let go).
+// seenLimit is what s tells of its holder's --limit, as far as its record
+// and slot tell (a mutex's: 1): a bound only for a slot holder whose record
+// does not state it (gone: broken, not yet let go).
 func (s slotHolder) seenLimit() lock.SeenLimit {
-	return lock.SeenLimit{Have: s.limit(), Bound: !s.mutex && s.m.Limit == 0}
+	if s.mutex {
+		return lock.SeenLimit{Have: 1}
+	}
+	return lock.SeenLimit{Have: max(2, s.m.Limit, s.slot+1), Bound: s.m.Limit == 0}
 }
 
 // describe is the holders of key in held, in held's order.
@@ -72,38 +67,16 @@ func describe(key string, held []slotHolder) []lock.Holder {
 	return out
 }
 
-// holders describes who holds key right now, slot by slot: the held slots
-// of a semaphore, else the mutex's holder (its flock taken, or a hold),
-// else nobody.
-func (b *Backend) holders(ctx context.Context, key string) ([]slotHolder, error) {
-	if held, err := b.semHolders(ctx, key); err != nil || len(held) > 0 {
-		return held, err
-	}
-	p := b.keyPaths(key)
-	locked, err := isLocked(p.lock())
-	if err != nil {
-		return nil, err
-	}
-	if s := (slotHolder{mutex: true, path: p.record()}).read(key); locked || s.kept() {
-		return []slotHolder{s}, nil
-	}
-	return nil, nil
-}
-
 // Inspect implements lock.Backend: the holder, or a semaphore's oldest
 // holder (lowest token); InspectSlots gives them all.
 func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
-	held, err := b.holders(ctx, key)
-	if err != nil || len(held) == 0 {
-		return lock.Holder{}, false, err
-	}
-	return lock.Oldest(describe(key, held)), true, nil
+	return lock.InspectOldest(ctx, key, b.InspectSlots)
 }
 
 // InspectSlots implements lock.SlotInspector: every held slot of key, by
 // slot, or the mutex's holder.
 func (b *Backend) InspectSlots(ctx context.Context, key string) ([]lock.Holder, error) {
-	held, err := b.holders(ctx, key)
+	held, _, _, err := b.scan(ctx, key, 0)
 	if err != nil || len(held) == 0 {
 		return nil, err
 	}
@@ -141,22 +114,14 @@ func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 	return lock.ListInspected(ctx, keyPrefix, keys, b.Inspect)
 }
 
+// slotRecord is the rest of a slot record's name after its key's base.
+var slotRecord = regexp.MustCompile(`^#slot[0-9]+\.json$`)
+
 // ownSidecar reports whether name is the mutex record "<base>.json" or a
 // slot record "<base>#slot<i>.json" of the key whose base name is base.
 func ownSidecar(base, name string) bool {
 	rest, ok := strings.CutPrefix(name, base)
-	if !ok {
-		return false
-	}
-	if rest == ".json" {
-		return true
-	}
-	digits, ok := strings.CutPrefix(strings.TrimSuffix(rest, ".json"), "#slot")
-	if !ok || digits == "" || !strings.HasSuffix(rest, ".json") {
-		return false
-	}
-	_, err := strconv.Atoi(digits)
-	return err == nil
+	return ok && (rest == ".json" || slotRecord.MatchString(rest))
 }
 
 // Break implements lock.Backend, for every limit. A flock belongs to its
@@ -168,12 +133,18 @@ func ownSidecar(base, name string) bool {
 // *lock.BusyError naming the oldest holder when none has it. With token 0
 // it breaks every holder it finds (a mutex's one) and returns the oldest.
 // Each removal is a compare-and-delete under the key's record lock
-// (removeRecord, record.go): never the next holder's record.
+// (removeRecord, record.go): never the next holder's record. Only a
+// semaphore slot with a holder record is held: one seen without (broken
+// already, its process not gone yet; a new holder writes its record under
+// the short flock the scan takes too) is neither broken nor named, so a
+// second break answers lock.ErrNotHeld. A mutex broken already is answered as broken, with no
+// holder named (break says so).
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
-	held, err := b.holders(ctx, key)
+	held, _, _, err := b.scan(ctx, key, 0)
 	if err != nil {
 		return lock.Holder{}, err
 	}
+	held = slices.DeleteFunc(held, func(s slotHolder) bool { return !s.mutex && !s.ok })
 	return lock.BreakHolders(key, describe(key, held), token, func(i int) (bool, error) {
 		s := held[i]
 		removed, err := b.removeRecord(ctx, key, s)

@@ -1,6 +1,7 @@
 package file
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,10 +47,11 @@ func (b *Backend) grant(ctx context.Context, req lock.Request, slot int, files [
 	}
 	m := meta{Key: req.Key, Record: lock.NewRecord(req, now), Token: tok, RenewedAt: now}
 	m.QueuedAt = time.Time{} // no line: a holder has never queued
+	recordPath := p.record() // a mutex (slot 0 of 1): the key's own, as every version has it
 	if req.Limit > 1 {
 		m.Limit, m.Slot = req.Limit, slot
+		_, recordPath = p.semSlot(slot)
 	}
-	_, recordPath := p.slot(req.Limit, slot)
 	l := b.newLease(files, m, recordPath, granted)
 	if err := withRecordLock(ctx, p.recLock(), func() error { return writeMeta(recordPath, m) }); err != nil {
 		return nil, fmt.Errorf("holder metadata for %s: %w", req.Key, err)
@@ -149,15 +151,12 @@ func (l *slotLock) warn(unwritten error) {
 // is left behind with a warning: the lock is free all the same, and a
 // record whose flock is free names no holder.
 func (l *slotLock) Release(ctx context.Context, _ *lock.Held) error {
-	var rmErr error
-	err := l.letGoIfOurs(ctx, func() error {
-		rmErr = os.Remove(l.metaPath)
+	return l.letGoIfOurs(ctx, func() error {
+		if err := os.Remove(l.metaPath); err != nil {
+			l.log.Warn("released the lock, but cannot remove its record (it names no holder now)", "key", l.meta.Key, "error", err)
+		}
 		return nil
 	})
-	if rmErr != nil {
-		l.log.Warn("released the lock, but cannot remove its record (it names no holder now)", "key", l.meta.Key, "error", rmErr)
-	}
-	return err
 }
 
 // letGoIfOurs ends the lease in this process (Release, Hold): under the
@@ -227,10 +226,7 @@ func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 	m, ok, err := readMeta(p.record())
 	if err != nil || !ok || m.Owner != h.Owner || m.Token != h.Token || !m.heldWithoutProcess(time.Now()) {
 		unlockClose(f)
-		if err != nil {
-			return nil, err
-		}
-		return nil, lock.ErrNotHeld
+		return nil, cmp.Or(err, lock.ErrNotHeld)
 	}
 	return b.newLease([]*os.File{f}, m, p.record(), granted), nil
 }

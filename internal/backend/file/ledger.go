@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 
 	"github.com/distlock/distlock/internal/lock"
@@ -57,7 +56,7 @@ func (b *Backend) Entries(ctx context.Context, key string) (map[string][]byte, e
 	}
 	for _, e := range ents {
 		id := e.Name()
-		if strings.HasPrefix(id, ".") || !e.Type().IsRegular() || !lock.ValidEntryID(id) {
+		if !e.Type().IsRegular() || !lock.ValidEntryID(id) { // never a dot-named temporary file
 			continue
 		}
 		data, err := os.ReadFile(filepath.Join(dir, id))

@@ -104,7 +104,7 @@ func TestListSkipsStaleAndForeignSidecars(t *testing.T) {
 		t.Fatal(err)
 	}
 	// stale: a sidecar and an unlocked lock file, as a SIGKILLed holder leaves them
-	staleLock, staleMeta := b.keyPaths("stale").slot(1, 0)
+	staleLock, staleMeta := b.keyPaths("stale").lock(), b.keyPaths("stale").record()
 	os.WriteFile(staleLock, nil, 0o600)
 	os.WriteFile(staleMeta, []byte(`{"key":"stale","owner":"dead","token":5,"ttl_ms":3000,"renewed_at":"2000-01-01T00:00:00Z"}`), 0o600)
 	// a copy of the live sidecar under another key's name

@@ -72,16 +72,6 @@ func (p keyPaths) recLock() string { return p.base + "#rec.lock" }
 // semLock is the short flock that serialises a semaphore's slot choice.
 func (p keyPaths) semLock() string { return p.base + "#sem.lock" }
 
-// slot names the lock file and record of slot i of the key used with
-// limit n: a mutex (slot 0 of 1) keeps the key's own files, which every
-// distlock version uses; a semaphore's slot has its own (semSlot).
-func (p keyPaths) slot(n, i int) (lockPath, recordPath string) {
-	if n <= 1 {
-		return p.lock(), p.record()
-	}
-	return p.semSlot(i)
-}
-
 // semSlot names slot i of a semaphore: "<base>#slot<i>.lock" and ".json".
 func (p keyPaths) semSlot(i int) (lockPath, recordPath string) {
 	s := p.base + "#slot" + strconv.Itoa(i)

@@ -49,7 +49,7 @@ func namesHolder(path, owner string, token uint64) (bool, error) {
 
 // removeRecord is Break's record work: it removes s's record, under the
 // key's record lock, when it still names s's holder with its token; removed
-// is false when it does not (the holder let go meanwhile). A slot seen
+// is false when it does not (the holder let go meanwhile). A mutex seen
 // without a record is broken already: removed, with nothing to remove.
 func (b *Backend) removeRecord(ctx context.Context, key string, s slotHolder) (removed bool, err error) {
 	if !s.ok {
@@ -121,15 +121,12 @@ func readMeta(path string) (m meta, ok bool, err error) {
 	}
 	defer f.Close()
 	st, err := f.Stat()
-	if err != nil {
-		return m, false, err
+	var b []byte
+	if err == nil {
+		b, err = io.ReadAll(f)
 	}
-	b, err := io.ReadAll(f)
-	if err != nil {
-		return m, false, err
-	}
-	if json.Unmarshal(b, &m) != nil {
-		return meta{}, false, nil
+	if err != nil || json.Unmarshal(b, &m) != nil {
+		return meta{}, false, err
 	}
 	m.touched = st.ModTime()
 	return m, true, nil

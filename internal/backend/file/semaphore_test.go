@@ -3,6 +3,7 @@ package file
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -177,6 +178,14 @@ func TestSemaphoreBreak(t *testing.T) {
 	if h, err := b.Break(ctx, "brk", 0); err != nil || h.Owner != "a" {
 		t.Fatalf("break all = %+v, %v", h, err)
 	}
+	// Right after, the broken holders have not let go of their flocks yet
+	// (they are stopped, say): only a slot with a holder record is held, so
+	// a second break breaks nothing, with or without a token.
+	for _, tok := range []uint64{0, ls[0].Token()} {
+		if h, err := b.Break(ctx, "brk", tok); !errors.Is(err, lock.ErrNotHeld) {
+			t.Errorf("second break (token %d) before the holders let go = %+v, %v, want ErrNotHeld", tok, h, err)
+		}
+	}
 	for i, l := range ls {
 		if err := l.Renew(ctx); !errors.Is(err, lock.ErrNotHeld) {
 			t.Errorf("renew of slot %d after break-all = %v, want ErrNotHeld", i, err)
@@ -258,9 +267,14 @@ func TestSemaphoreSlotFilesDoNotCollideWithKeys(t *testing.T) {
 		t.Errorf("slot %d, want 0", slotOf(t, l))
 	}
 	l.Release(ctx)
-	if slot0, _ := b.keyPaths("x").semSlot(0); !exists(slot0) {
+	if slot0, _ := b.keyPaths("x").semSlot(0); !fileExists(slot0) {
 		t.Errorf("%s missing", slot0)
 	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // A hold lets go of its flocks, so only its record keeps the key, in either

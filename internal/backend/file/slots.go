@@ -36,20 +36,27 @@ func lockShort(ctx context.Context, p keyPaths) (*os.File, error) {
 // tryOnce makes one attempt at req: the lowest free slot of req.Limit (a
 // mutex: its one slot), granted as a lease (lease.go).
 func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, error) {
-	n, p := max(req.Limit, 1), b.keyPaths(req.Key)
+	n := max(req.Limit, 1)
 	if n > 1 {
-		short, err := lockShort(ctx, p)
+		short, err := lockShort(ctx, b.keyPaths(req.Key))
 		if err != nil {
 			return nil, err
 		}
 		defer unlockClose(short)
 	}
 	granted := time.Now()
-	files, slot, err := b.take(ctx, req.Key, p, n)
-	if err != nil {
-		return nil, err
+	held, files, slot, err := b.scan(ctx, req.Key, n)
+	var l lock.Lease
+	if err == nil { // lock.Refuse: busy when no slot was free, or another limit is in use
+		limits := make([]lock.SeenLimit, len(held))
+		for i, h := range held {
+			limits[i] = h.seenLimit()
+		}
+		err = lock.Refuse(req.Key, n, describe(req.Key, held), limits, files == nil)
 	}
-	l, err := b.grant(ctx, req, slot, files, granted)
+	if err == nil {
+		l, err = b.grant(ctx, req, slot, files, granted)
+	}
 	if err != nil {
 		for _, f := range files {
 			unlockClose(f)
@@ -58,31 +65,36 @@ func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, er
 	return l, err
 }
 
-// take takes the key's lock file (exclusively for a mutex, shared for a
-// semaphore), then a free slot below n: the key's lock file itself for a
-// mutex, the lowest free slot file for a semaphore. files are the flocks
-// held, the slot's own first; an error is the refusal (refuse) or a
-// failure, and then nothing is held.
-func (b *Backend) take(ctx context.Context, key string, p keyPaths, n int) (files []*os.File, slot int, err error) {
-	keyLock, err := openLock(p.lock(), true)
+// scan looks at key for a request of n slots (n 0: only to describe it,
+// taking nothing): it returns the held slots, the mutex's or a
+// semaphore's, and, when n > 0 and a slot below n is free, the flocks that
+// hold it (files, the slot's own first, then a semaphore's shared one on
+// the key's lock file) and its number. A mutex takes the key's lock file
+// exclusively, a semaphore shared, then its lowest free slot file; a probe
+// takes it shared for a moment only (an exclusive holder refuses it: the
+// mutex's). With n > 1 the caller holds the short flock. On error nothing
+// is held.
+func (b *Backend) scan(ctx context.Context, key string, n int) (held []slotHolder, files []*os.File, slot int, err error) {
+	p := b.keyPaths(key)
+	keyLock, err := openLock(p.lock(), n > 0)
+	if n == 0 && errors.Is(err, os.ErrNotExist) {
+		return nil, nil, 0, nil // never taken
+	}
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	how := syscall.LOCK_SH
 	if n == 1 {
 		how = syscall.LOCK_EX
 	}
 	taken, err := tryFlock(keyLock, how)
-	if err != nil {
-		keyLock.Close()
-		return nil, 0, err
+	if n == 0 && taken { // a probe: let go at once, not while the slots are scanned
+		syscall.Flock(int(keyLock.Fd()), syscall.LOCK_UN)
 	}
 	mutex := slotHolder{mutex: true, path: p.record()}.read(key)
-	var (
-		mine *os.File
-		held []slotHolder
-	)
+	var mine *os.File
 	switch {
+	case err != nil:
 	case !taken || mutex.kept(): // a mutex holder, or a mutex kept by a hold
 		held = []slotHolder{mutex}
 		if n == 1 && !taken && !mutex.ok { // no mutex on record: slot holders may share the file
@@ -90,40 +102,22 @@ func (b *Backend) take(ctx context.Context, key string, p keyPaths, n int) (file
 				held = slots
 			}
 		}
-	case n == 1: // a slot holder would share the file: only a hold can keep a slot
-		mine = keyLock
+	case n <= 1: // no mutex: a semaphore's slots are held, or kept by holds
+		if n == 1 {
+			mine = keyLock
+		}
 		held, err = b.semHolders(ctx, key)
 	default:
 		slot, mine, held, err = scanSlots(key, p, n)
 	}
-	if err == nil {
-		err = refuse(key, n, held, mine != nil)
-	}
 	switch {
-	case err != nil:
-		if mine != nil && mine != keyLock {
-			unlockClose(mine)
-		}
-		if taken {
-			syscall.Flock(int(keyLock.Fd()), syscall.LOCK_UN)
-		}
-		keyLock.Close()
-		return nil, 0, err
+	case err != nil || mine == nil:
+		unlockClose(keyLock) // unlocking a flock not taken is harmless
+		return held, nil, 0, err
 	case mine == keyLock:
-		return []*os.File{keyLock}, 0, nil
+		return held, []*os.File{keyLock}, 0, nil
 	}
-	return []*os.File{mine, keyLock}, slot, nil
-}
-
-// refuse answers a request for n slots of key whose scan found held (free:
-// it took a free slot), by lock.Refuse: a slot holder without a record
-// (broken, not yet gone) may use n, unless its slot is beyond n.
-func refuse(key string, n int, held []slotHolder, free bool) error {
-	limits := make([]lock.SeenLimit, len(held))
-	for i, h := range held {
-		limits[i] = h.seenLimit()
-	}
-	return lock.Refuse(key, n, describe(key, held), limits, !free)
+	return held, []*os.File{mine, keyLock}, slot, nil
 }
 
 // scanSlots looks at every slot file of key under the short flock, creating
@@ -171,7 +165,8 @@ func scanSlots(key string, p keyPaths, n int) (slot int, mine *os.File, held []s
 // lowest first, so slot 0's exists).
 func (b *Backend) semHolders(ctx context.Context, key string) ([]slotHolder, error) {
 	p := b.keyPaths(key)
-	if lockPath, _ := p.semSlot(0); !exists(lockPath) {
+	slot0, _ := p.semSlot(0)
+	if _, err := os.Stat(slot0); err != nil {
 		return nil, nil
 	}
 	short, err := lockShort(ctx, p)

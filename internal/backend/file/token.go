@@ -32,11 +32,8 @@ func nextToken(path string, now time.Time) (uint64, error) {
 	}
 	last, _ := strconv.ParseUint(strings.TrimSpace(string(buf[:n])), 10, 64)
 	tok := lock.NextToken(last, lock.ClockMicros(now))
-	if _, err := f.WriteAt([]byte(fmt.Sprintf("%020d\n", tok)), 0); err != nil {
-		return 0, err
+	if _, err = f.WriteAt([]byte(fmt.Sprintf("%020d\n", tok)), 0); err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		return 0, err
-	}
-	return tok, nil
+	return tok, err
 }

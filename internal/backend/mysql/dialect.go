@@ -23,28 +23,20 @@ var (
 	queries  = sqlstore.ReadQueries(sqlFiles)
 )
 
-// pollCap caps a waiter's backoff (MySQL has no notifications); a waiter
-// steps (and so refreshes its place) at least this often.
-const pollCap = 250 * time.Millisecond
-
-// placeLasts is how long a waiter's place lasts without a refresh: many
-// polls, so that only a waiter that is gone (or cut off) loses it.
-const placeLasts = 2 * time.Second
-
 // dialect is MySQL/MariaDB as the SQL store speaks it: database/sql
 // (driver.go), the statements of this package's .sql files; no
 // notifications, so waiters only poll.
 func (b *Backend) dialect(prefix, addr string) sqlstore.Dialect {
 	return sqlstore.Dialect{
 		Name: "mysql", Addr: addr, Prefix: prefix,
-		Driver:     driver{b},
-		SQL:        queries,
-		PollCap:    pollCap,
-		PlaceLasts: placeLasts,
-		Classify:   classify,
-		Grants:     "create distlock_token, distlock_lease, distlock_waiter and distlock_ledger once (README, MySQL), then grant distlock's user SELECT, INSERT, UPDATE, DELETE on them",
-		TooMany:    "its max_connections (151 by default) are all in use; raise it (SET GLOBAL max_connections = N, and in the server's config file)",
-		ClockName:  "SYSDATE(6)",
+		Driver: driver{b},
+		SQL:    queries,
+		// A place lasts eight polls: only a waiter gone (or cut off) loses it.
+		PollCap: 250 * time.Millisecond, PlaceLasts: 2 * time.Second,
+		Classify:  classify,
+		Grants:    "create distlock_token, distlock_lease, distlock_waiter and distlock_ledger once (README, MySQL), then grant distlock's user SELECT, INSERT, UPDATE, DELETE on them",
+		TooMany:   "its max_connections (151 by default) are all in use; raise it (SET GLOBAL max_connections = N, and in the server's config file)",
+		ClockName: "SYSDATE(6)",
 		Connections: sqlstore.Connections{
 			Reads: "max_connections and Threads_connected",
 			Fix:   "raise it (SET GLOBAL max_connections = N, and in the server's config file)",

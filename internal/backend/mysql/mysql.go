@@ -102,7 +102,7 @@ type Backend struct {
 func New(ctx context.Context, cfg Config) (*Backend, error) {
 	c := cfg.Driver.Clone()
 	c.Passwd = cmp.Or(c.Passwd, cfg.Password)
-	timeout := sqlstore.ConnectTimeout(cfg.ConnectTimeout)
+	timeout := cmp.Or(cfg.ConnectTimeout, 5*time.Second)
 	c.Timeout = timeout
 	// Statements are filled in by the driver (escaped), so that a whole
 	// transaction travels as one multi-statement query.

@@ -24,28 +24,20 @@ var (
 	headroomSQL string
 )
 
-// pollCap caps a waiter's backoff; a waiter steps (and so refreshes its
-// place) at least this often.
-const pollCap = time.Second
-
-// placeLasts is how long a waiter's place lasts without a refresh: many
-// polls, so that only a waiter that is gone (or cut off) loses it.
-const placeLasts = 3 * pollCap
-
 // dialect is PostgreSQL as the SQL store speaks it: pgx (driver.go), the
 // statements of this package's .sql files, NOTIFY on every release and
 // break (notify.go); addr (host:port) names the server in messages.
 func (b *Backend) dialect(addr string) sqlstore.Dialect {
 	return sqlstore.Dialect{
 		Name: "postgres", Addr: addr, Prefix: b.prefix,
-		Driver:     driver{b},
-		SQL:        queries,
-		PollCap:    pollCap,
-		PlaceLasts: placeLasts,
-		Wake:       b.notify,
-		WakeArgs:   func(key string) []any { return []any{b.channel(key)} },
-		Classify:   classify,
-		Grants:     "create distlock_lease, distlock_waiter, distlock_key_token, distlock_ledger and distlock_token once as their owner (README, PostgreSQL), then grant distlock's user SELECT, INSERT, UPDATE, DELETE on the tables and USAGE on the sequence",
+		Driver: driver{b},
+		SQL:    queries,
+		// A place lasts three polls: only a waiter gone (or cut off) loses it.
+		PollCap: time.Second, PlaceLasts: 3 * time.Second,
+		Wake:     b.notify,
+		WakeArgs: func(key string) []any { return []any{b.channel(key)} },
+		Classify: classify,
+		Grants:   "create distlock_lease, distlock_waiter, distlock_key_token, distlock_ledger and distlock_token once as their owner (README, PostgreSQL), then grant distlock's user SELECT, INSERT, UPDATE, DELETE on the tables and USAGE on the sequence",
 		// Each request of a distlock process needs a connection (for the
 		// time of the request: conn.go), and a waiter one more, held, to
 		// listen for releases while the server has room (notify.go).

@@ -62,11 +62,8 @@ func (c Config) String() string {
 func ParseURL(raw string) (Config, error) {
 	pc, err := pgxpool.ParseConfig(raw)
 	if err != nil {
-		var pe *pgconn.ParseConfigError
-		if errors.As(err, &pe) && pe.Unwrap() != nil {
-			err = pe.Unwrap()
-		} else if errors.As(err, &pe) {
-			err = errors.New("cannot parse it")
+		if pe := (*pgconn.ParseConfigError)(nil); errors.As(err, &pe) {
+			err = cmp.Or(pe.Unwrap(), errors.New("cannot parse it"))
 		}
 		return Config{}, lock.Invalidf("postgres URL is malformed: %s (expected postgres://user[:password]@host:port/database?sslmode=disable)", sqlstore.FirstLine(err.Error()))
 	}
@@ -92,7 +89,7 @@ type Backend struct {
 func New(ctx context.Context, cfg Config) (*Backend, error) {
 	cc := cfg.Conn.Copy()
 	cc.Password = cmp.Or(cc.Password, cfg.Password)
-	timeout := sqlstore.ConnectTimeout(cfg.ConnectTimeout)
+	timeout := cmp.Or(cfg.ConnectTimeout, 5*time.Second)
 	cc.ConnectTimeout = timeout
 	// One round trip per statement, no prepare: every distlock process
 	// makes only a handful of calls, each on a new connection. Parameter

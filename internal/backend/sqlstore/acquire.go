@@ -113,11 +113,5 @@ func (r *attemptRow) busy(engine, key string, limit int) (time.Duration, error) 
 func (s *Store) QueueLen(ctx context.Context, key string) (int64, error) {
 	var n int64
 	err := s.queryRow(ctx, s.d.SQL.QueueLen, []any{s.d.Prefix, key}, &n)
-	if s.undefined(err) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, s.Unavailable(err)
-	}
-	return n, nil
+	return n, s.unlessUndefined(err)
 }

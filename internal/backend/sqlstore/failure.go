@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -30,6 +31,19 @@ const (
 	Undefined                  // a table (or sequence) does not exist (yet)
 )
 
+// wording is the line Unavailable gives each Kind (ServerError's for one
+// not named), filled with the server ("postgres at host:port"), the
+// Failure's Msg and Code, and the Dialect's Grants and TooMany.
+var wording = map[Kind]string{
+	ServerError:    "%[1]s: %[2]s (%[3]s)",
+	BadCredentials: "%[1]s refused the credentials (%[2]s): check the user and password in --backend, DISTLOCK_PASSWORD or --password-file",
+	NoDatabase:     "%[1]s: %[2]s: check the database in --backend",
+	NoPermission:   "%[1]s: %[2]s: %[4]s",
+	NoConnection:   "%[1]s has no connection left (%[2]s, %[3]s): %[5]s, or run fewer distlock processes at once",
+	Timeout:        "%[1]s did not answer in time: check that it is up and reachable, or raise --connect-timeout",
+	Unreachable:    "cannot reach %[1]s: %[2]s: check --backend and that the server is up",
+}
+
 // Unavailable turns a connection, auth or server failure into one line
 // that says what to do, unless err is one already. It never holds the
 // password: the engines' errors do not, and only their message is kept.
@@ -39,25 +53,9 @@ func (s *Store) Unavailable(err error) error {
 		return err
 	}
 	f := s.d.Classify(err)
-	at := s.d.Name + " at " + s.d.Addr
-	ue = &lock.UnavailableError{Err: err, Refused: f.Kind == BadCredentials || f.Kind == NoPermission}
-	switch f.Kind {
-	case BadCredentials:
-		ue.Msg = fmt.Sprintf("%s refused the credentials (%s): check the user and password in --backend, DISTLOCK_PASSWORD or --password-file", at, f.Msg)
-	case NoDatabase:
-		ue.Msg = fmt.Sprintf("%s: %s: check the database in --backend", at, f.Msg)
-	case NoPermission:
-		ue.Msg = fmt.Sprintf("%s: %s: %s", at, f.Msg, s.d.Grants)
-	case NoConnection:
-		ue.Msg = fmt.Sprintf("%s has no connection left (%s, %s): %s, or run fewer distlock processes at once", at, f.Msg, f.Code, s.d.TooMany)
-	case Timeout:
-		ue.Msg = at + " did not answer in time: check that it is up and reachable, or raise --connect-timeout"
-	case Unreachable:
-		ue.Msg = fmt.Sprintf("cannot reach %s: %s: check --backend and that the server is up", at, f.Msg)
-	default:
-		ue.Msg = fmt.Sprintf("%s: %s (%s)", at, f.Msg, f.Code)
-	}
-	return ue
+	msg := cmp.Or(wording[f.Kind], wording[ServerError])
+	return &lock.UnavailableError{Err: err, Refused: f.Kind == BadCredentials || f.Kind == NoPermission,
+		Msg: fmt.Sprintf(msg, s.d.Name+" at "+s.d.Addr, f.Msg, f.Code, s.d.Grants, s.d.TooMany)}
 }
 
 // Cause is the text of err's cause, for Unreachable: a network error told

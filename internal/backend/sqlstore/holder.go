@@ -38,7 +38,7 @@ func (r *holderRow) holder(key string) (lock.Holder, bool) {
 	return h, true
 }
 
-// slotRow is a row of Inspect, List and Slots: the key, the holder
+// slotRow is a row of Leases, List and Break: the key, the holder
 // columns, the limit and the slot.
 type slotRow struct {
 	key         string

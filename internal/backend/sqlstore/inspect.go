@@ -12,12 +12,7 @@ import (
 
 // List implements lock.Backend: one row per held key, its oldest live lease.
 func (s *Store) List(ctx context.Context, keyPrefix string) ([]lock.Holder, error) {
-	var hs []lock.Holder
-	err := s.holders(ctx, s.d.SQL.List, []any{s.d.Prefix, keyPrefix}, func(r *slotRow) {
-		if h, ok := r.holder(r.key); ok {
-			hs = append(hs, h)
-		}
-	})
+	hs, err := s.holders(ctx, s.d.SQL.List, s.d.Prefix, keyPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -25,55 +20,35 @@ func (s *Store) List(ctx context.Context, keyPrefix string) ([]lock.Holder, erro
 }
 
 // Inspect implements lock.Backend: the oldest live lease of key (for a
-// semaphore, the holder with the lowest token).
+// semaphore, the holder with the lowest token); with no table yet, free.
 func (s *Store) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
-	leases, err := s.leases(ctx, key)
-	if err != nil || len(leases) == 0 {
-		return lock.Holder{}, false, err // with no table yet: free
-	}
-	return leases[0], true, nil
+	return lock.InspectOldest(ctx, key, s.InspectSlots)
 }
 
 // InspectSlots implements lock.SlotInspector in one query: every live
 // lease of key, by slot.
 func (s *Store) InspectSlots(ctx context.Context, key string) ([]lock.Holder, error) {
-	leases, err := s.leases(ctx, key)
+	leases, err := s.holders(ctx, s.d.SQL.Leases, s.d.Prefix, key)
 	slices.SortStableFunc(leases, func(a, b lock.Holder) int { return cmp.Compare(a.Slot, b.Slot) })
 	return leases, err
 }
 
-// leases are the live leases of key, the oldest first.
-func (s *Store) leases(ctx context.Context, key string) ([]lock.Holder, error) {
+// holders runs a query of slot rows (Leases, List, Break): the holders its
+// rows name, with their limit and slot on a semaphore; with no table yet
+// there are none.
+func (s *Store) holders(ctx context.Context, query string, args ...any) ([]lock.Holder, error) {
 	var out []lock.Holder
-	err := s.holders(ctx, s.d.SQL.Leases, []any{s.d.Prefix, key}, func(r *slotRow) {
-		if h, ok := r.holder(key); ok {
-			out = append(out, h)
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// holders runs a query of slot rows (Leases, List, Break) and hands each row to
-// each; with no table yet there are none.
-func (s *Store) holders(ctx context.Context, query string, args []any, each func(*slotRow)) error {
 	err := s.d.Driver.Query(ctx, query, args, func(scan Row) error {
 		var r slotRow
 		if err := scan(r.dest()...); err != nil {
 			return err
 		}
-		each(&r)
+		if h, ok := r.holder(r.key); ok {
+			out = append(out, h)
+		}
 		return nil
 	})
-	if s.undefined(err) {
-		return nil
-	}
-	if err != nil {
-		return s.Unavailable(err)
-	}
-	return nil
+	return out, s.unlessUndefined(err)
 }
 
 // Break implements lock.Backend: with token != 0 it deletes the live lease
@@ -81,18 +56,13 @@ func (s *Store) holders(ctx context.Context, query string, args []any, each func
 // key; it returns the holder broken (the oldest, when several were), and
 // wakes the waiters (on an engine that can).
 func (s *Store) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
-	var broken []lock.Holder
-	err := s.holders(ctx, s.d.SQL.Break, s.wakeArgs(key, s.d.Prefix, key, int64(token)), func(r *slotRow) {
-		if h, ok := r.hr.holder(key); ok {
-			broken = append(broken, h)
-		}
-	})
+	broken, err := s.holders(ctx, s.d.SQL.Break, s.wakeArgs(key, s.d.Prefix, key, int64(token))...)
 	if err != nil {
 		return lock.Holder{}, err
 	}
 	var left []lock.Holder // only read when nothing was broken
 	if len(broken) == 0 {
-		if left, err = s.leases(ctx, key); err != nil {
+		if left, err = s.InspectSlots(ctx, key); err != nil {
 			return lock.Holder{}, err
 		}
 	}

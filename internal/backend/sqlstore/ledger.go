@@ -51,11 +51,8 @@ func (s *Store) Entries(ctx context.Context, key string) (map[string][]byte, err
 		out[id] = data
 		return nil
 	})
-	if s.undefined(err) {
-		return map[string][]byte{}, nil
-	}
-	if err != nil {
-		return nil, s.Unavailable(err)
+	if err := s.unlessUndefined(err); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -69,8 +66,5 @@ func (s *Store) DeleteEntries(ctx context.Context, key string, ids []string) err
 		return nil
 	}
 	_, err := s.d.Driver.Exec(ctx, s.d.SQL.DeleteEntries, s.d.Prefix, key, strings.Join(ids, ","))
-	if err != nil && !s.undefined(err) {
-		return s.Unavailable(err)
-	}
-	return nil
+	return s.unlessUndefined(err)
 }

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"reflect"
 	"strings"
 	"time"
 )
@@ -34,47 +35,41 @@ type Driver interface {
 	Acquire(ctx context.Context, query string, args []any, each func(Row) error) error
 }
 
-// Queries are an engine's statements, one .sql file each (ReadQueries).
-// "Holder columns" are owner, token, host, pid, username, command, note,
-// acquired (µs since 1970), ttl_ms, hold and the ms left (by the
-// database's clock).
+// Queries are an engine's statements, one .sql file each, named by the
+// field's tag, with the arguments the store gives them (ReadQueries; each
+// file's header says what it does and gives back). "Holder columns" are
+// owner, token, host, pid, username, command, note, acquired (µs since
+// 1970), ttl_ms, hold and the ms left (by the database's clock).
 type Queries struct {
-	Schema, Acquire, Renew, Hold, Release, Resume, Leases, List, Break,
-	Leave, QueueLen, LeaseLeft, PutEntry, Entries, DeleteEntries, Clock string
+	Schema        string `sql:"schema"`         // none: creates what is missing
+	Acquire       string `sql:"acquire"`        // prefix, key, owner, ttl_ms, limit, host, pid, user, command, note, waiting, place_ms
+	Renew         string `sql:"renew"`          // ttl_ms, prefix, key, slot, owner
+	Hold          string `sql:"hold"`           // ms, ms, mode, prefix, key, slot, owner
+	Release       string `sql:"release"`        // prefix, key, slot, owner, WakeArgs
+	Resume        string `sql:"resume"`         // prefix, key, owner, token: slot, limit, ttl_ms
+	Leases        string `sql:"leases"`         // prefix, key: key, holder columns, limit, slot
+	List          string `sql:"list"`           // prefix, key prefix: the same, by key then token
+	Break         string `sql:"break"`          // prefix, key, token (0: any), WakeArgs: key, holder columns, limit, slot
+	Leave         string `sql:"leave"`          // prefix, key, owner
+	QueueLen      string `sql:"queue_len"`      // prefix, key: a count
+	LeaseLeft     string `sql:"lease_left"`     // prefix, key, token: µs left (<0 expired)
+	PutEntry      string `sql:"ledger_put"`     // prefix, key, id, data
+	Entries       string `sql:"ledger_entries"` // prefix, key: id, data
+	DeleteEntries string `sql:"ledger_delete"`  // prefix, key, ids joined by commas
+	Clock         string `sql:"clock"`          // none: the server's clock in µs since 1970
 }
 
-// ReadQueries reads an engine's statements from fsys, <name>.sql each, as
-// named below with the arguments the store gives them (each file's header
-// says what it does and gives back). A file missing is a broken build: it
-// panics.
+// ReadQueries reads every statement of Queries from fsys. A file missing
+// is a broken build: it panics.
 func ReadQueries(fsys fs.FS) Queries {
 	var q Queries
-	for _, f := range []struct {
-		name string
-		to   *string
-	}{
-		{"schema", &q.Schema},               // none: creates what is missing
-		{"acquire", &q.Acquire},             // prefix, key, owner, ttl_ms, limit, host, pid, user, command, note, waiting, place_ms
-		{"renew", &q.Renew},                 // ttl_ms, prefix, key, slot, owner
-		{"hold", &q.Hold},                   // ms, ms, mode, prefix, key, slot, owner
-		{"release", &q.Release},             // prefix, key, slot, owner, WakeArgs
-		{"resume", &q.Resume},               // prefix, key, owner, token: slot, limit, ttl_ms
-		{"leases", &q.Leases},               // prefix, key: key, holder columns, limit, slot
-		{"list", &q.List},                   // prefix, key prefix: the same, by key then token
-		{"break", &q.Break},                 // prefix, key, token (0: any), WakeArgs: key, holder columns, limit, slot
-		{"leave", &q.Leave},                 // prefix, key, owner
-		{"queue_len", &q.QueueLen},          // prefix, key: a count
-		{"lease_left", &q.LeaseLeft},        // prefix, key, token: µs left (<0 expired)
-		{"ledger_put", &q.PutEntry},         // prefix, key, id, data
-		{"ledger_entries", &q.Entries},      // prefix, key: id, data
-		{"ledger_delete", &q.DeleteEntries}, // prefix, key, ids joined by commas
-		{"clock", &q.Clock},                 // none: the server's clock in µs since 1970
-	} {
-		b, err := fs.ReadFile(fsys, f.name+".sql")
+	v := reflect.ValueOf(&q).Elem()
+	for i := range v.NumField() {
+		b, err := fs.ReadFile(fsys, v.Type().Field(i).Tag.Get("sql")+".sql")
 		if err != nil {
 			panic(err)
 		}
-		*f.to = string(b)
+		v.Field(i).SetString(string(b))
 	}
 	return q
 }
@@ -121,15 +116,6 @@ type Store struct {
 	d Dialect
 }
 
-// ConnectTimeout is how long an SQL engine gives its database to answer
-// when it connects: d, or 5s when d is not positive.
-func ConnectTimeout(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 5 * time.Second
-	}
-	return d
-}
-
 // New is a Store speaking d.
 func New(d Dialect) *Store {
 	return &Store{d: d}
@@ -151,6 +137,15 @@ func (s *Store) withSchema(ctx context.Context, op func() error) error {
 // undefined: err says a table (or sequence) does not exist (yet).
 func (s *Store) undefined(err error) bool {
 	return err != nil && s.d.Classify(err).Kind == Undefined
+}
+
+// unlessUndefined is err as Unavailable words it; nil when a table does not
+// exist yet (a read finds nothing there, a delete has nothing to delete).
+func (s *Store) unlessUndefined(err error) error {
+	if err == nil || s.undefined(err) {
+		return nil
+	}
+	return s.Unavailable(err)
 }
 
 // errNoRows: a query that gives one row gave none.
