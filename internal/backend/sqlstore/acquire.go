@@ -108,8 +108,8 @@ func (r *attemptRow) busy(engine, key string, limit int) (time.Duration, error) 
 	return left, &lock.BusyError{Holder: h}
 }
 
-// QueueLen is how many waiters have a place in key's line, places not yet
-// pruned included (for tests and tools).
+// QueueLen implements lock.LineCounter (status's waiting): how many
+// waiters have a place in key's line, places not yet pruned included.
 func (s *Store) QueueLen(ctx context.Context, key string) (int64, error) {
 	var n int64
 	err := s.queryRow(ctx, s.d.SQL.QueueLen, []any{s.d.Prefix, key}, &n)
