@@ -56,16 +56,12 @@ var redlockSpec = urlx.Spec{
 // ParseRedlockURL parses redlock:// URLs: at least three masters
 // (Config.Masters).
 func ParseRedlockURL(raw string) (Config, error) {
-	u, err := urlx.Parse(raw, redlockSpec)
+	u, tlsCfg, err := parseTLS(raw, redlockSpec, "redlock")
 	if err != nil {
 		return Config{}, err
 	}
 	if len(u.Hosts) < 3 {
 		return Config{}, lock.Invalidf("redlock URL names %d Redis masters: Redlock needs at least 3 independent ones (%s)", len(u.Hosts), redlockForm)
-	}
-	tlsCfg, err := takeTLS(&u, "redlock")
-	if err != nil {
-		return Config{}, err
 	}
 	cfg := Config{Password: u.Password, addr: "redlock over " + strings.Join(u.Hosts, ",")}
 	for _, h := range u.Hosts {

@@ -26,6 +26,16 @@ import (
 // tlsParams are the query parameters takeTLS knows.
 var tlsParams = []string{"tls", "tls_ca", "tls_server_name", "tls_insecure_skip_verify"}
 
+// parseTLS parses raw by spec and takes its TLS parameters (takeTLS).
+func parseTLS(raw string, spec urlx.Spec, scheme string) (urlx.URL, *tls.Config, error) {
+	u, err := urlx.Parse(raw, spec)
+	if err != nil {
+		return u, nil, err
+	}
+	cfg, err := takeTLS(&u, scheme)
+	return u, cfg, err
+}
+
 // takeTLS removes the TLS parameters from u.Query and returns the TLS
 // configuration they and u's scheme ask for; nil means plain TCP.
 func takeTLS(u *urlx.URL, scheme string) (*tls.Config, error) {

@@ -92,11 +92,7 @@ var (
 // need one: sentinel_user, sentinel_password). Errors never hold the
 // password.
 func ParseSentinelURL(raw string) (Config, error) {
-	u, err := urlx.Parse(raw, sentinelSpec)
-	if err != nil {
-		return Config{}, err
-	}
-	tlsCfg, err := takeTLS(&u, "redis+sentinel")
+	u, tlsCfg, err := parseTLS(raw, sentinelSpec, "redis+sentinel")
 	if err != nil {
 		return Config{}, err
 	}
@@ -127,11 +123,7 @@ func ParseSentinelURL(raw string) (Config, error) {
 // nodes (the client learns the rest from them). Errors never hold the
 // password.
 func ParseClusterURL(raw string) (Config, error) {
-	u, err := urlx.Parse(raw, clusterSpec)
-	if err != nil {
-		return Config{}, err
-	}
-	tlsCfg, err := takeTLS(&u, "redis+cluster")
+	u, tlsCfg, err := parseTLS(raw, clusterSpec, "redis+cluster")
 	if err != nil {
 		return Config{}, err
 	}
