@@ -208,3 +208,27 @@ func TestHoldsExpireForEveryWaiter(t *testing.T) {
 		})
 	}
 }
+
+// TestLostPlaceJoinsAtTheBack: a waiter whose node went (a session
+// expired, a break) joins again at the back on its next Try, behind the
+// waiter that came after it, and watches that one.
+func TestLostPlaceJoinsAtTheBack(t *testing.T) {
+	p := startServer(t)
+	b := open(t, p.Addr(), "lostplace")
+	ctx := ctx(t)
+	held := fill(t, ctx, b, "k", 1)
+	defer held[0].Release(ctx)
+	first := waiterOf(t, ctx, b, "k", "first", 1)
+	later := waiterOf(t, ctx, b, "k", "later", 1)
+	lost := first.st.node
+	if err := first.st.s.remove(ctx, first.st.dir+"/"+lost, -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Try(ctx); err == nil {
+		t.Fatal("the waiter that lost its place holds")
+	}
+	if first.st.node == lost || first.st.node == "" {
+		t.Fatalf("the waiter's node is %q after losing %q, want a new one", first.st.node, lost)
+	}
+	wantWatch(t, "the waiter that lost its place", first, later.st.node)
+}
