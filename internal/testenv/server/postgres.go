@@ -46,7 +46,13 @@ func startPostgres(dir string, limit []string) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	return startFresh(1, d.cleanup, func(ports []int) (spec, error) {
+	// The last kill leaves the postmaster's shared memory segment behind:
+	// remove it before the data directory that names it.
+	cleanup := func() error {
+		removePostgresShm(d.data)
+		return d.cleanup()
+	}
+	return startFresh(1, cleanup, func(ports []int) (spec, error) {
 		port := ports[0]
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		return spec{
