@@ -51,7 +51,7 @@ func usageError(err error) error {
 	if errors.As(err, &se) {
 		return err
 	}
-	msg := firstLine(err.Error())
+	msg := lock.FirstLine(err)
 	if s := suggestions(err.Error()); len(s) > 0 {
 		msg += "; did you mean " + strings.Join(s, " or ") + "?"
 	}
@@ -163,7 +163,7 @@ func codeFor(err error) (code int, msg string) {
 	if err == nil {
 		return exitOK, ""
 	}
-	msg = firstLine(err.Error())
+	msg = lock.FirstLine(err)
 	var (
 		se   *statusError
 		ce   *commandExit
@@ -203,9 +203,4 @@ func codeFor(err error) (code int, msg string) {
 		return exitUnavailable, msg
 	}
 	return exitInternal, "internal error: " + msg
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
 }

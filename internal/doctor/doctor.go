@@ -67,7 +67,7 @@ func Latency(ctx context.Context, b lock.Backend, o Options) lock.Check {
 		if err != nil {
 			return lock.Check{
 				Name: "latency", Status: lock.CheckProblem,
-				Detail: fmt.Sprintf("a look-up of %s failed after %s: %s", o.Key, took.Round(time.Microsecond), firstLine(err)),
+				Detail: fmt.Sprintf("a look-up of %s failed after %s: %s", o.Key, took.Round(time.Microsecond), lock.FirstLine(err)),
 				Fix:    "the engine answered once but not reliably: check the network between here and the engine, and the engine's load",
 			}
 		}
@@ -124,7 +124,7 @@ func LockCycle(ctx context.Context, b lock.Backend, o Options) lock.Check {
 				Detail: fmt.Sprintf("%s is %s, so it was not taken", o.Key, lock.DescribeHolder(busy.Holder, time.Now())),
 				Fix:    "run doctor again when it is free, or give another scratch key with --key"}
 		case err != nil:
-			return problem(fmt.Sprintf("could not take %s: %s", o.Key, firstLine(err)),
+			return problem(fmt.Sprintf("could not take %s: %s", o.Key, lock.FirstLine(err)),
 				"distlock run will fail the same way: check the engine's permissions for the prefix (--prefix) and its health")
 		}
 		tokens = append(tokens, l.Token())
@@ -136,7 +136,7 @@ func LockCycle(ctx context.Context, b lock.Backend, o Options) lock.Check {
 		err = l.Release(rctx)
 		cancel()
 		if err != nil {
-			return problem(fmt.Sprintf("took %s (token %d) but could not release it: %s", o.Key, l.Token(), firstLine(err)),
+			return problem(fmt.Sprintf("took %s (token %d) but could not release it: %s", o.Key, l.Token(), lock.FirstLine(err)),
 				fmt.Sprintf("it expires by itself after --ttl %s; distlock run would leave its locks the same way: check the engine's permissions and health", o.TTL))
 		}
 		if c, bad := freed(ctx, b, o); bad {
@@ -187,7 +187,7 @@ func shows(ctx context.Context, b lock.Backend, o Options, e look) (lock.Check, 
 	switch {
 	case err != nil:
 		return lock.Check{Name: "lock", Status: lock.CheckProblem,
-			Detail: fmt.Sprintf("%s but could not look it up: %s", e.did, firstLine(err)), Fix: e.readFix}, true
+			Detail: fmt.Sprintf("%s but could not look it up: %s", e.did, lock.FirstLine(err)), Fix: e.readFix}, true
 	case !e.right(h, held):
 		return lock.Check{Name: "lock", Status: lock.CheckProblem, Detail: e.wrong + describe(h, held), Fix: e.fix}, true
 	}
@@ -220,16 +220,6 @@ func newOwner() (string, error) {
 		return "", fmt.Errorf("cannot make an owner id: %w", err)
 	}
 	return hex.EncodeToString(b), nil
-}
-
-func firstLine(err error) string {
-	s := err.Error()
-	for i := range len(s) {
-		if s[i] == '\n' {
-			return s[:i]
-		}
-	}
-	return s
 }
 
 // roundUp rounds a suggested TTL up to a whole second (at least 1s).

@@ -4,19 +4,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"strings"
 	"time"
 )
 
 // The doctor checks several engines make the same way: each engine reads
 // its own facts (its clock, the lease it grants) and these judge them.
-
-// FirstLine is an error's first line: drivers' errors can run on with
-// server-side detail that a doctor line does not need.
-func FirstLine(err error) string {
-	s, _, _ := strings.Cut(err.Error(), "\n")
-	return s
-}
 
 // CannotCheck is the warning of a check that could not ask the engine
 // ("cannot <what>: <the error's first line>"); fix says what to do.

@@ -3,6 +3,7 @@ package lock
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -122,4 +123,12 @@ func (e *LimitMismatchError) Error() string {
 
 func (e *LimitMismatchError) Is(target error) bool {
 	return target == ErrLimitMismatch || target == ErrInvalid
+}
+
+// FirstLine is an error's first line: drivers' errors can run on with
+// server-side detail that a one-line message (an error, a doctor line)
+// does not need.
+func FirstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
 }

@@ -65,7 +65,7 @@ func ParseURL(raw string) (Config, error) {
 		if pe := (*pgconn.ParseConfigError)(nil); errors.As(err, &pe) {
 			err = cmp.Or(pe.Unwrap(), errors.New("cannot parse it"))
 		}
-		return Config{}, lock.Invalidf("postgres URL is malformed: %s (expected postgres://user[:password]@host:port/database?sslmode=disable)", sqlstore.FirstLine(err.Error()))
+		return Config{}, lock.Invalidf("postgres URL is malformed: %s (expected postgres://user[:password]@host:port/database?sslmode=disable)", lock.FirstLine(err))
 	}
 	return Config{Conn: pc.ConnConfig}, nil
 }

@@ -112,17 +112,12 @@ func (b *Backend) unavailable(err error) error {
 		// its own.
 		return lock.Invalidf("%s cannot keep this lock's keys in one hash slot: on a Redis Cluster a key must not start with '}', nor --prefix hold \"{}\"", b.addr)
 	case strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "NOAUTH") || strings.Contains(msg, "invalid password"):
-		return &lock.UnavailableError{Msg: fmt.Sprintf("%s refused the credentials (%s): check the user and password in --backend, DISTLOCK_PASSWORD or --password-file", b.addr, firstLine(msg)), Err: err, Refused: true}
+		return &lock.UnavailableError{Msg: fmt.Sprintf("%s refused the credentials (%s): check the user and password in --backend, DISTLOCK_PASSWORD or --password-file", b.addr, lock.FirstLine(err)), Err: err, Refused: true}
 	case errors.Is(err, context.DeadlineExceeded):
 		return &lock.UnavailableError{Msg: fmt.Sprintf("%s did not answer in time: check that it is up and reachable, or raise --connect-timeout", b.addr), Err: err}
 	default:
-		return &lock.UnavailableError{Msg: fmt.Sprintf("cannot reach %s: %s: check --backend and that the server is up", b.addr, firstLine(msg)), Err: err}
+		return &lock.UnavailableError{Msg: fmt.Sprintf("cannot reach %s: %s: check --backend and that the server is up", b.addr, lock.FirstLine(err)), Err: err}
 	}
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
 }
 
 // Key names share the hash tag {key} so that lock, counter and channel live

@@ -92,7 +92,7 @@ func OpenRedlock(ctx context.Context, cfg Config) (*Redlock, error) {
 	})
 	if answered(errs) == 0 {
 		r.Close()
-		return nil, &lock.UnavailableError{Msg: fmt.Sprintf("redlock: none of the %d redis masters answered: %s", len(r.nodes), firstLine(errs[0].Error())), Err: errs[0], Refused: isRefused(errs[0])}
+		return nil, &lock.UnavailableError{Msg: fmt.Sprintf("redlock: none of the %d redis masters answered: %s", len(r.nodes), lock.FirstLine(errs[0])), Err: errs[0], Refused: isRefused(errs[0])}
 	}
 	return r, nil
 }
@@ -183,7 +183,7 @@ func (r *Redlock) needQuorum(errs []error, what string) error {
 		}
 	}
 	return &lock.UnavailableError{
-		Msg: fmt.Sprintf("redlock: only %d of %d redis masters %s (a quorum is %d): %s", ok, len(r.nodes), what, r.quorum, firstLine(first.Error())),
+		Msg: fmt.Sprintf("redlock: only %d of %d redis masters %s (a quorum is %d): %s", ok, len(r.nodes), what, r.quorum, lock.FirstLine(first)),
 		Err: first, Refused: isRefused(first),
 	}
 }

@@ -72,7 +72,7 @@ func (b *Backend) waited(ctx context.Context, timeout time.Duration, what string
 	}
 	switch n, err := wait.(*goredis.Cmd).Int64(); {
 	case err != nil:
-		return &notReplicatedError{msg: fmt.Sprintf("%s: cannot tell whether %d replicas have %s (WAIT failed: %s)", b.addr, b.wait, what, firstLine(err.Error()))}
+		return &notReplicatedError{msg: fmt.Sprintf("%s: cannot tell whether %d replicas have %s (WAIT failed: %s)", b.addr, b.wait, what, lock.FirstLine(err))}
 	case n < int64(b.wait):
 		return &notReplicatedError{acked: n, msg: fmt.Sprintf("%s: only %d of the %d replicas asked for (wait=%d) acknowledged %s within %s", b.addr, n, b.wait, b.wait, what, timeout)}
 	}
@@ -87,7 +87,7 @@ func (b *Backend) unreplicatedGrant(ctx context.Context, key string, nr error, r
 	defer cancel()
 	what := "released it again"
 	if err := release(cctx); err != nil && err != lock.ErrNotHeld {
-		what = "could not release it (" + firstLine(err.Error()) + "): it expires after its TTL"
+		what = "could not release it (" + lock.FirstLine(err) + "): it expires after its TTL"
 	}
 	return &lock.UnavailableError{
 		Msg: fmt.Sprintf("%s; %s was granted but not taken, and distlock %s: a failover could grant it twice. Check the replicas (INFO replication) or lower wait", nr, key, what),

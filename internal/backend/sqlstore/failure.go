@@ -70,5 +70,5 @@ func Cause(err error, unwrap bool) string {
 	for unwrap && errors.Unwrap(err) != nil {
 		err = errors.Unwrap(err)
 	}
-	return FirstLine(err.Error())
+	return lock.FirstLine(err)
 }

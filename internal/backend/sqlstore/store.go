@@ -15,7 +15,6 @@ import (
 	"errors"
 	"io/fs"
 	"reflect"
-	"strings"
 	"time"
 )
 
@@ -171,10 +170,4 @@ func (s *Store) wakeArgs(key string, args ...any) []any {
 		args = append(args, s.d.WakeArgs(key)...)
 	}
 	return args
-}
-
-// FirstLine is s up to its first line break.
-func FirstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
 }
