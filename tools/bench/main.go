@@ -213,9 +213,7 @@ func run(rounds, sections int, hold time.Duration, jsonOut, baseline string) err
 		Counted: map[string]string{}, Startup: map[string]Stat{}, Ratios: map[string]float64{}, Overhead: map[string]float64{},
 		Handover: map[string]HandoverStat{}, Holder: map[string]HolderStat{},
 	}
-	note := func(format string, args ...any) {
-		res.Notes = append(res.Notes, fmt.Sprintf(format, args...))
-	}
+	note := res.note
 	res.LoadAvg = append(res.LoadAvg, loadAvg())
 
 	bin := filepath.Join(tmp, "distlock")
@@ -269,7 +267,7 @@ func run(rounds, sections int, hold time.Duration, jsonOut, baseline string) err
 // handovers measures handover and throughput with 8 contenders, for each
 // engine and binary and for the peers found on PATH (flock, etcdctl lock).
 func handovers(res *Results, tmp string, sections int, bins []binary, engines []engine, etcdAddr string) error {
-	note := func(format string, args ...any) { res.Notes = append(res.Notes, fmt.Sprintf(format, args...)) }
+	note := res.note
 	const contenders = 8
 	type tool struct {
 		name   string
@@ -304,7 +302,7 @@ func handovers(res *Results, tmp string, sections int, bins []binary, engines []
 
 // holders watches an idle holder on each engine and binary.
 func holders(res *Results, hold time.Duration, bins []binary, engines []engine) error {
-	note := func(format string, args ...any) { res.Notes = append(res.Notes, fmt.Sprintf(format, args...)) }
+	note := res.note
 	for _, e := range engines {
 		for _, b := range bins {
 			h, err := holder(b.path, b.name("idle"), e, hold)
@@ -318,4 +316,9 @@ func holders(res *Results, hold time.Duration, bins []binary, engines []engine) 
 		}
 	}
 	return nil
+}
+
+// note adds a line to what the run noticed (Results.Notes).
+func (r *Results) note(format string, args ...any) {
+	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
 }
