@@ -3,7 +3,6 @@ package file
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -94,7 +93,7 @@ func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 		return nil, nil
 	}
 	if err != nil {
-		return nil, &lock.UnavailableError{Msg: fmt.Sprintf("cannot read lock directory %s: %v", b.dir, errors.Unwrap(err)), Err: err}
+		return nil, unavailable("read lock directory "+b.dir, err)
 	}
 	start := escapePrefix(b.prefix) + "#"
 	var keys []string

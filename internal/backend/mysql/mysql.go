@@ -34,10 +34,8 @@ import (
 // Config is what New needs: the driver's configuration parsed from the
 // URL plus distlock's own settings.
 type Config struct {
-	Driver         *mysqldrv.Config
-	Password       string // used when the URL has none
-	Prefix         string
-	ConnectTimeout time.Duration
+	Driver *mysqldrv.Config
+	sqlstore.Settings
 }
 
 // String names the server and database and shows none of the config's
@@ -137,9 +135,6 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	}
 	return b, nil
 }
-
-// Guarantee implements lock.Backend.
-func (b *Backend) Guarantee() string { return Guarantee }
 
 // Guarantee is what MySQL and MariaDB promise, in one line (status's
 // engine: line; internal/backend's registry shows it too).
