@@ -20,6 +20,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/url"
 	"strings"
@@ -113,7 +115,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		c.Params = map[string]string{}
 	}
 	c.Params["time_zone"] = "'+00:00'"
-	c.Logger = quietLogger{}
+	c.Logger = log.New(io.Discard, "", 0) // distlock reports its failures itself
 	b := &Backend{}
 	b.Store = sqlstore.New(b.dialect(cmp.Or(cfg.Prefix, "distlock"), c.Addr))
 	connector, err := mysqldrv.NewConnector(c)
@@ -142,9 +144,3 @@ const Guarantee = "MySQL/MariaDB: exclusive while this database (its primary) li
 
 // Close implements lock.Backend.
 func (b *Backend) Close() error { return b.db.Close() }
-
-// quietLogger drops the driver's own log lines: distlock reports its
-// failures itself.
-type quietLogger struct{}
-
-func (quietLogger) Print(...any) {}
