@@ -44,17 +44,17 @@ func (r *Redlock) PutEntry(ctx context.Context, key, id string, data []byte) err
 	}
 	v := append(strconv.AppendInt(nil, r.ledgerVer.next(), 10), ':')
 	v = append(v, data...)
-	return r.needQuorum(r.each(ctx, ledgerTimeout, func(ctx context.Context, _ int, n *Backend) error {
+	return r.onQuorum(ctx, ledgerTimeout, "stored the ledger entry "+id+" of "+key, func(ctx context.Context, _ int, n *Backend) error {
 		return n.putEntry(ctx, key, id, v)
-	}), "stored the ledger entry "+id+" of "+key)
+	})
 }
 
 // DeleteEntries implements lock.Ledger: on every master, a quorum must
 // answer.
 func (r *Redlock) DeleteEntries(ctx context.Context, key string, ids []string) error {
-	return r.needQuorum(r.each(ctx, ledgerTimeout, func(ctx context.Context, _ int, n *Backend) error {
+	return r.onQuorum(ctx, ledgerTimeout, "deleted ledger entries of "+key, func(ctx context.Context, _ int, n *Backend) error {
 		return n.DeleteEntries(ctx, key, ids)
-	}), "deleted ledger entries of "+key)
+	})
 }
 
 // Entries implements lock.Ledger: the merge of a quorum's ledgers (see
@@ -63,7 +63,7 @@ func (r *Redlock) Entries(ctx context.Context, key string) (map[string][]byte, e
 	all, errs := fan(ctx, r, ledgerTimeout, func(ctx context.Context, _ int, n *Backend) (map[string][]byte, error) {
 		return n.Entries(ctx, key)
 	})
-	if err := r.needQuorum(errs, "answered"); err != nil {
+	if err := r.quorumOf(errs, "answered"); err != nil {
 		return nil, err
 	}
 	out, vers := map[string][]byte{}, map[string]int64{}
