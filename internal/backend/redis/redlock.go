@@ -44,11 +44,11 @@ type Redlock struct {
 	nodes     []*Backend
 	quorum    int
 	addrs     string
-	ledgerVer ledgerClock // versions the run ledger's writes (redlock_ledger.go)
+	ledgerVer ledgerClock // versions the run ledger's writes (ledger.go)
 }
 
 // redlockSpec: at least three masters, each naming its port, each used
-// with its database 0; TLS as on the other multi-host URLs (tls.go).
+// with its database 0; TLS as on the other multi-host URLs (url.go).
 var redlockSpec = urlx.Spec{
 	Name: "redlock", Scheme: "redlock", TLSScheme: "redlocks", Form: redlockForm,
 	Path: urlx.NoPath, PathNote: "each master's database 0 holds the locks (" + redlockForm + ")",
