@@ -111,9 +111,9 @@ func (b *Backend) leaveQueue(ctx context.Context, req lock.Request) {
 // try-once is busy while anyone is queued. A waiter steps (refreshes its
 // place) again within max(1s, ttl/3), the poll's cap (a quarter more at
 // most, with the jitter), and its place lasts twice that, so a dead
-// waiter is pruned within about 2*max(1s, ttl/3). It sleeps on its own wake channel (published to when
-// it becomes first); only the first in line listens to the key's release
-// channel.
+// waiter is pruned within about 2*max(1s, ttl/3). It sleeps on its own
+// wake channel (published to when it becomes first); only the first in
+// line listens to the key's release channel.
 func (b *Backend) Contend(req lock.Request) lock.Contender {
 	every := max(time.Second, req.TTL/3)
 	w := &waker{msgs: make(chan struct{}, 1)}
