@@ -1,6 +1,7 @@
 package zookeeper
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,16 +13,21 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// Contend implements lock.Backend. Contenders of a key queue in arrival
-// order (sequential nodes); the first limit hold, a mutex being the case
-// of one place. A waiter watches only what can make it the next to hold
-// (wait.go).
+// Contend implements lock.Backend: lock.Line over the key's line of
+// sequential nodes (arrival order); the first limit hold, a mutex being
+// the case of one place. A waiter watches only what can make it the next
+// to hold (wait.go).
 func (b *Backend) Contend(req lock.Request) lock.Contender {
+	return lock.NewLine(req, b.contender(req))
+}
+
+func (b *Backend) contender(req lock.Request) *contender {
 	return &contender{b: b, req: req, limit: limitOf(req), nonce: newNonce(), dir: b.keyDir(req.Key)}
 }
 
-// contender is one process's place in a key's line, on a session of its
-// own whose timeout is the TTL: that session becomes the lease.
+// contender is one process's place in a key's line (lock.Line's store),
+// on a session of its own whose timeout is the TTL: that session becomes
+// the lease.
 type contender struct {
 	b     *Backend
 	req   lock.Request
@@ -34,58 +40,69 @@ type contender struct {
 	attempted bool   // a create was sent whose outcome we do not know
 	rec       record
 
-	watch    []string      // the nodes ahead whose change may make us next (wait.go), at the last Try
-	seen     int32         // the line's version (the key node's cversion) at the last read
-	holdLeft time.Duration // the holders' holds: least time until one may expire (<0: none)
-	holder   lock.Holder   // the holder as last described (Key "": none yet)
+	line     []entry            // the line at the last Look
+	counter  <-chan counterRead // the key's token counter, read with it
+	watch    []string           // the nodes ahead whose change may make us next (wait.go), at the last Look
+	seen     int32              // the line's version (the key node's cversion) at the last read
+	holdLeft time.Duration      // the holders' holds: least time until one may expire (<0: none)
 }
 
-// Try implements lock.Contender: take our place in line (once), read the
-// line, and hold if we are among its first limit places; else describe
-// the holder and note what Wait is to watch.
-func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
-	if err := lock.ValidateRequest(c.req); err != nil {
-		return nil, err
-	}
+// Join implements lock.LineStore: our session on first use, then a node
+// at the back of the line (a lost one gets a new one, on the same session).
+func (c *contender) Join(ctx context.Context) error {
 	if err := c.openSession(ctx); err != nil {
-		return nil, err
+		return err
 	}
-	for attempt := 0; ; attempt++ {
-		if err := c.takePlace(ctx); err != nil {
-			return nil, err
-		}
-		// The key's token counter is read alongside the line (one round
-		// trip for both): if we hold, the grant needs it (grantToken).
-		counter := c.b.readCounter(ctx, c.s, c.req.Key)
-		line, mine, err := c.readLine(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if mine < 0 {
-			// Our node is gone (our session expired, or a break): join
-			// again, at the back.
-			c.node, c.attempted = "", false
-			if attempt < 2 {
-				continue
-			}
-			return nil, c.busy()
-		}
-		expired, err := c.expireHolds(ctx, line, mine)
-		if err != nil {
-			return nil, err
-		}
-		if expired && attempt < 3 {
-			continue
-		}
-		if mine < c.limit {
-			return c.takeOver(ctx, line, counter)
-		}
-		c.watch = watchList(line, mine, c.limit)
-		return nil, c.describe(ctx, line[0])
-	}
+	return c.takePlace(ctx)
 }
 
-// openSession dials our session on the first Try. The session is the
+// Look implements lock.LineStore: read the line (and the key's token
+// counter alongside, in one round trip: if we take over, the grant needs
+// it), expire the holders' holds, and note what Watch is to watch. A busy
+// answer names the first in line.
+func (c *contender) Look(ctx context.Context) (lock.LineLook, error) {
+	c.counter = c.b.readCounter(ctx, c.s, c.req.Key)
+	line, mine, err := c.readLine(ctx)
+	if err != nil {
+		return lock.LineLook{}, err
+	}
+	if mine < 0 {
+		// Our node is gone (our session expired, or a break): join
+		// again, at the back.
+		c.node, c.attempted = "", false
+		return lock.LineLook{Lost: true}, nil
+	}
+	if expired, err := c.expireHolds(ctx, line, mine); err != nil || expired {
+		return lock.LineLook{}, cmp.Or(err, lock.ErrLookAgain)
+	}
+	c.line, c.watch = line, nil
+	look := lock.LineLook{Ahead: mine, Free: c.limit}
+	if mine >= c.limit {
+		c.watch = watchList(line, mine, c.limit)
+		look.Holder, err = c.head(ctx, line[0])
+	}
+	return look, err
+}
+
+// head describes the first in line (nobody when its node is gone).
+func (c *contender) head(ctx context.Context, e entry) (lock.Holder, error) {
+	d, ok, err := c.s.get(ctx, c.dir+"/"+e.node())
+	if err != nil {
+		return lock.Holder{}, c.b.opError("read the holder of "+c.req.Key, err)
+	}
+	if !ok {
+		return lock.Holder{}, nil
+	}
+	return holding{e, d}.describe(c.req.Key, time.Now()), nil
+}
+
+// Take implements lock.LineStore: take over from the place the last Look
+// read (takeOver).
+func (c *contender) Take(ctx context.Context) (lock.Lease, error) {
+	return c.takeOver(ctx, c.line, c.counter)
+}
+
+// openSession dials our session on the first Join. The session is the
 // lease, so it is asked for with the TTL, and a shorter one granted is
 // refused; a lease held at once (distlock acquire) only lives as a session
 // until Hold makes it a TTL node, so any session will do.
@@ -181,29 +198,6 @@ func (c *contender) readLine(ctx context.Context) (line []entry, mine int, err e
 	return line, -1, nil
 }
 
-// describe reads the first in line and answers busy. A first in line
-// with no token yet is a waiter taking over from the holder that just
-// left: until it has the lock, the last holder described stays.
-func (c *contender) describe(ctx context.Context, head entry) error {
-	d, ok, err := c.s.get(ctx, c.dir+"/"+head.node())
-	if err != nil {
-		return c.b.opError("read the holder of "+c.req.Key, err)
-	}
-	if h := (holding{head, d}); ok && (h.rec.Token != 0 || c.holder.Key == "") {
-		c.holder = h.describe(c.req.Key, time.Now())
-	}
-	return c.busy()
-}
-
-// busy is the answer of a Try that does not hold, naming the holder last
-// described.
-func (c *contender) busy() error {
-	if c.holder.Key == "" {
-		return &lock.BusyError{Holder: lock.Holder{Key: c.req.Key, ExpiresIn: -1}}
-	}
-	return &lock.BusyError{Holder: c.holder}
-}
-
 // takeOver makes us the holder: for a semaphore, claim a free slot; then
 // stamp the acquisition time and the token on our node with a write (in
 // one multi with the key's token counter, grantToken), which also proves,
@@ -217,20 +211,22 @@ func (c *contender) takeOver(ctx context.Context, line []entry, counter <-chan c
 			return nil, err
 		}
 		if slot < 0 {
-			c.watch = nil // none free: a holder ahead is leaving; try again at once
-			return nil, c.busy()
+			// None free: a holder ahead is leaving (Watch answers "try
+			// again at once", and the busy answer names the last holder).
+			return nil, &lock.BusyError{}
 		}
 		rec.Slot = slot
 	}
 	rec.AcquiredAt = time.Now()
 	rec, granted, lost, err := c.b.grantToken(ctx, c.s, c.req.Key, c.dir+"/"+c.node, rec, counter)
 	if lost {
-		// We lost our place (our session expired): give the slot back.
+		// We lost our place (our session expired): give the slot back,
+		// and the next Look finds the place lost.
 		if slot >= 0 {
 			_ = c.s.remove(ctx, c.dir+"/"+slotName(slot), -1)
 		}
 		c.node = ""
-		return nil, c.busy()
+		return nil, lock.ErrLookAgain
 	}
 	if err != nil {
 		return nil, c.b.opError("take "+c.req.Key, err)
@@ -345,7 +341,7 @@ func (c *contender) expireHolds(ctx context.Context, line []entry, mine int) (ex
 	st, err := c.s.set(ctx, c.dir+"/"+c.node, c.rec.encode())
 	if errors.Is(err, zk.ErrNoNode) {
 		c.holdLeft = 0
-		return true, nil // we lost our place: Try finds out
+		return true, nil // we lost our place: the next Look finds out
 	}
 	if err != nil {
 		return false, c.b.opError("read the server's clock", err)

@@ -298,7 +298,7 @@ func TestSlotHeldAfterLineReadIsPassedOver(t *testing.T) {
 	if s := kept.(lock.Slotted).Slot(); s != 0 {
 		t.Fatalf("first holder got slot %d, want 0", s)
 	}
-	c := b.Contend(req("next")).(*contender)
+	c := b.contender(req("next"))
 	defer c.Leave()
 	s, err := b.dial(ctx(t), 3*time.Second)
 	if err != nil {
