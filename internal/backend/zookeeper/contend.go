@@ -58,8 +58,9 @@ func (c *contender) Join(ctx context.Context) error {
 
 // Look implements lock.LineStore: read the line (and the key's token
 // counter alongside, in one round trip: if we take over, the grant needs
-// it), expire the holders' holds, and note what Watch is to watch. A busy
-// answer names the first in line.
+// it), then the nodes of the other holders (others), whose holds
+// expireHolds expires; note what Watch is to watch. A busy answer
+// names the oldest holder (lock.Oldest).
 func (c *contender) Look(ctx context.Context) (lock.LineLook, error) {
 	c.counter = c.b.readCounter(ctx, c.s, c.req.Key)
 	line, mine, err := c.readLine(ctx)
@@ -72,34 +73,35 @@ func (c *contender) Look(ctx context.Context) (lock.LineLook, error) {
 		c.node, c.attempted = "", false
 		return lock.LineLook{Lost: true}, nil
 	}
-	if expired, err := c.expireHolds(ctx, line, mine); err != nil || expired {
+	ahead, err := c.b.read(ctx, c.s, c.req.Key, c.others(line, mine))
+	if err != nil {
+		return lock.LineLook{}, err
+	}
+	if expired, err := c.expireHolds(ctx, ahead, mine); err != nil || expired {
 		return lock.LineLook{}, cmp.Or(err, lock.ErrLookAgain)
 	}
 	c.line, c.watch = line, nil
 	look := lock.LineLook{Ahead: mine, Free: c.limit}
 	if mine >= c.limit {
 		c.watch = watchList(line, mine, c.limit)
-		look.Holder, err = c.head(ctx, line[0])
+		if hs := describeAll(c.req.Key, ahead); len(hs) > 0 {
+			look.Holder = lock.Oldest(hs) // none: the last one named
+		}
 	}
-	return look, err
+	return look, nil
 }
 
-// head describes the first in line (nobody when its node is gone).
-func (c *contender) head(ctx context.Context, e entry) (lock.Holder, error) {
-	d, ok, err := c.s.get(ctx, c.dir+"/"+e.node())
-	if err != nil {
-		return lock.Holder{}, c.b.opError("read the holder of "+c.req.Key, err)
+// others is what Look reads of the holders (the first limit places, ours
+// aside): every one while we wait behind them, to name the oldest; only
+// their holds while we are among them, to expire those.
+func (c *contender) others(line []entry, mine int) []entry {
+	var out []entry
+	for i, e := range line[:min(len(line), c.limit)] {
+		if i != mine && (mine >= c.limit || e.lock == "") {
+			out = append(out, e)
+		}
 	}
-	if !ok {
-		return lock.Holder{}, nil
-	}
-	return holding{e, d}.describe(c.req.Key, time.Now()), nil
-}
-
-// Take implements lock.LineStore: take over from the place the last Look
-// read (takeOver).
-func (c *contender) Take(ctx context.Context) (lock.Lease, error) {
-	return c.takeOver(ctx, c.line, c.counter)
+	return out
 }
 
 // openSession dials our session on the first Join. The session is the
@@ -198,16 +200,18 @@ func (c *contender) readLine(ctx context.Context) (line []entry, mine int, err e
 	return line, -1, nil
 }
 
-// takeOver makes us the holder: for a semaphore, claim a free slot; then
-// stamp the acquisition time and the token on our node with a write (in
-// one multi with the key's token counter, grantToken), which also proves,
-// through the leader, that our node (so our session) was alive after the
-// moment it was sent: the lease's validity counts from that moment.
-func (c *contender) takeOver(ctx context.Context, line []entry, counter <-chan counterRead) (lock.Lease, error) {
+// Take implements lock.LineStore: it makes us the holder from the place
+// the last Look read. For a semaphore, claim a free slot; then stamp the
+// acquisition time and the token on our node with a write (in one multi
+// with the key's token counter, read by that Look: grantToken), which also
+// proves, through the leader, that our node (so our session) was alive
+// after the moment it was sent: the lease's validity counts from that
+// moment.
+func (c *contender) Take(ctx context.Context) (lock.Lease, error) {
 	rec, slot := c.rec, -1
 	if c.limit > 1 {
 		var err error
-		if slot, err = c.claimSlot(ctx, line); err != nil {
+		if slot, err = c.claimSlot(ctx, c.line); err != nil {
 			return nil, err
 		}
 		if slot < 0 {
@@ -218,7 +222,7 @@ func (c *contender) takeOver(ctx context.Context, line []entry, counter <-chan c
 		rec.Slot = slot
 	}
 	rec.AcquiredAt = time.Now()
-	rec, granted, lost, err := c.b.grantToken(ctx, c.s, c.req.Key, c.dir+"/"+c.node, rec, counter)
+	rec, granted, lost, err := c.b.grantToken(ctx, c.s, c.req.Key, c.dir+"/"+c.node, rec, c.counter)
 	if lost {
 		// We lost our place (our session expired): give the slot back,
 		// and the next Look finds the place lost.
@@ -281,7 +285,11 @@ func (c *contender) claimSlot(ctx context.Context, line []entry) (int, error) {
 }
 
 // heldSlots reads the slots kept by the hold nodes in line (other than
-// ours), reading the line first when given none.
+// ours), reading the line first when given none. A holder still making
+// its hold (its lock node is still there) is passed over: it keeps its
+// slot node until it deletes that with its lock node, in one multi, so a
+// slot taken after that is given back when claimSlot reads the holds
+// again.
 func (c *contender) heldSlots(ctx context.Context, line []entry) (map[int]bool, error) {
 	var err error
 	if line == nil {
@@ -289,54 +297,47 @@ func (c *contender) heldSlots(ctx context.Context, line []entry) (map[int]bool, 
 			return nil, err
 		}
 	}
-	hs, _, err := c.holds(ctx, line)
+	var holds []entry
+	for _, e := range line {
+		if e.lock == "" && e.nonce != c.nonce {
+			holds = append(holds, e)
+		}
+	}
+	hs, err := c.b.read(ctx, c.s, c.req.Key, holds)
 	used := map[int]bool{}
 	for _, h := range hs {
-		used[h.rec.Slot] = true
+		if h.stat != nil {
+			used[h.rec.Slot] = true
+		}
 	}
 	return used, err
 }
 
-// holds reads the hold nodes in line, ours aside; gone: one was gone by
-// the time it was read. A holder still making its hold (its lock node is
-// still there) is passed over: it keeps its slot node until it deletes
-// that with its lock node, in one multi, so a slot taken after that is
-// given back when claimSlot reads the holds again.
-func (c *contender) holds(ctx context.Context, line []entry) (hs []holding, gone bool, err error) {
-	for _, e := range line {
-		if e.lock != "" || e.nonce == c.nonce {
-			continue
-		}
-		d, ok, err := c.s.get(ctx, c.dir+"/"+e.hold)
-		if err != nil {
-			return nil, false, c.b.opError("read the hold on "+c.req.Key, err)
-		}
-		if ok {
-			hs = append(hs, holding{e, d})
-		}
-		gone = gone || !ok
-	}
-	return hs, gone, nil
-}
-
-// expireHolds looks at the holds among the holders (the first limit
-// places, ours aside) and the server's clock (the mtime of a write of our
-// own node): an expired hold is deleted (compare-and-delete on its
-// version; expired says so: read the line again); the least time left of
-// the live ones bounds our wait (holdLeft). A later waiter leaves them to
-// the first: it moves up only once the one ahead of it did, which wakes
-// it (wait.go).
-func (c *contender) expireHolds(ctx context.Context, line []entry, mine int) (expired bool, err error) {
+// expireHolds looks at the holds among the other holders (read by Look)
+// and the server's clock (the mtime of a write of our own node): an
+// expired hold is deleted (compare-and-delete on its version; expired
+// says so, as it does when a hold was gone already: read the line again);
+// the least time left of the live ones bounds our wait (holdLeft). A
+// later waiter leaves them to the first: it moves up only once the one
+// ahead of it did, which wakes it (wait.go).
+func (c *contender) expireHolds(ctx context.Context, ahead []holding, mine int) (expired bool, err error) {
 	c.holdLeft = -1
 	if mine > c.limit {
 		return false, nil
 	}
-	holds, gone, err := c.holds(ctx, line[:min(len(line), c.limit)])
-	if gone {
-		c.holdLeft = 0 // a hold went meanwhile: read the line again
+	var holds []holding
+	for _, h := range ahead {
+		switch {
+		case h.lock != "":
+		case h.stat == nil:
+			c.holdLeft = 0 // a hold went meanwhile: read the line again
+			return true, nil
+		default:
+			holds = append(holds, h)
+		}
 	}
-	if err != nil || gone || len(holds) == 0 {
-		return gone, err
+	if len(holds) == 0 {
+		return false, nil
 	}
 	st, err := c.s.set(ctx, c.dir+"/"+c.node, c.rec.encode())
 	if errors.Is(err, zk.ErrNoNode) {
