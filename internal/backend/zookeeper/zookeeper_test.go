@@ -53,6 +53,13 @@ func request(key, owner string, ttl time.Duration) lock.Request {
 	return lock.Request{Key: key, TTL: ttl, Owner: owner, Meta: lock.Meta{Host: "h", PID: 42, User: "u", Command: "cmd", Note: "n"}}
 }
 
+// semRequest is owner's request for a semaphore of limit on the key "sem".
+func semRequest(owner string, limit int) lock.Request {
+	r := request("sem", owner, 3*time.Second)
+	r.Limit = limit
+	return r
+}
+
 func ctx(t *testing.T) context.Context { return wait.Context(t, 20*time.Second) }
 
 // TestSessionShorterThanTTLRefused: a server that grants a shorter session
@@ -286,11 +293,7 @@ func TestHeldAtOnceNeedsNoLongSession(t *testing.T) {
 func TestSlotHeldAfterLineReadIsPassedOver(t *testing.T) {
 	p := startServer(t)
 	b := open(t, p.Addr(), "slotrace")
-	req := func(owner string) lock.Request {
-		r := request("sem", owner, 3*time.Second)
-		r.Limit = 3
-		return r
-	}
+	req := func(owner string) lock.Request { return semRequest(owner, 3) }
 	kept, err := lock.TryOnce(ctx(t), b, req("kept"))
 	if err != nil {
 		t.Fatal(err)
@@ -376,11 +379,7 @@ func TestHoldAgainReplacesTheHold(t *testing.T) {
 func TestSemaphoreNamesOldestHolder(t *testing.T) {
 	p := startServer(t)
 	b := open(t, p.Addr(), "oldest")
-	req := func(owner string) lock.Request {
-		r := request("sem", owner, 3*time.Second)
-		r.Limit = 2
-		return r
-	}
+	req := func(owner string) lock.Request { return semRequest(owner, 2) }
 	first := b.contender(req("first"))
 	defer first.Leave()
 	if err := first.Join(ctx(t)); err != nil {
