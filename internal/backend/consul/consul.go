@@ -59,9 +59,8 @@ const Guarantee = "Consul: linearizable (Raft); one holder at a time, across a l
 // Backend is the Consul engine.
 type Backend struct {
 	clients []*api.Client // one per server of the URL
-	idle    []interface{ CloseIdleConnections() }
-	dates   []*dateSeen  // per client: the Date header of its last answer
-	cur     atomic.Int32 // the server requests go to now
+	dates   []*dateSeen   // per client: its transport, and the Date header of its last answer
+	cur     atomic.Int32  // the server requests go to now
 	addrs   []string
 	root    string // the KV prefix, without a trailing '/'
 	connTO  time.Duration
@@ -92,13 +91,13 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		if err != nil {
 			return nil, lock.Invalidf("consul TLS: %v", err)
 		}
-		ds := &dateSeen{next: hc.Transport}
+		ds := &dateSeen{next: ac.Transport}
 		hc.Transport, ac.HttpClient = ds, hc
 		c, err := api.NewClient(ac)
 		if err != nil {
 			return nil, lock.Invalidf("consul: %v", err)
 		}
-		b.clients, b.idle, b.dates = append(b.clients, c), append(b.idle, ac.Transport), append(b.dates, ds)
+		b.clients, b.dates = append(b.clients, c), append(b.dates, ds)
 	}
 	cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
@@ -122,8 +121,8 @@ func (b *Backend) Guarantee() string { return Guarantee }
 
 // Close implements lock.Backend: it closes idle connections.
 func (b *Backend) Close() error {
-	for _, t := range b.idle {
-		t.CloseIdleConnections()
+	for _, d := range b.dates {
+		d.next.CloseIdleConnections()
 	}
 	return nil
 }
@@ -145,6 +144,15 @@ func (b *Backend) call(f func(c *api.Client) error) error {
 		b.cur.CompareAndSwap(i, (i+1)%int32(len(b.clients)))
 	}
 	return err
+}
+
+// list reads the keys under prefix (q: qo(ctx), or a blocking query).
+func (b *Backend) list(prefix string, q *api.QueryOptions) (kvs api.KVPairs, meta *api.QueryMeta, err error) {
+	err = b.call(func(c *api.Client) (err error) {
+		kvs, meta, err = c.KV().List(prefix, q)
+		return err
+	})
+	return kvs, meta, err
 }
 
 // qo and wo bind a request to ctx.

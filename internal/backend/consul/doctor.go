@@ -95,7 +95,7 @@ func (b *Backend) ttlCheck(ctx context.Context, ttl time.Duration) lock.Check {
 // last answer: the clock check reads the server's clock from it, through
 // the official client's own requests.
 type dateSeen struct {
-	next http.RoundTripper
+	next *http.Transport
 
 	mu   sync.Mutex
 	date time.Time

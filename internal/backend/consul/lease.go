@@ -44,7 +44,7 @@ func (s *session) Renew(ctx context.Context, l *lock.Held) error {
 	rerr := <-renewed
 	switch {
 	case errors.Is(rerr, errSessionGone):
-		return fmt.Errorf("%s: %w: %w", l.Key(), rerr, lock.ErrNotHeld)
+		return fmt.Errorf("%s: %w", l.Key(), rerr)
 	case err == nil && !ok:
 		return fmt.Errorf("%s: our lock entry was deleted (broken?): %w", l.Key(), lock.ErrNotHeld)
 	case rerr != nil:
@@ -58,7 +58,7 @@ func (s *session) Renew(ctx context.Context, l *lock.Held) error {
 // lock.ErrNotHeld when it no longer did.
 func (s *session) Release(ctx context.Context, l *lock.Held) error {
 	ok, _, _, err := s.b.txn(ctx, "release "+l.Key(), dropOps(s.kvKey, s.slotKey, s.sid))
-	s.b.destroy(ctx, s.sid) // in any case: after a break it is gone already
+	s.b.cleanup(ctx, s.sid) // in any case: after a break it is gone already
 	if err != nil {
 		return err
 	}

@@ -23,12 +23,8 @@ func (b *Backend) PutEntry(ctx context.Context, key, id string, data []byte) err
 
 // Entries implements lock.Ledger.
 func (b *Backend) Entries(ctx context.Context, key string) (map[string][]byte, error) {
-	var kvs api.KVPairs
-	if err := b.call(func(c *api.Client) error {
-		var err error
-		kvs, _, err = c.KV().List(b.ledgerDir(key), qo(ctx))
-		return err
-	}); err != nil {
+	kvs, _, err := b.list(b.ledgerDir(key), qo(ctx))
+	if err != nil {
 		return nil, b.opError("read the ledger of "+key, err)
 	}
 	out := make(map[string][]byte, len(kvs))

@@ -32,8 +32,8 @@ const sessionNode = "distlock-sessions"
 const lockDelay = time.Millisecond
 
 // errSessionGone: Consul says the session no longer exists (expired,
-// destroyed by a break or a release).
-var errSessionGone = errors.New("the Consul session expired or was destroyed")
+// destroyed by a break or a release), so neither is what it held.
+var errSessionGone = fmt.Errorf("the Consul session expired or was destroyed: %w", lock.ErrNotHeld)
 
 // createSession makes a TTL session with behavior=delete and no health
 // checks on sessionNode, registering that node first when Consul does not
@@ -117,25 +117,20 @@ func (b *Backend) renewSession(ctx context.Context, id string) error {
 	return nil
 }
 
-// destroy destroys session id, which deletes every key it holds
-// (behavior=delete). A session that is gone is no error, and a failed
-// destroy leaves a session that expires by itself: callers go on.
-func (b *Backend) destroy(ctx context.Context, id string) {
-	_ = b.call(func(c *api.Client) error {
-		_, err := c.Session().Destroy(id, wo(ctx))
-		return err
-	})
-}
-
-// cleanup destroys id on a fresh short context (the caller's may have
-// just ended).
+// cleanup destroys session id, which deletes every key it holds
+// (behavior=delete), on a fresh short context (the caller's may have just
+// ended). A session that is gone is no error, and a failed destroy leaves
+// a session that expires by itself: callers go on.
 func (b *Backend) cleanup(ctx context.Context, id string) {
 	if id == "" {
 		return
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(b.connTO, 2*time.Second))
 	defer cancel()
-	b.destroy(cctx, id)
+	_ = b.call(func(c *api.Client) error {
+		_, err := c.Session().Destroy(id, wo(cctx))
+		return err
+	})
 }
 
 // txn runs ops as one Consul transaction: ok false when a check failed

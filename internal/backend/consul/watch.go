@@ -2,7 +2,6 @@ package consul
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"time"
 
@@ -45,13 +44,7 @@ func (w *waiter) Watch(ctx context.Context) (lock.Retry, error) {
 func (w *waiter) Keeper() func(context.Context) error {
 	b, sid := w.b, w.sid
 	w.kept = true
-	return func(ctx context.Context) error {
-		err := b.renewSession(ctx, sid)
-		if errors.Is(err, errSessionGone) {
-			return lock.ErrNotHeld
-		}
-		return err
-	}
+	return func(ctx context.Context) error { return b.renewSession(ctx, sid) }
 }
 
 // blockOnKey returns a wait until kv's ModifyIndex passed the one read
@@ -77,19 +70,10 @@ func (b *Backend) blockOnHolders(dir string, hs []entry) func(context.Context) {
 	}
 	seen := keys(hs)
 	return func(ctx context.Context) {
-		var kvs api.KVPairs
-		var meta *api.QueryMeta
-		err := b.call(func(c *api.Client) (err error) {
-			kvs, meta, err = c.KV().List(dir, qo(ctx))
-			return err
-		})
+		kvs, meta, err := b.list(dir, qo(ctx))
 		if err != nil || !slices.Equal(keys(holders(line(kvs, dir))), seen) {
 			return
 		}
-		q := (&api.QueryOptions{WaitIndex: meta.LastIndex, WaitTime: watchWait}).WithContext(ctx)
-		_ = b.call(func(c *api.Client) error {
-			_, _, err := c.KV().List(dir, q)
-			return err
-		})
+		_, _, _ = b.list(dir, (&api.QueryOptions{WaitIndex: meta.LastIndex, WaitTime: watchWait}).WithContext(ctx))
 	}
 }
