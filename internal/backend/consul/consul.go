@@ -35,6 +35,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -58,10 +59,11 @@ const Guarantee = "Consul: linearizable (Raft); one holder at a time, across a l
 
 // Backend is the Consul engine.
 type Backend struct {
-	clients []*api.Client // one per server of the URL
-	dates   []*dateSeen   // per client: its transport, and the Date header of its last answer
-	cur     atomic.Int32  // the server requests go to now
+	clients []*api.Client  // one per server of the URL
+	https   []*http.Client // theirs (clockCheck asks one directly)
+	cur     atomic.Int32   // the server requests go to now
 	addrs   []string
+	scheme  string
 	root    string // the KV prefix, without a trailing '/'
 	connTO  time.Duration
 }
@@ -91,13 +93,12 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		if err != nil {
 			return nil, lock.Invalidf("consul TLS: %v", err)
 		}
-		ds := &dateSeen{next: ac.Transport}
-		hc.Transport, ac.HttpClient = ds, hc
+		ac.HttpClient, b.scheme = hc, ac.Scheme
 		c, err := api.NewClient(ac)
 		if err != nil {
 			return nil, lock.Invalidf("consul: %v", err)
 		}
-		b.clients, b.dates = append(b.clients, c), append(b.dates, ds)
+		b.clients, b.https = append(b.clients, c), append(b.https, hc)
 	}
 	cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
@@ -121,8 +122,8 @@ func (b *Backend) Guarantee() string { return Guarantee }
 
 // Close implements lock.Backend: it closes idle connections.
 func (b *Backend) Close() error {
-	for _, d := range b.dates {
-		d.next.CloseIdleConnections()
+	for _, hc := range b.https {
+		hc.CloseIdleConnections()
 	}
 	return nil
 }
