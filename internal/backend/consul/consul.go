@@ -185,20 +185,16 @@ func refused(err error) bool {
 }
 
 // opError wraps a failed request as a *lock.UnavailableError naming op and
-// the servers; a refusal (ACL) is marked so that nobody retries it.
+// the servers (of a failure to dial, only its cause: the Go HTTP client
+// repeats the URL); a refusal (ACL) is marked so that nobody retries it.
 func (b *Backend) opError(op string, err error) error {
-	msg := fmt.Sprintf("consul at %s: %s: %v", strings.Join(b.addrs, ","), op, shortError(err))
+	why := err.Error()
+	if i := strings.LastIndex(why, ": "); i >= 0 && strings.Contains(why, "dial tcp") {
+		why = why[i+2:]
+	}
+	msg := fmt.Sprintf("consul at %s: %s: %s", strings.Join(b.addrs, ","), op, why)
 	if refused(err) {
 		msg += " (check the ACL token: the URL's password, DISTLOCK_PASSWORD, --password-file or CONSUL_HTTP_TOKEN)"
 	}
 	return &lock.UnavailableError{Msg: msg, Err: err, Refused: refused(err)}
-}
-
-// shortError drops the Go HTTP client's repetition of the URL.
-func shortError(err error) string {
-	s := err.Error()
-	if i := strings.LastIndex(s, ": "); i >= 0 && strings.Contains(s, "dial tcp") {
-		return s[i+2:]
-	}
-	return s
 }

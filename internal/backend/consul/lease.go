@@ -89,10 +89,11 @@ func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 
 // dropOps delete a holder's entry and slot key ("": none yet), each only
 // if session sid holds it.
-func dropOps(kvKey, slotKey, sid string) api.TxnOps {
-	ops := api.TxnOps{kvOp(api.KVCheckSession, kvKey, nil, 0, sid), kvOp(api.KVDelete, kvKey, nil, 0, "")}
-	if slotKey != "" {
-		ops = append(ops, kvOp(api.KVCheckSession, slotKey, nil, 0, sid), kvOp(api.KVDelete, slotKey, nil, 0, ""))
+func dropOps(kvKey, slotKey, sid string) (ops api.TxnOps) {
+	for _, k := range []string{kvKey, slotKey} {
+		if k != "" {
+			ops = append(ops, kvOp(api.KVCheckSession, k, nil, 0, sid), kvOp(api.KVDelete, k, nil, 0, ""))
+		}
 	}
 	return ops
 }

@@ -3,6 +3,7 @@ package consul
 import (
 	"context"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/consul/api"
@@ -38,16 +39,14 @@ func (b *Backend) Entries(ctx context.Context, key string) (map[string][]byte, e
 
 // DeleteEntries implements lock.Ledger: one transaction per 64 ids.
 func (b *Backend) DeleteEntries(ctx context.Context, key string, ids []string) error {
-	for len(ids) > 0 {
-		n := min(len(ids), 64)
+	for chunk := range slices.Chunk(ids, 64) {
 		var ops api.TxnOps
-		for _, id := range ids[:n] {
+		for _, id := range chunk {
 			ops = append(ops, kvOp(api.KVDelete, b.ledgerDir(key)+id, nil, 0, ""))
 		}
 		if _, _, _, err := b.txn(ctx, "delete from the ledger of "+key, ops); err != nil {
 			return err
 		}
-		ids = ids[n:]
 	}
 	return nil
 }
