@@ -58,7 +58,7 @@ func (s *session) Renew(ctx context.Context, l *lock.Held) error {
 // lock.ErrNotHeld when it no longer did.
 func (s *session) Release(ctx context.Context, l *lock.Held) error {
 	ok, _, _, err := s.b.txn(ctx, "release "+l.Key(), dropOps(s.kvKey, s.slotKey, s.sid))
-	s.b.cleanup(ctx, s.sid) // in any case: after a break it is gone already
+	s.b.destroy(ctx, s.sid) // in any case: after a break it is gone already
 	if err != nil {
 		return err
 	}

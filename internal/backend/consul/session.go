@@ -117,20 +117,26 @@ func (b *Backend) renewSession(ctx context.Context, id string) error {
 	return nil
 }
 
-// cleanup destroys session id, which deletes every key it holds
-// (behavior=delete), on a fresh short context (the caller's may have just
-// ended). A session that is gone is no error, and a failed destroy leaves
-// a session that expires by itself: callers go on.
+// destroy destroys session id, which deletes every key it holds
+// (behavior=delete). A session that is gone is no error, and a failed
+// destroy leaves a session that expires by itself: callers go on.
+func (b *Backend) destroy(ctx context.Context, id string) {
+	_ = b.call(func(c *api.Client) error {
+		_, err := c.Session().Destroy(id, wo(ctx))
+		return err
+	})
+}
+
+// cleanup destroys id on a fresh short context (the caller's may have
+// just ended). Release does not: on its way out, distlock waits on a
+// silent engine no longer than the caller's context.
 func (b *Backend) cleanup(ctx context.Context, id string) {
 	if id == "" {
 		return
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(b.connTO, 2*time.Second))
 	defer cancel()
-	_ = b.call(func(c *api.Client) error {
-		_, err := c.Session().Destroy(id, wo(cctx))
-		return err
-	})
+	b.destroy(cctx, id)
 }
 
 // txn runs ops as one Consul transaction: ok false when a check failed

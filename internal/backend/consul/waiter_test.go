@@ -73,7 +73,7 @@ func TestWaiterRejoinsWhenItsSessionIsGone(t *testing.T) {
 	defer cancel()
 	_, w, c, r := waiting(ctx, t, b, 20*time.Second, time.Second)
 	old := w.sid
-	b.cleanup(ctx, old)
+	b.destroy(ctx, old)
 	woken(t, r, 5*time.Second, "when its session was destroyed")
 	if _, err := c.Try(ctx); !errors.Is(err, lock.ErrHeld) {
 		t.Fatalf("waiter's try after losing its session: %v, want busy", err)
