@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -77,14 +78,13 @@ func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range holders(v.line) {
-		if e.rec.Owner != h.Owner || e.rec.Token != h.Token || e.kv.Session == "" {
-			continue
-		}
-		s := &session{b: b, kvKey: e.kv.Key, slotKey: b.slotKey(h.Key, e.rec.Slot), sid: e.kv.Session, rec: e.rec}
-		return s.lease(h.Key, granted), nil
+	hs := holders(v.line)
+	i := slices.IndexFunc(hs, func(e entry) bool { return e.rec.Owner == h.Owner && e.rec.Token == h.Token && e.kv.Session != "" })
+	if i < 0 {
+		return nil, fmt.Errorf("%s: %w", h.Key, lock.ErrNotHeld)
 	}
-	return nil, fmt.Errorf("%s: %w", h.Key, lock.ErrNotHeld)
+	s := &session{b: b, kvKey: hs[i].kv.Key, slotKey: b.slotKey(h.Key, hs[i].rec.Slot), sid: hs[i].kv.Session, rec: hs[i].rec}
+	return s.lease(h.Key, granted), nil
 }
 
 // dropOps delete a holder's entry and slot key ("": none yet), each only

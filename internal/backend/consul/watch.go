@@ -62,16 +62,10 @@ func (b *Backend) blockOnKey(kv *api.KVPair) func(context.Context) {
 // blockOnHolders returns a wait until the line in dir no longer has the
 // holders hs, or changed since a read that still showed them.
 func (b *Backend) blockOnHolders(dir string, hs []entry) func(context.Context) {
-	keys := func(es []entry) (out []string) {
-		for _, e := range es {
-			out = append(out, e.kv.Key)
-		}
-		return out
-	}
-	seen := keys(hs)
+	sameKey := func(a, b entry) bool { return a.kv.Key == b.kv.Key }
 	return func(ctx context.Context) {
 		kvs, meta, err := b.list(dir, qo(ctx))
-		if err != nil || !slices.Equal(keys(holders(line(kvs, dir))), seen) {
+		if err != nil || !slices.EqualFunc(holders(line(kvs, dir)), hs, sameKey) {
 			return
 		}
 		_, _, _ = b.list(dir, (&api.QueryOptions{WaitIndex: meta.LastIndex, WaitTime: watchWait}).WithContext(ctx))
