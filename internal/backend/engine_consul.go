@@ -9,7 +9,7 @@ var consulEngine = opens(Engine{
 	Scheme: "consul", TLS: "consuls", Form: "consul://HOST:PORT,…[/PATH]", Name: "Consul",
 	Guarantee: consul.Guarantee, Caps: every,
 	Lists:  "one recursive KV read of the prefix",
-	Checks: "leader and peers, Raft applied index moving, session TTL bounds for --ttl, clock offset (the leader's Date header)",
+	Checks: "leader and peers, Raft applied index moving, session TTL bounds for --ttl, clock offset (the answering server's Date header)",
 }, consul.ParseURL, consul.New, func(c *consul.Config) settings {
 	return settings{secret: &c.Token, prefix: &c.Prefix, timeout: &c.ConnectTimeout}
 })
