@@ -258,7 +258,7 @@ func (s *keeperState) lose() {
 		why = fmt.Sprintf("could not renew for %s (last error: %v)", s.now().Sub(s.lastOK).Round(time.Millisecond), s.lastErr)
 	}
 	at := s.killAt()
-	s.log.Debug("SIGKILL due", "key", s.key, "before_valid_until", s.validUntil.Sub(at), "timer_lateness", s.lateNow().Round(time.Microsecond))
+	s.log.Debug("SIGKILL due", "key", s.key, "before_valid_until", s.validUntil.Sub(at).Round(time.Microsecond), "timer_lateness", s.lateNow().Round(time.Microsecond))
 	s.fx.report(Loss{Err: errors.New(why), KillAt: at})
 }
 
