@@ -349,8 +349,8 @@ func (s *supervisor) stopped(st Stop) {
 // (the lease's arithmetic allows for it: renew.Timing.Lead).
 func (s *supervisor) killDue() {
 	s.killC = nil
-	s.killed, s.lookedUnkillable = true, time.Now()
-	s.killedAt = s.lookedUnkillable
+	now := time.Now()
+	s.killed, s.killedAt, s.lookedUnkillable = true, now, now
 	s.p.signalGroup(syscall.SIGKILL)
 	s.log.Debug("SIGKILL sent to the command's group", "late", s.killedAt.Sub(s.killAt).Round(time.Microsecond))
 	s.startPolling()
