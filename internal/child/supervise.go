@@ -93,11 +93,11 @@ func (p *Process) Supervise(c Control) Outcome {
 		select {
 		case <-s.leader:
 			if s.leaderExited() {
-				return s.out
+				return s.ended()
 			}
 		case <-s.tick:
 			if s.polled() {
-				return s.out
+				return s.ended()
 			}
 		case err := <-s.confirming:
 			s.confirmed(err)
@@ -126,7 +126,8 @@ type supervisor struct {
 	killTimer *time.Timer
 	killAt    time.Time // the SIGKILL deadline (the earliest asked for)
 	killC     <-chan time.Time
-	killed    bool // a SIGKILL was sent
+	killed    bool      // a SIGKILL was sent
+	killedAt  time.Time // when
 	poll      *time.Ticker
 	tick      <-chan time.Time // the group is polled
 	interrupt int              // SIGINTs and SIGTERMs received
@@ -344,12 +345,24 @@ func (s *supervisor) stopped(st Stop) {
 	s.scheduleKill(st.KillAt)
 }
 
-// killDue: the SIGKILL deadline has come.
+// killDue: the SIGKILL deadline has come. How late it came is logged
+// (the lease's arithmetic allows for it: renew.Timing.Lead).
 func (s *supervisor) killDue() {
 	s.killC = nil
-	s.killed, s.lookedUnkillable = true, time.Now()
+	now := time.Now()
+	s.killed, s.killedAt, s.lookedUnkillable = true, now, now
 	s.p.signalGroup(syscall.SIGKILL)
+	s.log.Debug("SIGKILL sent to the command's group", "late", s.killedAt.Sub(s.killAt).Round(time.Microsecond))
 	s.startPolling()
+}
+
+// ended is the outcome once the group is gone (or out of reach); after a
+// SIGKILL, how long it took to go is logged.
+func (s *supervisor) ended() Outcome {
+	if s.killed && len(s.out.Unkillable) == 0 {
+		s.log.Debug("the command's group is gone", "after_sigkill", time.Since(s.killedAt).Round(time.Microsecond))
+	}
+	return s.out
 }
 
 // stopSelf stops distlock (SIGSTOP: it cannot be refused) and returns

@@ -124,7 +124,8 @@ func (k *Keeper) loop(suspendedAtStart time.Duration) {
 		select {
 		case <-k.stop:
 			return
-		case <-suspendTicker.C:
+		case due := <-suspendTicker.C:
+			s.fired(due)
 			lost = s.onSuspendCheck()
 		case <-k.poke:
 			lost = s.onPoke()
@@ -132,12 +133,14 @@ func (k *Keeper) loop(suspendedAtStart time.Duration) {
 			s.onAlert()
 		case ch := <-k.confirm:
 			s.onConfirm(ch)
-		case <-io.renewTimer.C:
+		case due := <-io.renewTimer.C:
+			s.fired(due)
 			lost = s.onRenewDue()
 		case r := <-io.results:
 			io.returned()
 			lost = s.onResult(r)
-		case <-io.termTimer.C:
+		case due := <-io.termTimer.C:
+			s.fired(due)
 			lost = s.onTermDue()
 		}
 	}

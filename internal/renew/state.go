@@ -44,6 +44,7 @@ type keeperState struct {
 	lastErr        error
 	lastOK         time.Time
 	slept          time.Duration // suspended since the last good renewal was sent
+	late           lateness      // how late our timers fire: the SIGKILL's lead grows with it
 	// Confirm callers, each answered by the first renewal sent after it
 	// asked; again: one asked while a renewal was in flight.
 	confirms []confirmReq
@@ -74,7 +75,25 @@ func newKeeperState(t Timing, key string, granted time.Time, suspendedAtStart ti
 }
 
 // termAt is when the loss is due for want of a renewal.
-func (s *keeperState) termAt() time.Time { return s.t.TermAt(s.validUntil) }
+func (s *keeperState) termAt() time.Time { return s.t.TermAt(s.validUntil, s.lateNow()) }
+
+// killAt is when the SIGKILL is due, reckoned now.
+func (s *keeperState) killAt() time.Time { return s.t.KillAt(s.validUntil, s.lateNow()) }
+
+// lateNow is the recent lateness of our timers.
+func (s *keeperState) lateNow() time.Duration { return s.late.at(s.now()) }
+
+// fired: one of the keeper's timers, due at due, is handled now (before
+// its own on* method). How late it is counts towards the SIGKILL's lead
+// and so the term time's (Timing.Lead); if that brings the term time
+// forward, the term timer is re-armed for it.
+func (s *keeperState) fired(due time.Time) {
+	before := s.termAt()
+	s.late.observe(due, s.now())
+	if at := s.termAt(); at.Before(before) {
+		s.fx.termIn(s.until(at))
+	}
+}
 
 func (s *keeperState) until(at time.Time) time.Duration { return at.Sub(s.now()) }
 
@@ -129,7 +148,7 @@ func (s *keeperState) onResult(r result) (lost bool) {
 		// not at the end of kill-grace.
 		s.fx.report(Loss{
 			Err:    errors.New("the engine says the lease is no longer ours (broken, expired or taken over)"),
-			KillAt: s.t.LostKillAt(s.now(), s.validUntil),
+			KillAt: s.t.LostKillAt(s.now(), s.validUntil, s.lateNow()),
 		})
 		return true
 	}
@@ -238,7 +257,9 @@ func (s *keeperState) lose() {
 	case s.lastErr != nil:
 		why = fmt.Sprintf("could not renew for %s (last error: %v)", s.now().Sub(s.lastOK).Round(time.Millisecond), s.lastErr)
 	}
-	s.fx.report(Loss{Err: errors.New(why), KillAt: s.t.KillAt(s.validUntil)})
+	at := s.killAt()
+	s.log.Debug("SIGKILL due", "key", s.key, "before_valid_until", s.validUntil.Sub(at).Round(time.Microsecond), "timer_lateness", s.lateNow().Round(time.Microsecond))
+	s.fx.report(Loss{Err: errors.New(why), KillAt: at})
 }
 
 // margin is what is left of the lease at now, for the log.

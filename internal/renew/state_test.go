@@ -94,7 +94,7 @@ func TestStateRenewalCountsFromTheSend(t *testing.T) {
 	if want := tm.ValidUntil(sent); !h.s.validUntil.Equal(want) {
 		t.Errorf("validUntil = send%+v, want send%+v (counted from the send)", h.s.validUntil.Sub(sent), want.Sub(sent))
 	}
-	if want := tm.TermAt(tm.ValidUntil(sent)); !h.termAt.Equal(want) {
+	if want := tm.TermAt(tm.ValidUntil(sent), 0); !h.termAt.Equal(want) {
 		t.Errorf("term timer armed for %v after the send, want %v", h.termAt.Sub(sent), want.Sub(sent))
 	}
 	if want := sent.Add(tm.Interval()); !h.renewAt.Equal(want) {
@@ -130,24 +130,24 @@ func TestStateFailuresBackOffThenLoseAtTermTime(t *testing.T) {
 		h.now = h.renewAt
 		h.s.onRenewDue()
 	}
-	if !h.s.validUntil.Equal(validUntil) || !h.termAt.Equal(tm.TermAt(validUntil)) {
-		t.Fatalf("failed renewals moved validity (%v) or the term timer (%v)", h.s.validUntil.Sub(validUntil), h.termAt.Sub(tm.TermAt(validUntil)))
+	if !h.s.validUntil.Equal(validUntil) || !h.termAt.Equal(tm.TermAt(validUntil, 0)) {
+		t.Fatalf("failed renewals moved validity (%v) or the term timer (%v)", h.s.validUntil.Sub(validUntil), h.termAt.Sub(tm.TermAt(validUntil, 0)))
 	}
 	h.answer(errBlip)
 	// The term timer firing early (a timer may) re-arms for the rest.
-	h.now = tm.TermAt(validUntil).Add(-time.Millisecond)
+	h.now = tm.TermAt(validUntil, 0).Add(-time.Millisecond)
 	if h.s.onTermDue() {
 		t.Fatal("lost 1ms before the term time")
 	}
-	if !h.termAt.Equal(tm.TermAt(validUntil)) {
-		t.Errorf("term timer re-armed for %v, want the term time", h.termAt.Sub(tm.TermAt(validUntil)))
+	if !h.termAt.Equal(tm.TermAt(validUntil, 0)) {
+		t.Errorf("term timer re-armed for %v, want the term time", h.termAt.Sub(tm.TermAt(validUntil, 0)))
 	}
 	h.noLoss()
-	h.now = tm.TermAt(validUntil)
+	h.now = tm.TermAt(validUntil, 0)
 	if !h.s.onTermDue() || len(h.losses) != 1 {
 		t.Fatalf("term time reached: lost=%d", len(h.losses))
 	}
-	if l := h.losses[0]; !l.KillAt.Equal(tm.KillAt(validUntil)) || !strings.Contains(l.Err.Error(), errBlip.Error()) {
+	if l := h.losses[0]; !l.KillAt.Equal(tm.KillAt(validUntil, 0)) || !strings.Contains(l.Err.Error(), errBlip.Error()) {
 		t.Errorf("loss %q with KillAt validUntil%+v, want KillAt validUntil-%v and the last error", l.Err, l.KillAt.Sub(validUntil), max(Delta, tm.TTL/100))
 	}
 }
@@ -168,10 +168,10 @@ func TestStateNotYoursLosesAtOnce(t *testing.T) {
 	}
 	// Near the end of the lease, KillAt is the lease's own.
 	h = newStateHarness(t, tm)
-	h.now = tm.KillAt(h.s.validUntil).Add(-10 * time.Millisecond)
+	h.now = tm.KillAt(h.s.validUntil, 0).Add(-10 * time.Millisecond)
 	h.s.onPoke()
 	h.answer(lock.ErrNotHeld)
-	if got := h.losses[0].KillAt; !got.Equal(tm.KillAt(h.s.validUntil)) {
+	if got := h.losses[0].KillAt; !got.Equal(tm.KillAt(h.s.validUntil, 0)) {
 		t.Errorf("KillAt validUntil%+v, want the lease's KillAt", got.Sub(h.s.validUntil))
 	}
 }
@@ -196,7 +196,7 @@ func TestStateSuspendShortensValidity(t *testing.T) {
 	if got := validUntil.Sub(h.s.validUntil); got != 200*time.Millisecond+SuspendTolerance+SuspendAllowance {
 		t.Errorf("validity shortened by %v", got)
 	}
-	if len(h.sent) != 1 || !h.termAt.Equal(tm.TermAt(h.s.validUntil)) {
+	if len(h.sent) != 1 || !h.termAt.Equal(tm.TermAt(h.s.validUntil, 0)) {
 		t.Fatalf("after a suspend: %d renewals sent, term timer at validUntil%+v", len(h.sent), h.termAt.Sub(h.s.validUntil))
 	}
 	// That renewal is answered after a second suspend: its validity runs

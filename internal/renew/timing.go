@@ -42,16 +42,51 @@ func (t Timing) ValidUntil(s time.Time) time.Time {
 	return s.Add(time.Duration(float64(t.TTL)*(1-Drift)) - Delta)
 }
 
-// TermAt is when the child's group gets SIGTERM if renewal keeps failing.
-func (t Timing) TermAt(validUntil time.Time) time.Time { return validUntil.Add(-t.KillGrace) }
+// TermAt is when the child's group gets SIGTERM if renewal keeps failing:
+// kill-grace before validUntil, brought forward as far as the SIGKILL is
+// by late (see Lead), so that the command keeps its whole grace; never
+// after KillAt (a kill-grace shorter than the lead).
+func (t Timing) TermAt(validUntil time.Time, late time.Duration) time.Time {
+	at := validUntil.Add(-t.KillGrace - (t.Lead(late) - t.Lead(0)))
+	return minTime(at, t.KillAt(validUntil, late))
+}
 
-// KillAt is when the child's group gets SIGKILL: max(δ, TTL/100) before
-// validUntil. δ alone was the first design; on a loaded 2-core machine we measured
-// the gap between the kill timer's due time and the child being reaped at
-// up to ~10ms, which ate half of a 2s lease's whole margin, so the lead
-// grows with the TTL (20ms at 2s, 300ms at 30s).
-func (t Timing) KillAt(validUntil time.Time) time.Time {
-	return validUntil.Add(-max(Delta, t.TTL/100))
+// KillAt is when the child's group gets SIGKILL: Lead(late) before
+// validUntil, late being how late this process's timers have fired of
+// late (lateness.go).
+func (t Timing) KillAt(validUntil time.Time, late time.Duration) time.Time {
+	return validUntil.Add(-t.Lead(late))
+}
+
+const (
+	// LateFactor (k): the SIGKILL's lead is at least k times the recent
+	// lateness of our timers. One for the kill timer itself, which is as
+	// late as the timers we watched; one for the time from the SIGKILL to
+	// the group gone, which the same load stretches and which no timer
+	// shows; one because a peak of some hundred samples is not the worst
+	// case.
+	LateFactor = 3
+	// LateHalfLife: an observed lateness counts for half as much this
+	// much later; load comes and goes in seconds, and a lead too long
+	// costs nothing while renewals succeed.
+	LateHalfLife = 10 * time.Second
+)
+
+// Lead is how long before validUntil the SIGKILL is due:
+// max(δ, TTL/100, min(k·late, TTL/20)). δ alone was the first design; on
+// a loaded 2-core machine we measured the gap between the kill timer's due
+// time and the child being reaped at up to ~10ms, which ate half of a 2s
+// lease's whole margin, so the lead grows with the TTL (20ms at 2s, 300ms
+// at 30s); under heavier load (load averages 12-26) the kill timer fired
+// tens of ms late, so it also grows with the lateness this process saw,
+// k = LateFactor times it. That part is capped at TTL/20 (100ms at 2s):
+// TermAt moves with it, and with the longest kill-grace (TTL/2) that still
+// leaves the first renewal (due at TTL/3) some 0.11·TTL to succeed; and
+// with the default kill-grace a lease with a timer 5% of its TTL late has
+// bigger troubles than its kill.
+func (t Timing) Lead(late time.Duration) time.Duration {
+	base := max(Delta, t.TTL/100)
+	return max(base, min(LateFactor*min(max(late, 0), t.TTL), t.TTL/20))
 }
 
 // Interval is the time between renewals.
@@ -84,12 +119,8 @@ const LostGrace = 100 * time.Millisecond
 // LostKillAt is when the group gets SIGKILL after the engine answered, at
 // now, that the lease is no longer ours: LostGrace (or kill-grace, if
 // shorter) from now, and never after the lease's own KillAt.
-func (t Timing) LostKillAt(now, validUntil time.Time) time.Time {
-	at := now.Add(min(t.KillGrace, LostGrace))
-	if k := t.KillAt(validUntil); k.Before(at) {
-		return k
-	}
-	return at
+func (t Timing) LostKillAt(now, validUntil time.Time, late time.Duration) time.Time {
+	return minTime(now.Add(min(t.KillGrace, LostGrace)), t.KillAt(validUntil, late))
 }
 
 const (

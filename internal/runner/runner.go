@@ -202,7 +202,7 @@ func (r *run) releaseUnlessKept() {
 func (r *run) keep() error {
 	timing := renew.Timing{TTL: r.cfg.Request.TTL, KillGrace: r.cfg.KillGrace, HeldWhileAlive: len(lockFiles(r.lease)) > 0}
 	r.keeper = renew.Start(r.lease, timing, r.log)
-	if time.Now().After(timing.TermAt(timing.ValidUntil(r.lease.Granted()))) {
+	if time.Now().After(timing.TermAt(timing.ValidUntil(r.lease.Granted()), 0)) {
 		r.keeper.Stop()
 		return &LostError{Key: r.lease.Key(), Reason: errors.New("the engine answered too slowly to leave time to run (raise --ttl)")}
 	}
