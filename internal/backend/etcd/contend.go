@@ -78,7 +78,6 @@ type waiter struct {
 	legacy  bool             // the last read found an older build's mutex key (slots.go)
 	unread  bool             // the last read (a failed take's) is not looked at yet
 	freed   chan int         // a slot whose deletion the last Watch saw
-	pending *entry           // taken, but its validity not known yet (confirm)
 	granted time.Time        // a try-once's: just before its lease was granted
 
 	shown  *mvccpb.KeyValue // the holder as last described
@@ -170,23 +169,26 @@ func (w *waiter) Watch(ctx context.Context) (lock.Retry, error) {
 
 // Keeper implements lock.PlaceKeeper: a keep-alive of our lease.
 func (w *waiter) Keeper() func(context.Context) error {
-	cli, id := w.b.cli, w.e.id
+	b, key, cli, id := w.b, w.req.Key, w.b.cli, w.e.id
 	return func(ctx context.Context) error {
 		_, err := cli.KeepAliveOnce(ctx, id)
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			return lock.ErrNotHeld
 		}
-		return err
+		if err != nil {
+			return b.opError("keep our place for "+key, err)
+		}
+		return nil
 	}
 }
 
 // Leave implements lock.LineStore: out of the line (revoking our lease
-// deletes our key, or the slot we took and did not confirm).
+// deletes our key, or the slot a take took but could not confirm).
 func (w *waiter) Leave() {
 	if w.e != nil {
 		w.b.cleanup(context.Background(), w.e)
 	}
-	w.e, w.ahead, w.pending, w.unread = nil, nil, nil, false
+	w.e, w.ahead, w.unread = nil, nil, false
 }
 
 // waiterHolder describes a waiter (its key kv) as the one a busy acquirer

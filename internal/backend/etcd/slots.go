@@ -11,8 +11,8 @@ package etcd
 //
 // inside KEY's queue prefix. Its value is the holder's record (with its
 // fencing token) plus the limit and the slot (slotRecord); tokens come
-// from the key's one counter (token.go). Inspect and List name the slot
-// holder with the lowest create revision.
+// from the key's one counter (token.go). Inspect, List, a busy answer and
+// Break name the oldest holder (lock.Oldest: the lowest token).
 //
 // Older builds kept a mutex as a queue of contenders in the same prefix,
 // "<prefix>/<url.PathEscape(KEY)>/<lease ID in hex>", the lowest create
@@ -115,14 +115,14 @@ func (b *Backend) slotTake(key string, rec record, limit, i int, id clientv3.Lea
 // slotsRead is what one read of a key's queue prefix says of its slots.
 type slotsRead struct {
 	free   int              // the lowest free slot below the limit; -1 none
-	oldest *mvccpb.KeyValue // the holder with the lowest create revision; nil none
+	oldest *mvccpb.KeyValue // the oldest holder (lock.Oldest); nil none
 	legacy bool             // an older build's mutex key holds slot 0
 }
 
-// readSlots reads the keys under the queue prefix qp for req: a
-// *lock.LimitMismatchError when a holder uses another limit (lock.Refuse;
-// the busy answer is the caller's, which names the holder by create
-// revision and minds the line). A key that is no slot is an older build's
+// readSlots reads the keys under the queue prefix qp for req, in create
+// revision order: a *lock.LimitMismatchError when a holder uses another
+// limit (lock.Refuse; the busy answer is the caller's, which minds the
+// line). A key that is no slot is an older build's
 // mutex contender: it holds slot 0 of a mutex, and refuses a semaphore.
 func readSlots(req lock.Request, qp string, kvs []*mvccpb.KeyValue) (slotsRead, error) {
 	n := req.Limit
@@ -142,10 +142,8 @@ func readSlots(req lock.Request, qp string, kvs []*mvccpb.KeyValue) (slotsRead, 
 		if i < n {
 			held[i] = true
 		}
-		if sr.oldest == nil || kv.CreateRevision < sr.oldest.CreateRevision {
-			sr.oldest = kv
-		}
 	}
+	sr.oldest = oldest(req.Key, holding(qp, kvs))
 	if err := lock.Refuse(req.Key, n, nil, limits, false); err != nil {
 		return slotsRead{}, err
 	}
