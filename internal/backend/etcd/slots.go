@@ -41,7 +41,6 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/distlock/distlock/internal/lock"
 )
@@ -100,16 +99,6 @@ func (w *waiter) TryOnce(ctx context.Context) (lock.Lease, error) {
 		}
 		return l, err
 	}
-}
-
-// slotTake is what taking slot i of key with token t on lease id, for the
-// contender of record rec, puts: the entry then held (its create revision
-// is the take's) and the put.
-func (b *Backend) slotTake(key string, rec record, limit, i int, id clientv3.LeaseID, t uint64) (*entry, clientv3.Op) {
-	sr := &slotRecord{record: rec, Limit: limit, Slot: i}
-	sr.AcquiredAt, sr.QueuedAt, sr.Token = time.Now(), time.Time{}, t
-	h := &entry{key: key, etcdKey: b.slotPrefix(key) + strconv.Itoa(i), id: id, rec: sr.record, slot: sr}
-	return h, clientv3.OpPut(h.etcdKey, encodeJSON(sr), clientv3.WithLease(id))
 }
 
 // slotsRead is what one read of a key's queue prefix says of its slots.

@@ -3,6 +3,8 @@ package etcd
 import (
 	"context"
 	"errors"
+	"strconv"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -61,50 +63,18 @@ func (w *waiter) Look(ctx context.Context) (lock.LineLook, error) {
 	return look, nil
 }
 
-// Take implements lock.LineStore: the take's one transaction (Look): it
-// puts the free slot on our lease, deletes our waiter key and raises the
-// token counter (slotTake, grantOp), with a keep-alive of our lease sent
-// alongside (lock.TakeRenewed: validity counts from just before both, or
-// from a later keep-alive that answers); when its compares fail it reads
-// instead (reads), for the next Look. A try-once's take requires nobody
-// in line, has no waiter key to delete and sends no keep-alive: its lease
-// counts from its grant.
+// Take implements lock.LineStore: the take's one transaction (take), with
+// a keep-alive of our lease sent alongside (lock.TakeRenewed: validity
+// counts from just before both, or from a later keep-alive that answers).
+// A try-once sends no keep-alive: its lease counts from its grant.
 func (w *waiter) Take(ctx context.Context) (lock.Lease, error) {
-	e, b := w.e, w.b
-	cmps := []clientv3.Cmp{
-		clientv3.Compare(clientv3.ModRevision(b.queuePrefix(e.key)).WithPrefix(), "<", w.readRev+1),
-		clientv3.Compare(clientv3.CreateRevision(b.linePrefix(e.key)), "=", 0).WithPrefix(), // nobody in line
-	}
-	var drop []clientv3.Op
-	if e.line != "" {
-		cmps[1] = clientv3.Compare(clientv3.CreateRevision(e.line), ">", e.rev-1).WithPrefix() // every key of the line created at or after ours
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", e.rev))
-		drop = []clientv3.Op{clientv3.OpDelete(e.etcdKey)}
-	}
 	var held *entry
-	take := func(ctx context.Context) error {
-		resp, err := grant(e.key, w.last, func(t uint64) (*clientv3.TxnResponse, error) {
-			var put clientv3.Op
-			held, put = b.slotTake(e.key, e.rec, w.req.Limit, w.free, e.id, t)
-			return b.cli.Txn(ctx).If(cmps...).Then(b.grantOp(e.key, t, append(drop, put)...)).Else(w.reads()...).Commit()
-		})
-		switch {
-		case e.line != "" && errors.Is(err, rpctypes.ErrLeaseNotFound):
-			return lock.ErrNotHeld
-		case err != nil:
-			return b.opError("wait for "+e.key, err)
-		case !resp.Succeeded:
-			if err := w.read(ctx, resp); err != nil {
-				return err
-			}
-			w.unread = true
-			return lock.ErrLookAgain
-		}
-		held.rev = resp.Header.Revision // the slot key, created by the take
-		return nil
+	take := func(ctx context.Context) (err error) {
+		held, err = w.take(ctx)
+		return err
 	}
 	granted, err := w.granted, error(nil)
-	if e.line == "" {
+	if w.e.line == "" {
 		err = take(ctx)
 	} else {
 		granted, err = lock.TakeRenewed(ctx, w.Keeper(), take)
@@ -117,7 +87,47 @@ func (w *waiter) Take(ctx context.Context) (lock.Lease, error) {
 		return nil, err
 	}
 	w.e = nil
-	return b.newLease(held, granted), nil
+	return w.b.newLease(held, granted), nil
+}
+
+// take puts the free slot (Look) on our lease, deletes our waiter key and
+// raises the token counter (token.go), if no key under the queue prefix
+// was put and the counter not changed since our read, nobody is ahead of
+// us in line and our key is still ours; otherwise it reads instead
+// (reads), for the next Look. A try-once's take requires nobody in line
+// and has no waiter key to delete.
+func (w *waiter) take(ctx context.Context) (*entry, error) {
+	e, b := w.e, w.b
+	tk := b.tokenKey(e.key)
+	cmps := []clientv3.Cmp{
+		clientv3.Compare(clientv3.ModRevision(b.queuePrefix(e.key)).WithPrefix(), "<", w.readRev+1),
+		clientv3.Compare(clientv3.ModRevision(tk), "<", w.readRev+1),                        // the counter is w.last
+		clientv3.Compare(clientv3.CreateRevision(b.linePrefix(e.key)), "=", 0).WithPrefix(), // nobody in line
+	}
+	sr := &slotRecord{record: e.rec, Limit: w.req.Limit, Slot: w.free}
+	sr.AcquiredAt, sr.QueuedAt, sr.Token = time.Now(), time.Time{}, lock.NextToken(w.last, lock.ClockMicros(time.Now()))
+	held := &entry{key: e.key, etcdKey: b.slotPrefix(e.key) + strconv.Itoa(w.free), id: e.id, rec: sr.record, slot: sr}
+	ops := []clientv3.Op{clientv3.OpPut(held.etcdKey, encodeJSON(sr), clientv3.WithLease(e.id)), clientv3.OpPut(tk, tokenValue(sr.Token))}
+	if e.line != "" {
+		cmps[2] = clientv3.Compare(clientv3.CreateRevision(e.line), ">", e.rev-1).WithPrefix() // every key of the line created at or after ours
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", e.rev))
+		ops = append(ops, clientv3.OpDelete(e.etcdKey))
+	}
+	resp, err := b.cli.Txn(ctx).If(cmps...).Then(ops...).Else(w.reads()...).Commit()
+	switch {
+	case e.line != "" && errors.Is(err, rpctypes.ErrLeaseNotFound):
+		return nil, lock.ErrNotHeld
+	case err != nil:
+		return nil, b.opError("wait for "+e.key, err)
+	case !resp.Succeeded:
+		if err := w.read(ctx, resp); err != nil {
+			return nil, err
+		}
+		w.unread = true
+		return nil, lock.ErrLookAgain
+	}
+	held.rev = resp.Header.Revision // the slot key, created by the take
+	return held, nil
 }
 
 // reads are a look's reads: the token counter, every key under the queue
@@ -149,7 +159,7 @@ func (w *waiter) read(ctx context.Context, resp *clientv3.TxnResponse) error {
 		}
 	}
 	var err error
-	if w.last, err = counterOf(w.req.Key, r[0]); err != nil {
+	if w.last, err = parseCounter(w.req.Key, r[0].GetResponseRange().Kvs); err != nil {
 		return w.b.opError("wait for "+w.req.Key, err)
 	}
 	sr, err := readSlots(w.req, w.b.queuePrefix(w.req.Key), r[1].GetResponseRange().Kvs)
