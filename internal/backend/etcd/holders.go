@@ -74,19 +74,24 @@ func holding(qp string, kvs []*mvccpb.KeyValue) []*mvccpb.KeyValue {
 	return slots
 }
 
-// holders reads the keys of key's holders (holding) and describes them.
-func (b *Backend) holders(ctx context.Context, key, op string) ([]*mvccpb.KeyValue, []lock.Holder, error) {
+// holdingKVs reads the keys of key's holders (holding).
+func (b *Backend) holdingKVs(ctx context.Context, key, op string) ([]*mvccpb.KeyValue, error) {
 	qp := b.queuePrefix(key)
 	resp, err := b.cli.Get(ctx, qp, clientv3.WithPrefix(), byCreation)
 	if err != nil {
-		return nil, nil, b.opError(op+key, err)
+		return nil, b.opError(op+key, err)
 	}
-	kvs := holding(qp, resp.Kvs)
+	return holding(qp, resp.Kvs), nil
+}
+
+// holders reads the keys of key's holders and describes them.
+func (b *Backend) holders(ctx context.Context, key, op string) ([]*mvccpb.KeyValue, []lock.Holder, error) {
+	kvs, err := b.holdingKVs(ctx, key, op)
 	hs := make([]lock.Holder, len(kvs))
 	for i, kv := range kvs {
 		hs[i] = b.describe(ctx, key, kv)
 	}
-	return kvs, hs, nil
+	return kvs, hs, err
 }
 
 // byCreation sorts a range read by create revision, oldest first.

@@ -84,15 +84,20 @@ func (l *keyStore) Release(ctx context.Context, _ *lock.Held) error {
 	return nil
 }
 
-// cleanup leaves the line: revoking our lease deletes our key with it, in
-// one request. It runs on a fresh short context, since ctx may be the
-// one that just ended; if the revoke fails we fall back to a plain delete,
-// and failing that the lease expires on its own after TTL.
-func (b *Backend) cleanup(ctx context.Context, e *entry) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(b.dialTO, cleanupTimeout))
+// revoke drops lease id (deleting every key on it) on a fresh short
+// context, since ctx may be the one that just ended. Should that fail it
+// deletes key, when given; failing that the lease expires on its own
+// after its TTL.
+func (b *Backend) revoke(ctx context.Context, id clientv3.LeaseID, key string) {
+	cctx, cancel := b.fresh(ctx)
 	defer cancel()
-	if _, err := b.cli.Revoke(cctx, e.id); err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) || e.etcdKey == "" {
-		return
+	if _, err := b.cli.Revoke(cctx, id); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) && key != "" {
+		_, _ = b.cli.Delete(cctx, key)
 	}
-	_, _ = b.cli.Delete(cctx, e.etcdKey)
+}
+
+// fresh is a short context of its own, for a request that must go out
+// even when ctx has just ended.
+func (b *Backend) fresh(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), min(b.dialTO, cleanupTimeout))
 }

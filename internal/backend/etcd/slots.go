@@ -22,14 +22,10 @@ package etcd
 // joinQueue takes only an empty queue, its takeover only when no key under
 // the prefix is older than its own).
 //
-// An acquirer reads the whole queue prefix at revision R, refuses with a
-// *lock.LimitMismatchError when a holder uses another limit, picks the
-// lowest free slot, and creates it in a transaction that requires every
-// key under the prefix to be unchanged since R (a ModRevision compare over
-// the prefix): the check and the take are one step, and on a conflict it
-// reads again. A try-once takes a slot only while no waiter is in line
-// (contend.go; a compare in the taking transaction): it never jumps the line,
-// and never joins it.
+// A take (step.go) reads the whole queue prefix, refuses with a
+// *lock.LimitMismatchError when a holder uses another limit, and puts the
+// lowest free slot in a transaction that requires no key under the prefix
+// put since its read.
 
 import (
 	"context"
@@ -72,11 +68,11 @@ func (b *Backend) slotIndex(key, etcdKey string) (int, bool) {
 // it.
 func (w *waiter) TryOnce(ctx context.Context) (lock.Lease, error) {
 	w.granted = time.Now()
-	g, err := w.b.cli.Grant(ctx, leaseSeconds(w.req.TTL))
+	e, err := w.grant(ctx)
 	if err != nil {
-		return nil, w.b.opError("grant a lease for "+w.req.Key, err)
+		return nil, err
 	}
-	w.e, w.free = &entry{key: w.req.Key, id: g.ID, rec: newRecord(w.req, time.Now())}, -1
+	w.e, w.free = e, -1
 	for {
 		look, err := w.Look(ctx)
 		var l lock.Lease
