@@ -31,22 +31,8 @@ type entry struct {
 	line    string // the prefix of the line etcdKey stands in ("" once held)
 	etcdKey string // our key
 	id      clientv3.LeaseID
-	rev     int64  // create revision of etcdKey: its place in the line
-	rec     record // with its fencing token once held (token.go)
-	// slot is set when etcdKey is a slot: its value then also carries the
-	// limit and the slot (slotRecord). nil: an older build's mutex key
-	// (resumed from its handle).
-	slot *slotRecord
-}
-
-// value is what etcdKey holds for rec: with a slot's limit and index.
-func (e *entry) value(rec record) string {
-	if e.slot == nil {
-		return encodeJSON(rec)
-	}
-	sr := *e.slot
-	sr.record = rec
-	return encodeJSON(sr)
+	rev     int64      // create revision of etcdKey: its place in the line
+	rec     slotRecord // with its fencing token once held (token.go)
 }
 
 // Contend implements lock.Backend: a mutex is a semaphore of one.
@@ -100,7 +86,7 @@ func (w *waiter) Join(ctx context.Context) error {
 	e.etcdKey = fmt.Sprintf("%s%x", e.line, int64(e.id))
 	resp, err := w.b.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", 0)).
-		Then(clientv3.OpPut(e.etcdKey, encodeJSON(e.rec), clientv3.WithLease(e.id))).
+		Then(clientv3.OpPut(e.etcdKey, e.rec.value(), clientv3.WithLease(e.id))).
 		Commit()
 	if err != nil || !resp.Succeeded {
 		// The put may have been applied: revoking the lease removes it.
@@ -121,7 +107,7 @@ func (w *waiter) grant(ctx context.Context) (*entry, error) {
 	if err != nil {
 		return nil, w.b.opError("grant a lease for "+w.req.Key, err)
 	}
-	return &entry{key: w.req.Key, id: g.ID, rec: newRecord(w.req, time.Now())}, nil
+	return &entry{key: w.req.Key, id: g.ID, rec: slotRecord{record: newRecord(w.req, time.Now())}}, nil
 }
 
 // Watch implements lock.LineStore: the deletion of the one just ahead of

@@ -8,13 +8,10 @@
 //
 // Everything of KEY lives under "<prefix>/<url.PathEscape(KEY)>": its
 // slots under ".../" (the queue prefix, slots.go), its line of waiters
-// under "...#wait/" (line.go), its token counter at "...#token"
-// (token.go). The holder's fencing token is not a revision: revisions
-// start again when etcd loses its data, tokens must not.
-//
-// KEY is escaped with url.PathEscape, which encodes '/' (and '%') so that the
-// escaped key never holds a '/': "<prefix>/a/" is never a prefix of the keys
-// of KEY "a/b", which live under "<prefix>/a%2Fb/".
+// under "...#wait/" (contend.go), its token counter at "...#token"
+// (token.go). url.PathEscape encodes '/' (and '%'), so the escaped key
+// never holds a '/': "<prefix>/a/" is never a prefix of the keys of KEY
+// "a/b", which live under "<prefix>/a%2Fb/".
 //
 // # Leases
 //
@@ -24,6 +21,7 @@
 package etcd
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -92,12 +90,8 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = DefaultDialTimeout
 	}
-	prefix := strings.TrimRight(cfg.Prefix, "/")
-	if prefix == "" {
-		prefix = DefaultPrefix
-	}
 	b := &Backend{
-		prefix:    prefix,
+		prefix:    cmp.Or(strings.TrimRight(cfg.Prefix, "/"), DefaultPrefix),
 		endpoints: strings.Join(cfg.Endpoints, ","),
 		user:      cfg.Username,
 		dialTO:    cfg.DialTimeout,
@@ -303,11 +297,7 @@ func newRecord(req lock.Request, now time.Time) record {
 // leaseSeconds is the TTL to grant: etcd leases count whole seconds, so
 // round up (never down: the lease must outlive the holder's validUntil).
 func leaseSeconds(ttl time.Duration) int64 {
-	s := int64(ttl / time.Second)
-	if ttl%time.Second != 0 {
-		s++
-	}
-	return max(s, 1)
+	return max(int64((ttl+time.Second-1)/time.Second), 1)
 }
 
 // opError wraps a failed request. Context errors stay recognisable

@@ -33,7 +33,7 @@ func (l *keyStore) Hold(ctx context.Context, _ *lock.Held, d time.Duration, mode
 	rec.Hold, rec.TTLms = mode, d.Milliseconds()
 	resp, err := l.b.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(l.e.etcdKey), "=", l.e.rev)).
-		Then(clientv3.OpPut(l.e.etcdKey, l.e.value(rec), clientv3.WithLease(g.ID))).
+		Then(clientv3.OpPut(l.e.etcdKey, rec.value(), clientv3.WithLease(g.ID))).
 		Commit()
 	switch {
 	case err != nil:
@@ -96,10 +96,7 @@ func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 		if err := json.Unmarshal(kv.Value, &sr); err != nil || sr.Owner != h.Owner || sr.Token != h.Token {
 			continue
 		}
-		e := &entry{key: h.Key, etcdKey: string(kv.Key), id: clientv3.LeaseID(kv.Lease), rev: kv.CreateRevision, rec: sr.record}
-		if _, ok := b.slotIndex(h.Key, e.etcdKey); ok {
-			e.slot = &sr
-		}
+		e := &entry{key: h.Key, etcdKey: string(kv.Key), id: clientv3.LeaseID(kv.Lease), rev: kv.CreateRevision, rec: sr}
 		return b.newLease(e, granted), nil
 	}
 	return nil, fmt.Errorf("%s: %w", h.Key, lock.ErrNotHeld)

@@ -26,10 +26,8 @@ type keyStore struct {
 // were first at once, or the final KeepAliveOnce of a waiter that reached
 // the head of the queue.
 func (b *Backend) newLease(e *entry, granted time.Time) lock.Lease {
-	g := lock.Grant{Key: e.key, Owner: e.rec.Owner, Token: e.rec.Token, TTL: time.Duration(e.rec.TTLms) * time.Millisecond, Granted: granted}
-	if e.slot != nil {
-		g.Slot, g.Limit = e.slot.Slot, e.slot.Limit
-	}
+	r := e.rec
+	g := lock.Grant{Key: e.key, Owner: r.Owner, Token: r.Token, TTL: time.Duration(r.TTLms) * time.Millisecond, Granted: granted, Slot: r.Slot, Limit: r.Limit}
 	return lock.NewLease(g, &keyStore{b: b, e: e})
 }
 

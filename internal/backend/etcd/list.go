@@ -55,9 +55,6 @@ func contenderID(id string) bool {
 		_, err := strconv.Atoi(n)
 		return err == nil
 	}
-	if strings.Contains(id, "/") {
-		return false
-	}
 	_, err := strconv.ParseUint(id, 16, 64)
 	return err == nil
 }

@@ -41,11 +41,21 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// slotRecord is the value of a slot key.
+// slotRecord is the value of a slot key: the holder's record, its limit
+// and its slot. A waiter's key, and an older build's mutex contender, hold
+// the record alone (Limit 0).
 type slotRecord struct {
 	record
 	Limit int `json:"limit"`
 	Slot  int `json:"slot"`
+}
+
+// value is how r is written: with the limit and the slot only on a slot.
+func (r slotRecord) value() string {
+	if r.Limit == 0 {
+		return encodeJSON(r.record)
+	}
+	return encodeJSON(r)
 }
 
 func (b *Backend) slotPrefix(key string) string { return b.queuePrefix(key) + "slot/" }

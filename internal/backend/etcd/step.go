@@ -104,10 +104,10 @@ func (w *waiter) take(ctx context.Context) (*entry, error) {
 		clientv3.Compare(clientv3.ModRevision(tk), "<", w.readRev+1),                        // the counter is w.last
 		clientv3.Compare(clientv3.CreateRevision(b.linePrefix(e.key)), "=", 0).WithPrefix(), // nobody in line
 	}
-	sr := &slotRecord{record: e.rec, Limit: w.req.Limit, Slot: w.free}
-	sr.AcquiredAt, sr.QueuedAt, sr.Token = time.Now(), time.Time{}, lock.NextToken(w.last, lock.ClockMicros(time.Now()))
-	held := &entry{key: e.key, etcdKey: b.slotPrefix(e.key) + strconv.Itoa(w.free), id: e.id, rec: sr.record, slot: sr}
-	ops := []clientv3.Op{clientv3.OpPut(held.etcdKey, encodeJSON(sr), clientv3.WithLease(e.id)), clientv3.OpPut(tk, tokenValue(sr.Token))}
+	held := &entry{key: e.key, etcdKey: b.slotPrefix(e.key) + strconv.Itoa(w.free), id: e.id, rec: e.rec}
+	r := &held.rec
+	r.Limit, r.Slot, r.AcquiredAt, r.QueuedAt, r.Token = w.req.Limit, w.free, time.Now(), time.Time{}, lock.NextToken(w.last, lock.ClockMicros(time.Now()))
+	ops := []clientv3.Op{clientv3.OpPut(held.etcdKey, r.value(), clientv3.WithLease(e.id)), clientv3.OpPut(tk, tokenValue(r.Token))}
 	if e.line != "" {
 		cmps[2] = clientv3.Compare(clientv3.CreateRevision(e.line), ">", e.rev-1).WithPrefix() // every key of the line created at or after ours
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", e.rev))
