@@ -97,39 +97,13 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		dialTO:    cfg.DialTimeout,
 	}
 
-	var tlsCfg *tls.Config
-	scheme := "http://"
-	if cfg.TLS {
-		scheme = "https://"
-		var err error
-		if tlsCfg, err = loadTLS(cfg); err != nil {
-			return nil, err
-		}
+	tlsCfg, err := loadTLS(cfg)
+	if err != nil {
+		return nil, err
 	}
-	eps := make([]string, len(cfg.Endpoints))
-	for i, ep := range cfg.Endpoints {
-		eps[i] = scheme + ep
-	}
-
 	// With a user and password, clientv3.New authenticates right away,
 	// bounded by DialTimeout; otherwise it does not touch the network.
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:            eps,
-		DialTimeout:          cfg.DialTimeout,
-		DialKeepAliveTime:    keepAliveTime,
-		DialKeepAliveTimeout: keepAliveTimeout,
-		Username:             cfg.Username,
-		Password:             cfg.Password,
-		TLS:                  tlsCfg,
-		Logger:               zap.NewNop(),
-		// gRPC's default reconnect backoff (1s, then x1.6) left renewals
-		// idle for up to a second after a server came back, which cost
-		// short leases that had survived on the server. Retry sooner.
-		DialOptions: append([]grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
-			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
-			MinConnectTimeout: cfg.DialTimeout,
-		})}, cfg.dialOptions...),
-	})
+	cli, err := clientv3.New(cfg.client(tlsCfg))
 	if err != nil {
 		return nil, b.connectError(cfg, tlsCfg, err)
 	}
@@ -149,7 +123,41 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	return b, nil
 }
 
+// client is the etcd client's configuration for cfg: https to every
+// endpoint with tlsCfg, else http.
+func (cfg Config) client(tlsCfg *tls.Config) clientv3.Config {
+	scheme := "http://"
+	if tlsCfg != nil {
+		scheme = "https://"
+	}
+	eps := make([]string, len(cfg.Endpoints))
+	for i, ep := range cfg.Endpoints {
+		eps[i] = scheme + ep
+	}
+	return clientv3.Config{
+		Endpoints:            eps,
+		DialTimeout:          cfg.DialTimeout,
+		DialKeepAliveTime:    keepAliveTime,
+		DialKeepAliveTimeout: keepAliveTimeout,
+		Username:             cfg.Username,
+		Password:             cfg.Password,
+		TLS:                  tlsCfg,
+		Logger:               zap.NewNop(),
+		// gRPC's default reconnect backoff (1s, then x1.6) left renewals
+		// idle for up to a second after a server came back, which cost
+		// short leases that had survived on the server. Retry sooner.
+		DialOptions: append([]grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: cfg.DialTimeout,
+		})}, cfg.dialOptions...),
+	}
+}
+
+// loadTLS is the TLS configuration cfg asks for; nil without TLS.
 func loadTLS(cfg Config) (*tls.Config, error) {
+	if !cfg.TLS {
+		return nil, nil
+	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	if cfg.CACert != "" {
 		pem, err := os.ReadFile(cfg.CACert)
