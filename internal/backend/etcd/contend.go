@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -64,15 +63,6 @@ var (
 	_ lock.OnceTaker   = (*waiter)(nil)
 	_ lock.PlaceKeeper = (*waiter)(nil)
 )
-
-// linePrefix is where the waiters for key's slots stand in line: outside
-// the key's queue prefix "<prefix>/<escaped KEY>/" (where the slots live,
-// so Inspect and Break never see a waiter), and never listed
-// (url.PathEscape escapes '#', so no escaped key holds one; List skips
-// names that do).
-func (b *Backend) linePrefix(key string) string {
-	return b.prefix + "/" + url.PathEscape(key) + "#wait/"
-}
 
 // Join implements lock.LineStore: our waiter key, on a lease of its own,
 // at the back of key's line.

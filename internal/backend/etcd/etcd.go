@@ -278,11 +278,14 @@ func (b *Backend) Close() error {
 	return b.closeErr
 }
 
-// queuePrefix is "<prefix>/<escaped key>/": every contender of key lives
-// right under it and nothing else does.
-func (b *Backend) queuePrefix(key string) string {
-	return b.prefix + "/" + url.PathEscape(key) + "/"
-}
+// The keys of KEY (# Layout above): nothing but its slots lives under
+// its queue prefix; its line is outside it, so Inspect and Break never see
+// a waiter. url.PathEscape escapes '#', so no escaped key holds one, and
+// List skips the names that do.
+func (b *Backend) queuePrefix(key string) string { return b.keyPath(key) + "/" }
+func (b *Backend) linePrefix(key string) string  { return b.keyPath(key) + "#wait/" }
+func (b *Backend) tokenKey(key string) string    { return b.keyPath(key) + "#token" }
+func (b *Backend) keyPath(key string) string     { return b.prefix + "/" + url.PathEscape(key) }
 
 // record is the JSON value of a contender's key: the holder's
 // lock.Record, then etcd's own fields. Its TTLms is the TTL that was asked

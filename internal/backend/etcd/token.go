@@ -23,16 +23,10 @@ package etcd
 
 import (
 	"fmt"
-	"net/url"
 	"strconv"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
-
-// tokenKey is where the last token of key is kept.
-func (b *Backend) tokenKey(key string) string {
-	return b.prefix + "/" + url.PathEscape(key) + "#token"
-}
 
 // tokenValue is how a token is stored: fixed width, so that comparing
 // values byte by byte compares the numbers.
