@@ -12,12 +12,10 @@ package etcd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/distlock/distlock/internal/lock"
@@ -143,17 +141,8 @@ func (w *waiter) Watch(ctx context.Context) (lock.Retry, error) {
 
 // Keeper implements lock.PlaceKeeper: a keep-alive of our lease.
 func (w *waiter) Keeper() func(context.Context) error {
-	b, key, cli, id := w.b, w.req.Key, w.b.cli, w.e.id
-	return func(ctx context.Context) error {
-		_, err := cli.KeepAliveOnce(ctx, id)
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			return lock.ErrNotHeld
-		}
-		if err != nil {
-			return b.opError("keep our place for "+key, err)
-		}
-		return nil
-	}
+	b, id := w.b, w.e.id
+	return func(ctx context.Context) error { return b.keepAlive(ctx, id) }
 }
 
 // Leave implements lock.LineStore: out of the line (revoking our lease

@@ -43,15 +43,12 @@ func (l *keyStore) LeaseID() int64 { return int64(l.e.id) }
 // together (one round trip, not two) and are bounded by ctx.
 func (l *keyStore) Renew(ctx context.Context, _ *lock.Held) error {
 	kaDone := make(chan error, 1)
-	go func() {
-		_, err := l.b.cli.KeepAliveOnce(ctx, l.e.id)
-		kaDone <- err
-	}()
+	go func() { kaDone <- l.b.keepAlive(ctx, l.e.id) }()
 	resp, err := l.b.cli.Get(ctx, l.e.etcdKey, clientv3.WithKeysOnly())
 	kaErr := <-kaDone
 	switch {
-	case errors.Is(kaErr, rpctypes.ErrLeaseNotFound):
-		return fmt.Errorf("%s: the etcd lease expired or was revoked: %w", l.e.key, lock.ErrNotHeld)
+	case errors.Is(kaErr, lock.ErrNotHeld):
+		return fmt.Errorf("%s: %w", l.e.key, kaErr)
 	case err == nil && (len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != l.e.rev):
 		return fmt.Errorf("%s: our lock key was deleted (broken?): %w", l.e.key, lock.ErrNotHeld)
 	case kaErr != nil:
@@ -60,6 +57,16 @@ func (l *keyStore) Renew(ctx context.Context, _ *lock.Held) error {
 		return fmt.Errorf("etcd renew %s: checking our key: %w", l.e.key, err)
 	}
 	return nil
+}
+
+// keepAlive sends one keep-alive of lease id: lock.ErrNotHeld when etcd
+// says the lease is gone.
+func (b *Backend) keepAlive(ctx context.Context, id clientv3.LeaseID) error {
+	_, err := b.cli.KeepAliveOnce(ctx, id)
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return fmt.Errorf("the etcd lease expired or was revoked: %w", lock.ErrNotHeld)
+	}
+	return err
 }
 
 // Release deletes our key if it is still ours (compare on its create
