@@ -1,10 +1,10 @@
 package lock
 
 // The fair-line contender of the engines with a native line of waiters
-// (etcd, Consul). The engine's LineStore reads, takes and watches; Line
-// keeps the dance: when to join and join again, when to take (fewer
-// waiters ahead than places free: arrival order), the place's keep-alive,
-// whom a busy answer names, and leaving.
+// (etcd, Consul, ZooKeeper). The engine's LineStore reads, takes and
+// watches; Line keeps the dance: when to join and join again, when to
+// take (fewer waiters ahead than places free: arrival order), the place's
+// keep-alive, whom a busy answer names, and leaving.
 
 import (
 	"context"

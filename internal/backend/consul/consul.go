@@ -35,6 +35,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -58,11 +59,11 @@ const Guarantee = "Consul: linearizable (Raft); one holder at a time, across a l
 
 // Backend is the Consul engine.
 type Backend struct {
-	clients []*api.Client // one per server of the URL
-	idle    []interface{ CloseIdleConnections() }
-	dates   []*dateSeen  // per client: the Date header of its last answer
-	cur     atomic.Int32 // the server requests go to now
+	clients []*api.Client  // one per server of the URL
+	https   []*http.Client // theirs (clockCheck asks one directly)
+	cur     atomic.Int32   // the server requests go to now
 	addrs   []string
+	scheme  string
 	root    string // the KV prefix, without a trailing '/'
 	connTO  time.Duration
 }
@@ -92,13 +93,12 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		if err != nil {
 			return nil, lock.Invalidf("consul TLS: %v", err)
 		}
-		ds := &dateSeen{next: hc.Transport}
-		hc.Transport, ac.HttpClient = ds, hc
+		ac.HttpClient, b.scheme = hc, ac.Scheme
 		c, err := api.NewClient(ac)
 		if err != nil {
 			return nil, lock.Invalidf("consul: %v", err)
 		}
-		b.clients, b.idle, b.dates = append(b.clients, c), append(b.idle, ac.Transport), append(b.dates, ds)
+		b.clients, b.https = append(b.clients, c), append(b.https, hc)
 	}
 	cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
@@ -122,8 +122,8 @@ func (b *Backend) Guarantee() string { return Guarantee }
 
 // Close implements lock.Backend: it closes idle connections.
 func (b *Backend) Close() error {
-	for _, t := range b.idle {
-		t.CloseIdleConnections()
+	for _, hc := range b.https {
+		hc.CloseIdleConnections()
 	}
 	return nil
 }
@@ -145,6 +145,15 @@ func (b *Backend) call(f func(c *api.Client) error) error {
 		b.cur.CompareAndSwap(i, (i+1)%int32(len(b.clients)))
 	}
 	return err
+}
+
+// list reads the keys under prefix (q: qo(ctx), or a blocking query).
+func (b *Backend) list(prefix string, q *api.QueryOptions) (kvs api.KVPairs, meta *api.QueryMeta, err error) {
+	err = b.call(func(c *api.Client) (err error) {
+		kvs, meta, err = c.KV().List(prefix, q)
+		return err
+	})
+	return kvs, meta, err
 }
 
 // qo and wo bind a request to ctx.
@@ -176,20 +185,16 @@ func refused(err error) bool {
 }
 
 // opError wraps a failed request as a *lock.UnavailableError naming op and
-// the servers; a refusal (ACL) is marked so that nobody retries it.
+// the servers (of a failure to dial, only its cause: the Go HTTP client
+// repeats the URL); a refusal (ACL) is marked so that nobody retries it.
 func (b *Backend) opError(op string, err error) error {
-	msg := fmt.Sprintf("consul at %s: %s: %v", strings.Join(b.addrs, ","), op, shortError(err))
+	why := err.Error()
+	if i := strings.LastIndex(why, ": "); i >= 0 && strings.Contains(why, "dial tcp") {
+		why = why[i+2:]
+	}
+	msg := fmt.Sprintf("consul at %s: %s: %s", strings.Join(b.addrs, ","), op, why)
 	if refused(err) {
 		msg += " (check the ACL token: the URL's password, DISTLOCK_PASSWORD, --password-file or CONSUL_HTTP_TOKEN)"
 	}
 	return &lock.UnavailableError{Msg: msg, Err: err, Refused: refused(err)}
-}
-
-// shortError drops the Go HTTP client's repetition of the URL.
-func shortError(err error) string {
-	s := err.Error()
-	if i := strings.LastIndex(s, ": "); i >= 0 && strings.Contains(s, "dial tcp") {
-		return s[i+2:]
-	}
-	return s
 }

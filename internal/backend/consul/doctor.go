@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -91,38 +90,25 @@ func (b *Backend) ttlCheck(ctx context.Context, ttl time.Duration) lock.Check {
 		Detail: fmt.Sprintf("Consul grants a session of --ttl %s; it expires one between %s and %s after its last renewal, so a holder that dies frees the key that late", ttl, ttl, 2*ttl)}
 }
 
-// dateSeen is an http.RoundTripper that remembers the Date header of the
-// last answer: the clock check reads the server's clock from it, through
-// the official client's own requests.
-type dateSeen struct {
-	next http.RoundTripper
-
-	mu   sync.Mutex
-	date time.Time
-}
-
-func (d *dateSeen) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := d.next.RoundTrip(r)
-	if err == nil {
-		if t, perr := http.ParseTime(resp.Header.Get("Date")); perr == nil {
-			d.mu.Lock()
-			d.date = t
-			d.mu.Unlock()
-		}
-	}
-	return resp, err
-}
-
-// clockCheck compares the server's clock with ours. Date has whole
+// clockCheck compares the server's clock with ours, read from the Date
+// header of its answers to a request that needs no ACL. Date has whole
 // seconds, so it asks (every 20 ms) until the second turns: the turn is
 // bracketed to about a round trip (lock.WaitTick).
 func (b *Backend) clockCheck(ctx context.Context, ttl time.Duration) lock.Check {
-	d := b.dates[b.cur.Load()]
+	i := b.cur.Load()
+	leader := b.scheme + "://" + b.addrs[i] + "/v1/status/leader"
 	t, err := lock.WaitTick(ctx, 1500*time.Millisecond, 20*time.Millisecond, 1, func(ctx context.Context) (int64, error) {
-		err := b.call(func(c *api.Client) error { _, err := c.Status().LeaderWithQueryOptions(qo(ctx)); return err })
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		return d.date.Unix(), err
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, leader, nil)
+		if err != nil {
+			return 0, err
+		}
+		resp, err := b.https[i].Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		date, err := http.ParseTime(resp.Header.Get("Date"))
+		return date.Unix(), err
 	})
 	if err != nil {
 		return lock.CannotCheck("clock", "read the server's clock (the second of its Date header turning)", err, "check that the Consul servers answer; then run doctor again")

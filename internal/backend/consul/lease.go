@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -44,7 +45,7 @@ func (s *session) Renew(ctx context.Context, l *lock.Held) error {
 	rerr := <-renewed
 	switch {
 	case errors.Is(rerr, errSessionGone):
-		return fmt.Errorf("%s: %w: %w", l.Key(), rerr, lock.ErrNotHeld)
+		return fmt.Errorf("%s: %w", l.Key(), rerr)
 	case err == nil && !ok:
 		return fmt.Errorf("%s: our lock entry was deleted (broken?): %w", l.Key(), lock.ErrNotHeld)
 	case rerr != nil:
@@ -77,22 +78,22 @@ func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range holders(v.line) {
-		if e.rec.Owner != h.Owner || e.rec.Token != h.Token || e.kv.Session == "" {
-			continue
-		}
-		s := &session{b: b, kvKey: e.kv.Key, slotKey: b.slotKey(h.Key, e.rec.Slot), sid: e.kv.Session, rec: e.rec}
-		return s.lease(h.Key, granted), nil
+	hs := holders(v.line)
+	i := slices.IndexFunc(hs, func(e entry) bool { return e.rec.Owner == h.Owner && e.rec.Token == h.Token && e.kv.Session != "" })
+	if i < 0 {
+		return nil, fmt.Errorf("%s: %w", h.Key, lock.ErrNotHeld)
 	}
-	return nil, fmt.Errorf("%s: %w", h.Key, lock.ErrNotHeld)
+	s := &session{b: b, kvKey: hs[i].kv.Key, slotKey: b.slotKey(h.Key, hs[i].rec.Slot), sid: hs[i].kv.Session, rec: hs[i].rec}
+	return s.lease(h.Key, granted), nil
 }
 
 // dropOps delete a holder's entry and slot key ("": none yet), each only
 // if session sid holds it.
-func dropOps(kvKey, slotKey, sid string) api.TxnOps {
-	ops := api.TxnOps{kvOp(api.KVCheckSession, kvKey, nil, 0, sid), kvOp(api.KVDelete, kvKey, nil, 0, "")}
-	if slotKey != "" {
-		ops = append(ops, kvOp(api.KVCheckSession, slotKey, nil, 0, sid), kvOp(api.KVDelete, slotKey, nil, 0, ""))
+func dropOps(kvKey, slotKey, sid string) (ops api.TxnOps) {
+	for _, k := range []string{kvKey, slotKey} {
+		if k != "" {
+			ops = append(ops, kvOp(api.KVCheckSession, k, nil, 0, sid), kvOp(api.KVDelete, k, nil, 0, ""))
+		}
 	}
 	return ops
 }

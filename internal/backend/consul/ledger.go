@@ -3,6 +3,7 @@ package consul
 import (
 	"context"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/consul/api"
@@ -23,12 +24,8 @@ func (b *Backend) PutEntry(ctx context.Context, key, id string, data []byte) err
 
 // Entries implements lock.Ledger.
 func (b *Backend) Entries(ctx context.Context, key string) (map[string][]byte, error) {
-	var kvs api.KVPairs
-	if err := b.call(func(c *api.Client) error {
-		var err error
-		kvs, _, err = c.KV().List(b.ledgerDir(key), qo(ctx))
-		return err
-	}); err != nil {
+	kvs, _, err := b.list(b.ledgerDir(key), qo(ctx))
+	if err != nil {
 		return nil, b.opError("read the ledger of "+key, err)
 	}
 	out := make(map[string][]byte, len(kvs))
@@ -42,16 +39,14 @@ func (b *Backend) Entries(ctx context.Context, key string) (map[string][]byte, e
 
 // DeleteEntries implements lock.Ledger: one transaction per 64 ids.
 func (b *Backend) DeleteEntries(ctx context.Context, key string, ids []string) error {
-	for len(ids) > 0 {
-		n := min(len(ids), 64)
+	for chunk := range slices.Chunk(ids, 64) {
 		var ops api.TxnOps
-		for _, id := range ids[:n] {
+		for _, id := range chunk {
 			ops = append(ops, kvOp(api.KVDelete, b.ledgerDir(key)+id, nil, 0, ""))
 		}
 		if _, _, _, err := b.txn(ctx, "delete from the ledger of "+key, ops); err != nil {
 			return err
 		}
-		ids = ids[n:]
 	}
 	return nil
 }

@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
@@ -170,22 +168,19 @@ func describe(key string, es []entry) []lock.Holder {
 }
 
 // Inspect implements lock.Backend: a key is described by its oldest
-// holder (lock.Oldest). A mutex's first in line that has not taken over
-// yet shows token 0. Consul does not say how long another client's session
-// has left: ExpiresIn is -1.
+// holder (lock.InspectOldest). A mutex's first in line that has not taken
+// over yet shows token 0. Consul does not say how long another client's
+// session has left: ExpiresIn is -1.
 func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
-	v, err := b.readKey(ctx, key)
-	if err != nil || len(v.line) == 0 {
-		return lock.Holder{}, false, err
-	}
-	return lock.Oldest(describe(key, holders(v.line))), true, nil
+	return lock.InspectOldest(ctx, key, b.InspectSlots)
 }
 
-// InspectSlots implements lock.SlotInspector: every holder, by slot.
+// InspectSlots implements lock.SlotInspector: every holder, by slot (in
+// line order among those that have not taken over yet).
 func (b *Backend) InspectSlots(ctx context.Context, key string) ([]lock.Holder, error) {
 	v, err := b.readKey(ctx, key)
 	out := describe(key, holders(v.line))
-	slices.SortFunc(out, func(a, b lock.Holder) int { return cmp.Compare(a.Slot, b.Slot) })
+	slices.SortStableFunc(out, func(a, b lock.Holder) int { return cmp.Compare(a.Slot, b.Slot) })
 	return out, err
 }
 
@@ -199,11 +194,8 @@ func (b *Backend) QueueLen(ctx context.Context, key string) (int64, error) {
 // List implements lock.Backend: one read of every line under the root,
 // each key described by its oldest holder (lock.ListOldest), as Inspect.
 func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, error) {
-	var kvs api.KVPairs
-	if err := b.call(func(c *api.Client) (err error) {
-		kvs, _, err = c.KV().List(b.root+"/", qo(ctx))
-		return err
-	}); err != nil {
+	kvs, _, err := b.list(b.root+"/", qo(ctx))
+	if err != nil {
 		return nil, b.opError("list", err)
 	}
 	byKey := map[string]api.KVPairs{}
@@ -222,63 +214,28 @@ func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 	return lock.ListOldest(keyPrefix, hs), nil
 }
 
-// Break implements lock.Backend by lock.BreakHolders over the holders a
-// read found (token 0: every one). A holder is broken by deleting its
-// entry and slot, each only if the session read still holds it, then
-// destroying that session (deleted first, the slot gets no lock-delay: a
-// break hands over at once, as on every engine); its next renewal is "not
-// yours". A holder that moved to a hold's session in between is broken
-// again by its token after another read (three rounds at most).
+// Break implements lock.Backend by lock.BreakAgain over the holders a read
+// found (token 0: every one). A holder is broken by deleting its entry and
+// slot, each only if the session read still holds it, then destroying that
+// session (deleted first, the slot gets no lock-delay: a break hands over
+// at once, as on every engine); its next renewal is "not yours". A holder
+// whose session changed since the read (a hold moved it) is broken again.
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
-	var broken []lock.Holder
-	tokens := []uint64{token}
-	for range 3 {
-		var moved []uint64
-		var h lock.Holder
-		var err error
-		for _, t := range tokens {
-			var m []uint64
-			if h, m, err = b.breakOnce(ctx, key, t); err == nil {
-				broken = append(broken, h)
-			} else if !errors.Is(err, lock.ErrNotHeld) && !errors.Is(err, lock.ErrHeld) {
-				return h, err
+	return lock.BreakAgain(ctx, key, token, func(ctx context.Context) ([]lock.Holder, func(int) (bool, error), error) {
+		v, err := b.readKey(ctx, key)
+		hs := holders(v.line)
+		return describe(key, hs), func(i int) (bool, error) {
+			target, slot := hs[i], ""
+			if target.rec.Token != 0 { // it took over: it holds its slot
+				slot = b.slotKey(key, target.rec.Slot)
 			}
-			moved = append(moved, m...)
-		}
-		switch {
-		case len(moved) > 0:
-			tokens = moved
-		case len(broken) > 0: // a moved holder may have let go since
-			return lock.Oldest(broken), nil
-		default: // the token named no holder, or none holds
-			return h, err
-		}
-	}
-	return lock.Holder{}, &lock.UnavailableError{Msg: fmt.Sprintf("consul: break %s: the holder kept moving to new sessions; try again", key)}
-}
-
-// breakOnce is one round of Break: one read, then lock.BreakHolders, with
-// the tokens of the holders whose session changed since the read (a hold's
-// moved them; a waiter with no token yet that left is gone).
-func (b *Backend) breakOnce(ctx context.Context, key string, token uint64) (lock.Holder, []uint64, error) {
-	v, err := b.readKey(ctx, key)
-	if err != nil {
-		return lock.Holder{}, nil, err
-	}
-	hs := holders(v.line)
-	var moved []uint64
-	h, err := lock.BreakHolders(key, describe(key, hs), token, func(i int) (bool, error) {
-		target, slot := hs[i], ""
-		if target.rec.Token != 0 { // it took over: it holds its slot
-			slot = b.slotKey(key, target.rec.Slot)
-		}
-		ok, _, _, err := b.txn(ctx, "break "+key, dropOps(target.kv.Key, slot, target.kv.Session))
-		if ok {
-			b.cleanup(ctx, target.kv.Session)
-		} else if err == nil && target.rec.Token != 0 {
-			moved = append(moved, target.rec.Token)
-		}
-		return ok, err
+			ok, _, _, err := b.txn(ctx, "break "+key, dropOps(target.kv.Key, slot, target.kv.Session))
+			if ok {
+				b.cleanup(ctx, target.kv.Session)
+			} else if err == nil { // moved by a hold, or let go
+				err = lock.ErrMoved
+			}
+			return ok, err
+		}, err
 	})
-	return h, moved, err
 }

@@ -32,8 +32,8 @@ const sessionNode = "distlock-sessions"
 const lockDelay = time.Millisecond
 
 // errSessionGone: Consul says the session no longer exists (expired,
-// destroyed by a break or a release).
-var errSessionGone = errors.New("the Consul session expired or was destroyed")
+// destroyed by a break or a release), so neither is what it held.
+var errSessionGone = fmt.Errorf("the Consul session expired or was destroyed: %w", lock.ErrNotHeld)
 
 // createSession makes a TTL session with behavior=delete and no health
 // checks on sessionNode, registering that node first when Consul does not
@@ -128,7 +128,8 @@ func (b *Backend) destroy(ctx context.Context, id string) {
 }
 
 // cleanup destroys id on a fresh short context (the caller's may have
-// just ended).
+// just ended). Release does not: on its way out, distlock waits on a
+// silent engine no longer than the caller's context.
 func (b *Backend) cleanup(ctx context.Context, id string) {
 	if id == "" {
 		return

@@ -50,12 +50,6 @@ func (c Config) String() string {
 // urlForm is the shape of a Consul URL, for the errors that show it.
 const urlForm = "consul://[:TOKEN@]host:port[,host:port...][/PATH][?cacert=FILE&cert=FILE&key=FILE]"
 
-// Default ports: Consul's HTTP and HTTPS APIs.
-const (
-	DefaultPort    = "8500"
-	DefaultTLSPort = "8501"
-)
-
 // root is the KV prefix of every key distlock writes.
 func (c Config) root() string {
 	p := strings.Trim(c.Prefix, "/")
@@ -119,6 +113,6 @@ func ParseURL(raw string) (Config, error) {
 // KV prefix, TLS files as parameters.
 var urlSpec = urlx.Spec{
 	Name: "consul", Scheme: "consul", TLSScheme: "consuls", Form: urlForm,
-	Port: DefaultPort, TLSPort: DefaultTLSPort, BareIPv6: true, PlainHosts: true,
+	Port: "8500", TLSPort: "8501", BareIPv6: true, PlainHosts: true, // the HTTP and HTTPS APIs
 	Path: urlx.Nodes, Params: []string{"cacert", "cert", "key"},
 }

@@ -2,7 +2,6 @@ package consul
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"time"
 
@@ -45,13 +44,7 @@ func (w *waiter) Watch(ctx context.Context) (lock.Retry, error) {
 func (w *waiter) Keeper() func(context.Context) error {
 	b, sid := w.b, w.sid
 	w.kept = true
-	return func(ctx context.Context) error {
-		err := b.renewSession(ctx, sid)
-		if errors.Is(err, errSessionGone) {
-			return lock.ErrNotHeld
-		}
-		return err
-	}
+	return func(ctx context.Context) error { return b.renewSession(ctx, sid) }
 }
 
 // blockOnKey returns a wait until kv's ModifyIndex passed the one read
@@ -69,27 +62,12 @@ func (b *Backend) blockOnKey(kv *api.KVPair) func(context.Context) {
 // blockOnHolders returns a wait until the line in dir no longer has the
 // holders hs, or changed since a read that still showed them.
 func (b *Backend) blockOnHolders(dir string, hs []entry) func(context.Context) {
-	keys := func(es []entry) (out []string) {
-		for _, e := range es {
-			out = append(out, e.kv.Key)
-		}
-		return out
-	}
-	seen := keys(hs)
+	sameKey := func(a, b entry) bool { return a.kv.Key == b.kv.Key }
 	return func(ctx context.Context) {
-		var kvs api.KVPairs
-		var meta *api.QueryMeta
-		err := b.call(func(c *api.Client) (err error) {
-			kvs, meta, err = c.KV().List(dir, qo(ctx))
-			return err
-		})
-		if err != nil || !slices.Equal(keys(holders(line(kvs, dir))), seen) {
+		kvs, meta, err := b.list(dir, qo(ctx))
+		if err != nil || !slices.EqualFunc(holders(line(kvs, dir)), hs, sameKey) {
 			return
 		}
-		q := (&api.QueryOptions{WaitIndex: meta.LastIndex, WaitTime: watchWait}).WithContext(ctx)
-		_ = b.call(func(c *api.Client) error {
-			_, _, err := c.KV().List(dir, q)
-			return err
-		})
+		_, _, _ = b.list(dir, (&api.QueryOptions{WaitIndex: meta.LastIndex, WaitTime: watchWait}).WithContext(ctx))
 	}
 }

@@ -101,22 +101,14 @@ func mountOf(r io.Reader, dir string) (mount, bool, error) {
 			continue
 		}
 		m := mount{point: unescapeMount(fields[4]), fsType: fields[sep+1], source: unescapeMount(fields[sep+2])}
-		if !within(dir, m.point) {
-			continue
+		if m.point != "/" && !strings.HasPrefix(dir+"/", m.point+"/") {
+			continue // not dir's mount point, nor above it
 		}
 		if !found || len(m.point) >= len(best.point) {
 			best, found = m, true
 		}
 	}
 	return best, found, sc.Err()
-}
-
-// within reports whether dir is point or under it.
-func within(dir, point string) bool {
-	if point == "/" || dir == point {
-		return true
-	}
-	return strings.HasPrefix(dir, point+"/")
 }
 
 // unescapeMount undoes mountinfo's octal escapes (\040 for a space, ...).

@@ -32,7 +32,7 @@ func TestDoctorHealthyDir(t *testing.T) {
 			t.Errorf("%s: %+v, want ok", n, c)
 		}
 	}
-	if ents, _ := os.ReadDir(b.Dir()); len(ents) != 0 {
+	if ents, _ := os.ReadDir(b.dir); len(ents) != 0 {
 		t.Errorf("doctor left %d files in the lock directory: %v", len(ents), ents[0].Name())
 	}
 }
@@ -52,7 +52,7 @@ func TestDoctorUnwritableDir(t *testing.T) {
 // network filesystem is a problem naming its type.
 func TestDoctorNetworkFilesystem(t *testing.T) {
 	b := openTest(t)
-	dir, err := filepath.EvalSymlinks(b.Dir())
+	dir, err := filepath.EvalSymlinks(b.dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ func OpenForDoctor(dir, prefix string) *Backend {
 	host, _ := os.Hostname()
 	b := &Backend{dir: dir, prefix: prefix, host: host, log: slog.Default()}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		b.dirErr = &lock.UnavailableError{Msg: fmt.Sprintf("cannot create lock directory %s: %v", dir, errors.Unwrap(err)), Err: err}
+		b.dirErr = unavailable("create lock directory "+dir, err)
 	}
 	return b
 }
@@ -60,9 +60,6 @@ func (b *Backend) SetLogger(log *slog.Logger) {
 		b.log = log
 	}
 }
-
-// Dir is the directory holding the locks.
-func (b *Backend) Dir() string { return b.dir }
 
 // Guarantee is what the file engine promises, in one line (status's
 // engine: line; internal/backend's registry shows it too).
@@ -90,4 +87,10 @@ func (b *Backend) Contend(req lock.Request) lock.Contender {
 		p.Wake = func(ctx context.Context) (<-chan struct{}, func(), error) { return watchReleases(ctx, lockPath) }
 	}
 	return p
+}
+
+// unavailable is err, a file operation's, as the one line distlock shows:
+// "cannot <what>: <the system's reason>".
+func unavailable(what string, err error) error {
+	return &lock.UnavailableError{Msg: fmt.Sprintf("cannot %s: %v", what, errors.Unwrap(err)), Err: err}
 }

@@ -21,7 +21,7 @@ func openLock(path string, create bool) (*os.File, error) {
 	}
 	f, err := os.OpenFile(path, flags, 0o600)
 	if err != nil {
-		return nil, &lock.UnavailableError{Msg: fmt.Sprintf("cannot open lock file %s: %v", path, errors.Unwrap(err)), Err: err}
+		return nil, unavailable("open lock file "+path, err)
 	}
 	return f, nil
 }

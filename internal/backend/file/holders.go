@@ -3,7 +3,6 @@ package file
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -94,7 +93,7 @@ func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 		return nil, nil
 	}
 	if err != nil {
-		return nil, &lock.UnavailableError{Msg: fmt.Sprintf("cannot read lock directory %s: %v", b.dir, errors.Unwrap(err)), Err: err}
+		return nil, unavailable("read lock directory "+b.dir, err)
 	}
 	start := escapePrefix(b.prefix) + "#"
 	var keys []string
@@ -129,16 +128,14 @@ func ownSidecar(base, name string) bool {
 // that names the holder and pokes the holding distlock (poke.go), whose
 // renewer then finds the lease gone, stops its child and lets go.
 //
-// With token != 0 it breaks the holder with that token, or returns a
-// *lock.BusyError naming the oldest holder when none has it. With token 0
-// it breaks every holder it finds (a mutex's one) and returns the oldest.
+// Which holders a token breaks, and the answer, are lock.BreakHolders'.
 // Each removal is a compare-and-delete under the key's record lock
 // (removeRecord, record.go): never the next holder's record. Only a
 // semaphore slot with a holder record is held: one seen without (broken
 // already, its process not gone yet; a new holder writes its record under
 // the short flock the scan takes too) is neither broken nor named, so a
-// second break answers lock.ErrNotHeld. A mutex broken already is answered as broken, with no
-// holder named (break says so).
+// second break answers lock.ErrNotHeld. A mutex broken already is
+// answered as broken, with no holder named (break says so).
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
 	held, _, _, err := b.scan(ctx, key, 0)
 	if err != nil {

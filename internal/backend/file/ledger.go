@@ -30,11 +30,11 @@ func (b *Backend) PutEntry(ctx context.Context, key, id string, data []byte) err
 	}
 	dir := b.keyPaths(key).ledgerDir()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return ledgerError("create", dir, err)
+		return unavailable("create run ledger "+dir, err)
 	}
 	tmp := filepath.Join(dir, fmt.Sprintf(".put-%d-%d", os.Getpid(), putSeq.Add(1)))
 	if err := writeRenamed(filepath.Join(dir, id), tmp, data); err != nil {
-		return ledgerError("write", dir, err)
+		return unavailable("write run ledger "+dir, err)
 	}
 	return nil
 }
@@ -52,7 +52,7 @@ func (b *Backend) Entries(ctx context.Context, key string) (map[string][]byte, e
 		return out, nil
 	}
 	if err != nil {
-		return nil, ledgerError("read", dir, err)
+		return nil, unavailable("read run ledger "+dir, err)
 	}
 	for _, e := range ents {
 		id := e.Name()
@@ -64,7 +64,7 @@ func (b *Backend) Entries(ctx context.Context, key string) (map[string][]byte, e
 			continue
 		}
 		if err != nil {
-			return nil, ledgerError("read", dir, err)
+			return nil, unavailable("read run ledger "+dir, err)
 		}
 		out[id] = data
 	}
@@ -79,12 +79,8 @@ func (b *Backend) DeleteEntries(ctx context.Context, key string, ids []string) e
 			continue // never a name outside the ledger's own entries
 		}
 		if err := os.Remove(filepath.Join(dir, id)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return ledgerError("delete in", dir, err)
+			return unavailable("delete in run ledger "+dir, err)
 		}
 	}
 	return nil
-}
-
-func ledgerError(verb, dir string, err error) error {
-	return &lock.UnavailableError{Msg: fmt.Sprintf("cannot %s run ledger %s: %v", verb, dir, errors.Unwrap(err)), Err: err}
 }

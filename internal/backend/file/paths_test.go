@@ -26,7 +26,7 @@ func lockFileNames(t *testing.T, l lock.Lease) []string {
 // record: an older and a newer distlock on one machine exclude each other.
 func TestMutexKeepsTheFilesOfEveryVersion(t *testing.T) {
 	b := openTest(t)
-	dir, ctx := b.Dir(), context.Background()
+	dir, ctx := b.dir, context.Background()
 	lockPath, recordPath := filepath.Join(dir, "distlock#k.lock"), filepath.Join(dir, "distlock#k.json")
 	l, err := lock.TryOnce(ctx, b, semRequest("k", "a", 1))
 	if err != nil {
@@ -79,7 +79,7 @@ func TestMutexKeepsTheFilesOfEveryVersion(t *testing.T) {
 // A semaphore's slot holds its own lock file and shares the key's.
 func TestSemaphoreSlotHoldsItsFileAndSharesTheKeys(t *testing.T) {
 	b := openTest(t)
-	dir, ctx := b.Dir(), context.Background()
+	dir, ctx := b.dir, context.Background()
 	l, err := lock.TryOnce(ctx, b, semRequest("s", "a", 2))
 	if err != nil {
 		t.Fatal(err)

@@ -135,10 +135,7 @@ func readMeta(path string) (m meta, ok bool, err error) {
 // writeMeta writes m to path by a rename: a reader sees the old record or
 // the new one. Records are not fsync'd: a crash ends their holders too.
 func writeMeta(path string, m meta) error {
-	b, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
+	b, _ := json.Marshal(m) // plain fields: cannot fail
 	return writeRenamed(path, path+".tmp"+strconv.Itoa(os.Getpid()), b)
 }
 

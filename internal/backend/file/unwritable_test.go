@@ -172,10 +172,10 @@ func TestRenewKeepsLockInReadOnlyDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	backdate(t, b, l)
-	if err := os.Chmod(b.Dir(), 0o500); err != nil {
+	if err := os.Chmod(b.dir, 0o500); err != nil {
 		t.Fatal(err)
 	}
-	defer os.Chmod(b.Dir(), 0o700)
+	defer os.Chmod(b.dir, 0o700)
 	for i := 0; i < 3; i++ {
 		if err := l.Renew(ctx); err != nil {
 			t.Fatalf("renewal %d in a read-only directory = %v, want nil", i, err)

@@ -5,6 +5,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/distlock/distlock/internal/lock"
 )
 
 // The file engine's release notification (issue 11; docs/ARCHITECTURE.md,
@@ -35,18 +37,10 @@ func watchReleases(_ context.Context, lockPath string) (<-chan struct{}, func(),
 		return nil, nil, err
 	}
 	f := os.NewFile(uintptr(fd), "inotify:"+lockPath) // non-blocking: read through the poller
-	out := make(chan struct{}, 1)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			if _, err := f.Read(buf); err != nil {
-				return // closed by stop
-			}
-			select {
-			case out <- struct{}{}:
-			default:
-			}
-		}
-	}()
+	buf := make([]byte, 4096)
+	out, _ := lock.Relay(func() error { // until stop closes f
+		_, err := f.Read(buf)
+		return err
+	})
 	return out, func() { f.Close() }, nil
 }

@@ -28,7 +28,7 @@ var (
 // notifications, so waiters only poll.
 func (b *Backend) dialect(prefix, addr string) sqlstore.Dialect {
 	return sqlstore.Dialect{
-		Name: "mysql", Addr: addr, Prefix: prefix,
+		Name: "mysql", Guarantee: Guarantee, Addr: addr, Prefix: prefix,
 		Driver: driver{b},
 		SQL:    queries,
 		// A place lasts eight polls: only a waiter gone (or cut off) loses it.

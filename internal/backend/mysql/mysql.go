@@ -20,6 +20,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/url"
 	"strings"
@@ -34,10 +36,8 @@ import (
 // Config is what New needs: the driver's configuration parsed from the
 // URL plus distlock's own settings.
 type Config struct {
-	Driver         *mysqldrv.Config
-	Password       string // used when the URL has none
-	Prefix         string
-	ConnectTimeout time.Duration
+	Driver *mysqldrv.Config
+	sqlstore.Settings
 }
 
 // String names the server and database and shows none of the config's
@@ -115,7 +115,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		c.Params = map[string]string{}
 	}
 	c.Params["time_zone"] = "'+00:00'"
-	c.Logger = quietLogger{}
+	c.Logger = log.New(io.Discard, "", 0) // distlock reports its failures itself
 	b := &Backend{}
 	b.Store = sqlstore.New(b.dialect(cmp.Or(cfg.Prefix, "distlock"), c.Addr))
 	connector, err := mysqldrv.NewConnector(c)
@@ -138,18 +138,9 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	return b, nil
 }
 
-// Guarantee implements lock.Backend.
-func (b *Backend) Guarantee() string { return Guarantee }
-
 // Guarantee is what MySQL and MariaDB promise, in one line (status's
 // engine: line; internal/backend's registry shows it too).
 const Guarantee = "MySQL/MariaDB: exclusive while this database (its primary) lives and its clock runs true; leases expire by the database's clock, tokens come from a counter row"
 
 // Close implements lock.Backend.
 func (b *Backend) Close() error { return b.db.Close() }
-
-// quietLogger drops the driver's own log lines: distlock reports its
-// failures itself.
-type quietLogger struct{}
-
-func (quietLogger) Print(...any) {}

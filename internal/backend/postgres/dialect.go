@@ -29,7 +29,7 @@ var (
 // break (notify.go); addr (host:port) names the server in messages.
 func (b *Backend) dialect(addr string) sqlstore.Dialect {
 	return sqlstore.Dialect{
-		Name: "postgres", Addr: addr, Prefix: b.prefix,
+		Name: "postgres", Guarantee: Guarantee, Addr: addr, Prefix: b.prefix,
 		Driver: driver{b},
 		SQL:    queries,
 		// A place lasts three polls: only a waiter gone (or cut off) loses it.

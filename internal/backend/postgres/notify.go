@@ -38,21 +38,11 @@ func (b *Backend) notify(ctx context.Context, key string) (<-chan struct{}, func
 		b.listenAfter.Store(time.Now().Add(listenPause).UnixNano())
 		return nil, nil, err
 	}
-	out := make(chan struct{}, 1)
 	lctx, stopListening := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			if _, err := conn.WaitForNotification(lctx); err != nil {
-				return
-			}
-			select {
-			case out <- struct{}{}:
-			default:
-			}
-		}
-	}()
+	out, done := lock.Relay(func() error {
+		_, err := conn.WaitForNotification(lctx)
+		return err
+	})
 	stop := func() {
 		stopListening()
 		<-done

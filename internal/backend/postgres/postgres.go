@@ -37,10 +37,8 @@ import (
 // Config is what New needs: pgx's connection settings parsed from the
 // URL plus distlock's own settings.
 type Config struct {
-	Conn           *pgx.ConnConfig
-	Password       string // used when the URL (and PGPASSWORD, ~/.pgpass) gave none
-	Prefix         string
-	ConnectTimeout time.Duration
+	Conn *pgx.ConnConfig
+	sqlstore.Settings
 }
 
 // String names the server and database and shows none of the config's
@@ -120,9 +118,6 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	}
 	return b, nil
 }
-
-// Guarantee implements lock.Backend.
-func (b *Backend) Guarantee() string { return Guarantee }
 
 // Guarantee is what PostgreSQL promises, in one line (status's engine:
 // line; internal/backend's registry shows it too).

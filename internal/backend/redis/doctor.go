@@ -192,22 +192,16 @@ func redlockPersistenceVerdict(appendonly, appendfsync, save string) lock.Check 
 // persistenceVerdict says what a restart does to the locks. Tokens are
 // at least the server's TIME in µs, so they keep rising whatever is lost.
 func persistenceVerdict(appendonly, appendfsync, save string) lock.Check {
-	const name = "persistence"
 	const tokens = "fencing tokens keep rising across a restart (each is at least the server's TIME in µs)"
-	if appendonly == "yes" {
-		detail := fmt.Sprintf("append-only file on (appendfsync %s): a restart restores the held locks with their expiry times; %s", appendfsync, tokens)
-		if appendfsync != "always" {
-			detail += "; a crash can lose the last second or so of writes, so a lock taken or renewed just before it can be lost"
-		}
-		return lock.Check{Name: name, Status: lock.CheckOK, Detail: detail}
-	}
-	what := "no persistence (appendonly no, save \"\"): a restart empties Redis"
-	if strings.TrimSpace(save) != "" {
-		what = fmt.Sprintf("snapshots only (save %q): a restart restores the last snapshot, without the locks taken since", save)
-	}
-	return lock.Check{Name: name, Status: lock.CheckWarning,
-		Detail: what + ": a held lock is lost, its holder finds out at its next renewal (within ttl/3) and stops its command, but another process can take the lock in that gap; " + tokens,
-		Fix:    "keep Redis down for longer than --ttl when restarting it (every holder then stops first), or turn on appendonly yes with appendfsync always; a store that checks DISTLOCK_TOKEN rejects the old holder's writes"}
+	aof := fmt.Sprintf("append-only file on (appendfsync %s): a restart restores the held locks with their expiry times; %s", appendfsync, tokens)
+	lost := ": a held lock is lost, its holder finds out at its next renewal (within ttl/3) and stops its command, but another process can take the lock in that gap; " + tokens
+	fix := "keep Redis down for longer than --ttl when restarting it (every holder then stops first), or turn on appendonly yes with appendfsync always; a store that checks DISTLOCK_TOKEN rejects the old holder's writes"
+	return lock.FirstCase("persistence", []lock.Case{
+		{When: appendonly == "yes" && appendfsync == "always", Detail: aof},
+		{When: appendonly == "yes", Detail: aof + "; a crash can lose the last second or so of writes, so a lock taken or renewed just before it can be lost"},
+		{When: strings.TrimSpace(save) != "", Status: lock.CheckWarning, Fix: fix,
+			Detail: fmt.Sprintf("snapshots only (save %q): a restart restores the last snapshot, without the locks taken since", save) + lost},
+	}, lock.Case{Status: lock.CheckWarning, Fix: fix, Detail: "no persistence (appendonly no, save \"\"): a restart empties Redis" + lost})
 }
 
 // replicationVerdict judges INFO replication and min-replicas-to-write
@@ -370,7 +364,7 @@ func replicaClockVerdict(ttl time.Duration, clocks []replicaClock) lock.Check {
 	}
 	detail := strings.Join(parts, "; ") + fmt.Sprintf("; a promoted replica ahead by more than %s (ttl/100 + 2 ms at --ttl %s) ends inherited leases before their holders stop", margin, ttl)
 	if status == lock.CheckOK {
-		return lock.Check{Name: name, Status: status, Detail: detail}
+		fix = ""
 	}
 	return lock.Check{Name: name, Status: status, Detail: detail, Fix: fix}
 }

@@ -96,13 +96,20 @@ func (b *Backend) owned(n int, err error) error {
 // and token (a handle names a mutex).
 func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
 	granted := time.Now()
-	rec, held, err := b.Inspect(ctx, h.Key)
+	rec, err := b.holding(ctx, h)
 	if err != nil {
 		return nil, err
 	}
-	if !held || rec.Owner != h.Owner || rec.Token != h.Token {
-		return nil, lock.ErrNotHeld
-	}
 	ttl := cmp.Or(rec.TTL, h.TTL()) // the record's: a hold may have changed it
 	return b.lease(lock.Request{Key: h.Key, Owner: h.Owner, TTL: ttl}, h.Token, 0, granted), nil
+}
+
+// holding is h's record on b: ErrNotHeld unless it names h's owner and
+// token.
+func (b *Backend) holding(ctx context.Context, h lock.Handle) (lock.Holder, error) {
+	rec, held, err := b.Inspect(ctx, h.Key)
+	if err == nil && (!held || rec.Owner != h.Owner || rec.Token != h.Token) {
+		err = lock.ErrNotHeld
+	}
+	return rec, err
 }

@@ -34,20 +34,6 @@ func (b *Backend) QueueLen(ctx context.Context, key string) (int64, error) {
 	return n, nil
 }
 
-// step is one answer of acquire.lua: the lease, or why not (a
-// *lock.BusyError, or a *lock.LimitMismatchError when the key is held
-// with another limit) and, busy, when we are first in line, the soonest
-// slot's time left (<0 unknown; -1 too for a waiter behind the first,
-// which has nothing to watch).
-type step struct {
-	lease  lock.Lease
-	freeIn time.Duration
-	err    error
-}
-
-// result is a step's answer to a Try.
-func (s step) result(lock.Request) (lock.Lease, error) { return s.lease, s.err }
-
 // queueStep runs acquire.lua, answering as lock.Polling takes it: with a
 // place (lasts > 0) join or refresh our place in the key's queue, and
 // take a slot if one is free and we are first; without, a try-once.
@@ -59,11 +45,7 @@ func (b *Backend) queueStep(ctx context.Context, req lock.Request, lasts time.Du
 	if err != nil {
 		return nil, -1, b.unavailable(err)
 	}
-	s, err := b.stepReply(ctx, req, granted, res, nr)
-	if err != nil {
-		return nil, -1, err
-	}
-	return s.lease, s.freeIn, s.err
+	return b.stepReply(ctx, req, granted, res, nr)
 }
 
 // acquireCall is acquire.lua's keys and arguments for req; lasts is how
@@ -76,8 +58,12 @@ func (b *Backend) acquireCall(req lock.Request, lasts time.Duration) ([]string, 
 }
 
 // stepReply reads acquire.lua's reply res (a grant at granted; nr: too
-// few replicas acknowledged it).
-func (b *Backend) stepReply(ctx context.Context, req lock.Request, granted time.Time, res []any, nr error) (step, error) {
+// few replicas acknowledged it): the lease, or why not (a
+// *lock.BusyError, or a *lock.LimitMismatchError when the key is held
+// with another limit) and, busy, when we are first in line, the soonest
+// slot's time left (<0 unknown; -1 too for a waiter behind the first,
+// which has nothing to watch, and on any other error).
+func (b *Backend) stepReply(ctx context.Context, req lock.Request, granted time.Time, res []any, nr error) (lock.Lease, time.Duration, error) {
 	switch {
 	case len(res) == 3 && res[0] == int64(1):
 		tok, err := strconv.ParseUint(fmt.Sprint(res[1]), 10, 64)
@@ -87,12 +73,12 @@ func (b *Backend) stepReply(ctx context.Context, req lock.Request, granted time.
 		}
 		l := b.lease(req, tok, int(slot), granted)
 		if nr != nil {
-			return step{}, b.unreplicatedGrant(ctx, req.Key, nr, l.Release)
+			return nil, -1, b.unreplicatedGrant(ctx, req.Key, nr, l.Release)
 		}
-		return step{lease: l}, nil
+		return l, 0, nil
 	case len(res) == 2 && res[0] == int64(-1):
 		have, _ := strconv.Atoi(fmt.Sprint(res[1]))
-		return step{err: &lock.LimitMismatchError{Key: req.Key, Want: max(1, req.Limit), Have: max(have, 1)}, freeIn: -1}, nil
+		return nil, -1, &lock.LimitMismatchError{Key: req.Key, Want: max(1, req.Limit), Have: max(have, 1)}
 	case len(res) == 6 && res[0] == int64(0):
 		h := parseHolder(req.Key, res[1], res[2])
 		if f, _ := res[1].([]any); len(f) == 0 {
@@ -102,13 +88,13 @@ func (b *Backend) stepReply(ctx context.Context, req lock.Request, granted time.
 			h.Meta.Host = host
 			h.Meta.PID, _ = strconv.Atoi(pid)
 		}
-		s := step{err: &lock.BusyError{Holder: h}, freeIn: -1}
+		freeIn := time.Duration(-1)
 		if ms, ok := res[5].(int64); ok && res[3] == int64(1) && ms >= 0 {
-			s.freeIn = time.Duration(ms) * time.Millisecond
+			freeIn = time.Duration(ms) * time.Millisecond
 		}
-		return s, nil
+		return nil, freeIn, &lock.BusyError{Holder: h}
 	}
-	return step{}, fmt.Errorf("unexpected reply from the acquire script: %v", res)
+	return nil, -1, fmt.Errorf("unexpected reply from the acquire script: %v", res)
 }
 
 // leaveQueue takes us out of the queue on a fresh short context (ctx may
@@ -125,9 +111,9 @@ func (b *Backend) leaveQueue(ctx context.Context, req lock.Request) {
 // try-once is busy while anyone is queued. A waiter steps (refreshes its
 // place) again within max(1s, ttl/3), the poll's cap (a quarter more at
 // most, with the jitter), and its place lasts twice that, so a dead
-// waiter is pruned within about 2*max(1s, ttl/3). It sleeps on its own wake channel (published to when
-// it becomes first); only the first in line listens to the key's release
-// channel.
+// waiter is pruned within about 2*max(1s, ttl/3). It sleeps on its own
+// wake channel (published to when it becomes first); only the first in
+// line listens to the key's release channel.
 func (b *Backend) Contend(req lock.Request) lock.Contender {
 	every := max(time.Second, req.TTL/3)
 	w := &waker{msgs: make(chan struct{}, 1)}

@@ -11,10 +11,12 @@ package redis
 // with 64.
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,11 +44,11 @@ type Redlock struct {
 	nodes     []*Backend
 	quorum    int
 	addrs     string
-	ledgerVer ledgerClock // versions the run ledger's writes (redlock_ledger.go)
+	ledgerVer ledgerClock // versions the run ledger's writes (ledger.go)
 }
 
 // redlockSpec: at least three masters, each naming its port, each used
-// with its database 0; TLS as on the other multi-host URLs (tls.go).
+// with its database 0; TLS as on the other multi-host URLs (url.go).
 var redlockSpec = urlx.Spec{
 	Name: "redlock", Scheme: "redlock", TLSScheme: "redlocks", Form: redlockForm,
 	Path: urlx.NoPath, PathNote: "each master's database 0 holds the locks (" + redlockForm + ")",
@@ -90,7 +92,7 @@ func OpenRedlock(ctx context.Context, cfg Config) (*Redlock, error) {
 		}
 		return nil
 	})
-	if answered(errs) == 0 {
+	if !slices.Contains(errs, nil) {
 		r.Close()
 		return nil, &lock.UnavailableError{Msg: fmt.Sprintf("redlock: none of the %d redis masters answered: %s", len(r.nodes), lock.FirstLine(errs[0])), Err: errs[0], Refused: isRefused(errs[0])}
 	}
@@ -153,34 +155,34 @@ func (r *Redlock) each(ctx context.Context, timeout time.Duration, f func(ctx co
 	return errs
 }
 
-// answered is how many of errs are nil.
-func answered(errs []error) (n int) {
-	for _, err := range errs {
-		if err == nil {
-			n++
-		}
-	}
-	return n
-}
-
 func isRefused(err error) bool {
 	var ue *lock.UnavailableError
 	return errors.As(err, &ue) && ue.Refused
 }
 
-// needQuorum returns nil when a quorum of errs are nil, else an
-// unavailable error naming the first failure.
-func (r *Redlock) needQuorum(errs []error, what string) error {
-	ok := answered(errs)
-	if ok >= r.quorum {
-		return nil
-	}
+// quorumOf turns the masters' answers errs into one: nil with a quorum
+// of nils; ErrNotHeld once too many masters answered "not ours" for a
+// quorum to be possible; else an unavailable error naming the first
+// failure.
+func (r *Redlock) quorumOf(errs []error, what string) error {
+	ok, notHeld := 0, 0
 	var first error
 	for _, err := range errs {
-		if err != nil {
-			first = err
-			break
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, lock.ErrNotHeld):
+			notHeld++
 		}
+		if first == nil {
+			first = err
+		}
+	}
+	switch {
+	case ok >= r.quorum:
+		return nil
+	case len(errs)-notHeld < r.quorum:
+		return lock.ErrNotHeld
 	}
 	return &lock.UnavailableError{
 		Msg: fmt.Sprintf("redlock: only %d of %d redis masters %s (a quorum is %d): %s", ok, len(r.nodes), what, r.quorum, lock.FirstLine(first)),
@@ -188,20 +190,10 @@ func (r *Redlock) needQuorum(errs []error, what string) error {
 	}
 }
 
-// quorumOf turns the masters' answers to an owner-checked change into the
-// lease's: nil with a quorum; ErrNotHeld once too many masters answered
-// "not ours" for a quorum to be possible; else a (transient) error.
-func (r *Redlock) quorumOf(errs []error, what string) error {
-	notHeld := 0
-	for _, err := range errs {
-		if errors.Is(err, lock.ErrNotHeld) {
-			notHeld++
-		}
-	}
-	if len(errs)-notHeld < r.quorum {
-		return lock.ErrNotHeld
-	}
-	return r.needQuorum(errs, what)
+// onQuorum runs f on every master at once (each), and answers as
+// quorumOf does.
+func (r *Redlock) onQuorum(ctx context.Context, timeout time.Duration, what string, f func(ctx context.Context, k int, n *Backend) error) error {
+	return r.quorumOf(r.each(ctx, timeout, f), what)
 }
 
 // nodeTimeout bounds one master's part in an acquire or renewal: ttl/20.
@@ -265,13 +257,13 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 		// token a quorum's records carry.
 		st := &redlockStore{r: r, fields: recordFields(req.Meta, start)}
 		l := lock.NewLease(lock.Grant{Key: req.Key, Owner: req.Owner, Token: tok, TTL: req.TTL, Granted: start}, st).(*lock.Held)
-		werrs := r.each(ctx, nodeTimeout(req.TTL), func(ctx context.Context, k int, n *Backend) error {
+		err := r.onQuorum(ctx, nodeTimeout(req.TTL), "took the fencing token", func(ctx context.Context, k int, n *Backend) error {
 			if tries[k].lease == nil {
 				return errs[k]
 			}
 			return errors.Join(st.refreshOn(ctx, n, l, req.TTL, ""), errs[k])
 		})
-		if r.needQuorum(werrs, "took the fencing token") == nil && validity(req.TTL, start) > 0 {
+		if err == nil && validity(req.TTL, start) > 0 {
 			return l, nil
 		}
 	}
@@ -285,7 +277,7 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 	if granted >= r.quorum {
 		return nil, &lock.UnavailableError{Msg: fmt.Sprintf("redlock: %s was granted by %d of %d redis masters but too late (the TTL's validity was used up): raise --ttl or check the latency to %s", req.Key, granted, len(r.nodes), r.addrs)}
 	}
-	return nil, r.needQuorum(errs, "granted "+req.Key)
+	return nil, r.quorumOf(errs, "granted "+req.Key)
 }
 
 // nodeTry is one master's answer to a Redlock try-once: its grant, if
@@ -319,10 +311,7 @@ func (b *Backend) redlockTryOnce(ctx context.Context, req lock.Request) (nodeTry
 	}
 	t := nodeTry{answered: true, age: time.Duration(age) * time.Millisecond, longest: time.Duration(longest) * time.Millisecond}
 	inner, _ := res[2].([]any)
-	s, err := b.stepReply(ctx, req, granted, inner, nil)
-	if err == nil {
-		t.lease, err = s.result(req)
-	}
+	t.lease, _, err = b.stepReply(ctx, req, granted, inner, nil)
 	return t, err
 }
 
@@ -395,24 +384,16 @@ func (r *Redlock) notify(ctx context.Context, key string) (<-chan struct{}, func
 		errs[k] = w.subscribe(ctx, n, n.channel(key))
 	}
 	if len(w.subs) == 0 {
-		return nil, nil, r.needQuorum(errs, "answered")
+		return nil, nil, r.quorumOf(errs, "answered")
 	}
 	return w.msgs, w.close, nil
 }
 
 // Inspect implements lock.Backend (holders).
 func (r *Redlock) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
-	hs, err := r.holders(ctx, 5*time.Second, func(ctx context.Context, n *Backend) ([]lock.Holder, error) {
-		h, held, err := n.Inspect(ctx, key)
-		if !held {
-			return nil, err
-		}
-		return []lock.Holder{h}, err
+	return lock.InspectOldest(ctx, key, func(ctx context.Context, key string) ([]lock.Holder, error) {
+		return r.holders(ctx, 5*time.Second, func(ctx context.Context, n *Backend) ([]lock.Holder, error) { return n.InspectSlots(ctx, key) })
 	})
-	if len(hs) == 0 {
-		return lock.Holder{}, false, err
-	}
-	return hs[0], true, nil
 }
 
 // List implements lock.Backend: the keys a quorum holds (holders).
@@ -428,14 +409,12 @@ func (r *Redlock) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 // carry (quorumToken).
 func (r *Redlock) holders(ctx context.Context, timeout time.Duration, read func(context.Context, *Backend) ([]lock.Holder, error)) ([]lock.Holder, error) {
 	all, errs := fan(ctx, r, timeout, func(ctx context.Context, _ int, n *Backend) ([]lock.Holder, error) { return read(ctx, n) })
-	if err := r.needQuorum(errs, "answered"); err != nil {
+	if err := r.quorumOf(errs, "answered"); err != nil {
 		return nil, err
 	}
 	byOwner := map[[2]string][]lock.Holder{}
-	for _, hs := range all {
-		for _, h := range hs {
-			byOwner[[2]string{h.Key, h.Owner}] = append(byOwner[[2]string{h.Key, h.Owner}], h)
-		}
+	for _, h := range slices.Concat(all...) {
+		byOwner[[2]string{h.Key, h.Owner}] = append(byOwner[[2]string{h.Key, h.Owner}], h)
 	}
 	var out []lock.Holder
 	for _, hs := range byOwner {
@@ -467,54 +446,36 @@ func quorumToken(hs []lock.Holder, quorum int) uint64 {
 	return top
 }
 
-// Break implements lock.Backend: the quorum's holder (with token != 0,
-// only if its token is token), on every master that names its owner, by
-// the token that master's record carries (a master that did not take the
-// written-back token has its own).
+// Break implements lock.Backend by lock.BreakHolders over the quorum's
+// holder, released on every master that names its owner (release.lua
+// checks the owner id, one per acquisition).
 func (r *Redlock) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
 	h, held, err := r.Inspect(ctx, key)
-	switch {
-	case err != nil:
-		return lock.Holder{}, err
-	case !held: // leftovers of failed attempts expire by themselves
-		return lock.Holder{}, lock.ErrNotHeld
-	case token != 0 && h.Token != token:
-		return h, &lock.BusyError{Holder: h}
+	if err != nil || !held { // leftovers of failed attempts expire by themselves
+		return lock.Holder{}, cmp.Or(err, lock.ErrNotHeld)
 	}
-	errs := r.each(ctx, 5*time.Second, func(ctx context.Context, _ int, n *Backend) error {
-		nh, held, err := n.Inspect(ctx, key)
-		if err != nil || !held || nh.Owner != h.Owner {
-			return err
-		}
-		if _, err = n.Break(ctx, key, nh.Token); errors.Is(err, lock.ErrNotHeld) {
+	return lock.BreakHolders(key, []lock.Holder{h}, token, func(int) (bool, error) {
+		err := r.onQuorum(ctx, 5*time.Second, "broke the lock", func(ctx context.Context, _ int, n *Backend) error {
+			if err := n.release(ctx, key, h.Owner, 0, 1, n.channel(key)); !errors.Is(err, lock.ErrNotHeld) {
+				return err
+			}
 			return nil
-		}
-		return err
+		})
+		return err == nil, err
 	})
-	return h, r.needQuorum(errs, "broke the lock")
 }
 
 // Resume implements lock.Backend: a quorum of masters must name h's owner
-// and token. Their record gives the fields a renewal writes on a master
-// that lost the key.
+// and token (holding). Their record gives the fields a renewal writes on
+// a master that lost the key.
 func (r *Redlock) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
 	granted := time.Now()
-	recs, errs := fan(ctx, r, 5*time.Second, func(ctx context.Context, _ int, n *Backend) (lock.Holder, error) {
-		rec, held, err := n.Inspect(ctx, h.Key)
-		if err == nil && (!held || rec.Owner != h.Owner || rec.Token != h.Token) {
-			err = lock.ErrNotHeld
-		}
-		return rec, err
-	})
+	recs, errs := fan(ctx, r, 5*time.Second, func(ctx context.Context, _ int, n *Backend) (lock.Holder, error) { return n.holding(ctx, h) })
 	if err := r.quorumOf(errs, "hold this handle's lock"); err != nil {
 		return nil, err
 	}
-	st := &redlockStore{r: r}
-	for k, rec := range recs {
-		if errs[k] == nil && st.fields == nil {
-			st.fields = recordFields(rec.Meta, rec.AcquiredAt)
-		}
-	}
+	k := slices.Index(errs, nil)
+	st := &redlockStore{r: r, fields: recordFields(recs[k].Meta, recs[k].AcquiredAt)}
 	return lock.NewLease(lock.Grant{Key: h.Key, Owner: h.Owner, Token: h.Token, TTL: h.TTL(), Granted: granted}, st), nil
 }
 
@@ -539,7 +500,7 @@ func (s *redlockStore) Hold(ctx context.Context, l *lock.Held, d time.Duration, 
 
 // Release implements lock.LeaseStore: on every master.
 func (s *redlockStore) Release(ctx context.Context, l *lock.Held) error {
-	if errs := s.r.releaseEach(ctx, l.Key(), l.Owner(), true); answered(errs) == 0 {
+	if errs := s.r.releaseEach(ctx, l.Key(), l.Owner(), true); !slices.Contains(errs, nil) {
 		return s.r.quorumOf(errs, "released "+l.Key())
 	}
 	return nil
@@ -555,10 +516,9 @@ func (s *redlockStore) Release(ctx context.Context, l *lock.Held) error {
 // there; ours was established by a quorum of masters that were not
 // young, so no other holder of the key can be live.
 func (s *redlockStore) refresh(ctx context.Context, l *lock.Held, timeout, ttl time.Duration, mode, what string) error {
-	errs := s.r.each(ctx, timeout, func(ctx context.Context, _ int, n *Backend) error {
+	return s.r.onQuorum(ctx, timeout, what, func(ctx context.Context, _ int, n *Backend) error {
 		return s.refreshOn(ctx, n, l, ttl, mode)
 	})
-	return s.r.quorumOf(errs, what)
 }
 
 // refreshOn is refresh on master n.

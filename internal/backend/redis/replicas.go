@@ -24,18 +24,9 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// notReplicatedError: a write reached fewer replicas than asked (acked
-// of them; 0 when WAIT itself failed).
-type notReplicatedError struct {
-	msg   string
-	acked int64
-}
-
-func (e *notReplicatedError) Error() string { return e.msg }
-
 // run runs script s; when the backend waits for replicas, WAIT follows it
 // on the same connection (one pipeline). It returns the script's reply,
-// and a *notReplicatedError when the script succeeded but fewer than
+// and an error when the script succeeded but fewer than
 // b.wait replicas acknowledged it within ttl/10 (at least 1 ms).
 func (b *Backend) run(ctx context.Context, ttl time.Duration, s *goredis.Script, keys []string, args ...any) (*goredis.Cmd, error) {
 	if b.wait <= 0 {
@@ -55,7 +46,7 @@ func (b *Backend) run(ctx context.Context, ttl time.Duration, s *goredis.Script,
 
 // waited sends the command write queues and, when the backend waits for
 // replicas, WAIT with timeout after it on the same connection (one
-// pipeline). It returns a *notReplicatedError when the command succeeded
+// pipeline). It returns an error when the command succeeded
 // but fewer than b.wait replicas acknowledged it (what) in time; the
 // command's own error is the caller's to read.
 func (b *Backend) waited(ctx context.Context, timeout time.Duration, what string, write func(goredis.Pipeliner) goredis.Cmder) error {
@@ -72,9 +63,9 @@ func (b *Backend) waited(ctx context.Context, timeout time.Duration, what string
 	}
 	switch n, err := wait.(*goredis.Cmd).Int64(); {
 	case err != nil:
-		return &notReplicatedError{msg: fmt.Sprintf("%s: cannot tell whether %d replicas have %s (WAIT failed: %s)", b.addr, b.wait, what, lock.FirstLine(err))}
+		return fmt.Errorf("%s: cannot tell whether %d replicas have %s (WAIT failed: %s)", b.addr, b.wait, what, lock.FirstLine(err))
 	case n < int64(b.wait):
-		return &notReplicatedError{acked: n, msg: fmt.Sprintf("%s: only %d of the %d replicas asked for (wait=%d) acknowledged %s within %s", b.addr, n, b.wait, b.wait, what, timeout)}
+		return fmt.Errorf("%s: only %d of the %d replicas asked for (wait=%d) acknowledged %s within %s", b.addr, n, b.wait, b.wait, what, timeout)
 	}
 	return nil
 }

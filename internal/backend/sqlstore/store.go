@@ -75,11 +75,13 @@ func ReadQueries(fsys fs.FS) Queries {
 
 // Dialect is what an engine tells the store.
 type Dialect struct {
-	Name   string // "postgres", "mysql": starts the store's own messages
-	Addr   string // host:port, for messages
-	Prefix string // the namespace (--prefix)
-	Driver Driver
-	SQL    Queries
+	Name string // "postgres", "mysql": starts the store's own messages
+	// Guarantee is what the engine promises, in one line (lock.Backend).
+	Guarantee string
+	Addr      string // host:port, for messages
+	Prefix    string // the namespace (--prefix)
+	Driver    Driver
+	SQL       Queries
 	// PollCap caps a waiter's backoff (a waiter steps, and so refreshes its
 	// place, at least this often); PlaceLasts is how long a place lasts
 	// without a refresh.
@@ -109,8 +111,16 @@ type Connections struct {
 	Read func(ctx context.Context) (setting string, used, limit int, err error)
 }
 
+// Settings are distlock's own settings of an SQL engine, which its Config
+// adds to its client library's.
+type Settings struct {
+	Password       string // used when the URL (on PostgreSQL: PGPASSWORD, ~/.pgpass too) gave none
+	Prefix         string
+	ConnectTimeout time.Duration
+}
+
 // Store is the engine-neutral half of an SQL engine. An engine's Backend
-// embeds it and adds Guarantee and Close.
+// embeds it and adds Close.
 type Store struct {
 	d Dialect
 }
@@ -119,6 +129,9 @@ type Store struct {
 func New(d Dialect) *Store {
 	return &Store{d: d}
 }
+
+// Guarantee implements lock.Backend.
+func (s *Store) Guarantee() string { return s.d.Guarantee }
 
 // withSchema runs op, and once more after creating the schema if op failed
 // because a table is missing ("created on first use").

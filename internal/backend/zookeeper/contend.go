@@ -1,6 +1,7 @@
 package zookeeper
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,16 +13,21 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// Contend implements lock.Backend. Contenders of a key queue in arrival
-// order (sequential nodes); the first limit hold, a mutex being the case
-// of one place. A waiter watches only what can make it the next to hold
-// (wait.go).
+// Contend implements lock.Backend: lock.Line over the key's line of
+// sequential nodes (arrival order); the first limit hold, a mutex being
+// the case of one place. A waiter watches only what can make it the next
+// to hold (wait.go).
 func (b *Backend) Contend(req lock.Request) lock.Contender {
+	return lock.NewLine(req, b.contender(req))
+}
+
+func (b *Backend) contender(req lock.Request) *contender {
 	return &contender{b: b, req: req, limit: limitOf(req), nonce: newNonce(), dir: b.keyDir(req.Key)}
 }
 
-// contender is one process's place in a key's line, on a session of its
-// own whose timeout is the TTL: that session becomes the lease.
+// contender is one process's place in a key's line (lock.Line's store),
+// on a session of its own whose timeout is the TTL: that session becomes
+// the lease.
 type contender struct {
 	b     *Backend
 	req   lock.Request
@@ -34,58 +40,71 @@ type contender struct {
 	attempted bool   // a create was sent whose outcome we do not know
 	rec       record
 
-	watch    []string      // the nodes ahead whose change may make us next (wait.go), at the last Try
-	seen     int32         // the line's version (the key node's cversion) at the last read
-	holdLeft time.Duration // the holders' holds: least time until one may expire (<0: none)
-	holder   lock.Holder   // the holder as last described (Key "": none yet)
+	line     []entry            // the line at the last Look
+	counter  <-chan counterRead // the key's token counter, read with it
+	watch    []string           // the nodes ahead whose change may make us next (wait.go), at the last Look
+	seen     int32              // the line's version (the key node's cversion) at the last read
+	holdLeft time.Duration      // the holders' holds: least time until one may expire (<0: none)
 }
 
-// Try implements lock.Contender: take our place in line (once), read the
-// line, and hold if we are among its first limit places; else describe
-// the holder and note what Wait is to watch.
-func (c *contender) Try(ctx context.Context) (lock.Lease, error) {
-	if err := lock.ValidateRequest(c.req); err != nil {
-		return nil, err
-	}
+// Join implements lock.LineStore: our session on first use, then a node
+// at the back of the line (a lost one gets a new one, on the same session).
+func (c *contender) Join(ctx context.Context) error {
 	if err := c.openSession(ctx); err != nil {
-		return nil, err
+		return err
 	}
-	for attempt := 0; ; attempt++ {
-		if err := c.takePlace(ctx); err != nil {
-			return nil, err
-		}
-		// The key's token counter is read alongside the line (one round
-		// trip for both): if we hold, the grant needs it (grantToken).
-		counter := c.b.readCounter(ctx, c.s, c.req.Key)
-		line, mine, err := c.readLine(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if mine < 0 {
-			// Our node is gone (our session expired, or a break): join
-			// again, at the back.
-			c.node, c.attempted = "", false
-			if attempt < 2 {
-				continue
-			}
-			return nil, c.busy()
-		}
-		expired, err := c.expireHolds(ctx, line, mine)
-		if err != nil {
-			return nil, err
-		}
-		if expired && attempt < 3 {
-			continue
-		}
-		if mine < c.limit {
-			return c.takeOver(ctx, line, counter)
-		}
-		c.watch = watchList(line, mine, c.limit)
-		return nil, c.describe(ctx, line[0])
-	}
+	return c.takePlace(ctx)
 }
 
-// openSession dials our session on the first Try. The session is the
+// Look implements lock.LineStore: read the line (and the key's token
+// counter alongside, in one round trip: if we take over, the grant needs
+// it), then the nodes of the other holders (others), whose holds
+// expireHolds expires; note what Watch is to watch. A busy answer
+// names the oldest holder (lock.Oldest).
+func (c *contender) Look(ctx context.Context) (lock.LineLook, error) {
+	c.counter = c.b.readCounter(ctx, c.s, c.req.Key)
+	line, mine, err := c.readLine(ctx)
+	if err != nil {
+		return lock.LineLook{}, err
+	}
+	if mine < 0 {
+		// Our node is gone (our session expired, or a break): join
+		// again, at the back.
+		c.node, c.attempted = "", false
+		return lock.LineLook{Lost: true}, nil
+	}
+	ahead, err := c.b.read(ctx, c.s, c.req.Key, c.others(line, mine))
+	if err != nil {
+		return lock.LineLook{}, err
+	}
+	if expired, err := c.expireHolds(ctx, ahead, mine); err != nil || expired {
+		return lock.LineLook{}, cmp.Or(err, lock.ErrLookAgain)
+	}
+	c.line, c.watch = line, nil
+	look := lock.LineLook{Ahead: mine, Free: c.limit}
+	if mine >= c.limit {
+		c.watch = watchList(line, mine, c.limit)
+		if hs := describeAll(c.req.Key, ahead); len(hs) > 0 {
+			look.Holder = lock.Oldest(hs) // none: the last one named
+		}
+	}
+	return look, nil
+}
+
+// others is what Look reads of the holders (the first limit places, ours
+// aside): every one while we wait behind them, to name the oldest; only
+// their holds while we are among them, to expire those.
+func (c *contender) others(line []entry, mine int) []entry {
+	var out []entry
+	for i, e := range line[:min(len(line), c.limit)] {
+		if i != mine && (mine >= c.limit || e.lock == "") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// openSession dials our session on the first Join. The session is the
 // lease, so it is asked for with the TTL, and a shorter one granted is
 // refused; a lease held at once (distlock acquire) only lives as a session
 // until Hold makes it a TTL node, so any session will do.
@@ -181,56 +200,37 @@ func (c *contender) readLine(ctx context.Context) (line []entry, mine int, err e
 	return line, -1, nil
 }
 
-// describe reads the first in line and answers busy. A first in line
-// with no token yet is a waiter taking over from the holder that just
-// left: until it has the lock, the last holder described stays.
-func (c *contender) describe(ctx context.Context, head entry) error {
-	d, ok, err := c.s.get(ctx, c.dir+"/"+head.node())
-	if err != nil {
-		return c.b.opError("read the holder of "+c.req.Key, err)
-	}
-	if h := (holding{head, d}); ok && (h.rec.Token != 0 || c.holder.Key == "") {
-		c.holder = h.describe(c.req.Key, time.Now())
-	}
-	return c.busy()
-}
-
-// busy is the answer of a Try that does not hold, naming the holder last
-// described.
-func (c *contender) busy() error {
-	if c.holder.Key == "" {
-		return &lock.BusyError{Holder: lock.Holder{Key: c.req.Key, ExpiresIn: -1}}
-	}
-	return &lock.BusyError{Holder: c.holder}
-}
-
-// takeOver makes us the holder: for a semaphore, claim a free slot; then
-// stamp the acquisition time and the token on our node with a write (in
-// one multi with the key's token counter, grantToken), which also proves,
-// through the leader, that our node (so our session) was alive after the
-// moment it was sent: the lease's validity counts from that moment.
-func (c *contender) takeOver(ctx context.Context, line []entry, counter <-chan counterRead) (lock.Lease, error) {
+// Take implements lock.LineStore: it makes us the holder from the place
+// the last Look read. For a semaphore, claim a free slot; then stamp the
+// acquisition time and the token on our node with a write (in one multi
+// with the key's token counter, read by that Look: grantToken), which also
+// proves, through the leader, that our node (so our session) was alive
+// after the moment it was sent: the lease's validity counts from that
+// moment.
+func (c *contender) Take(ctx context.Context) (lock.Lease, error) {
 	rec, slot := c.rec, -1
 	if c.limit > 1 {
 		var err error
-		if slot, err = c.claimSlot(ctx, line); err != nil {
+		if slot, err = c.claimSlot(ctx, c.line); err != nil {
 			return nil, err
 		}
 		if slot < 0 {
-			c.watch = nil // none free: a holder ahead is leaving; try again at once
-			return nil, c.busy()
+			// None free: a holder ahead is leaving (Watch answers "try
+			// again at once", and the busy answer names the last holder).
+			return nil, &lock.BusyError{}
 		}
 		rec.Slot = slot
 	}
 	rec.AcquiredAt = time.Now()
-	rec, granted, lost, err := c.b.grantToken(ctx, c.s, c.req.Key, c.dir+"/"+c.node, rec, counter)
+	rec, granted, lost, err := c.b.grantToken(ctx, c.s, c.req.Key, c.dir+"/"+c.node, rec, c.counter)
 	if lost {
-		// We lost our place (our session expired): give the slot back.
+		// We lost our place (our session expired): give the slot back,
+		// and the next Look finds the place lost.
 		if slot >= 0 {
 			_ = c.s.remove(ctx, c.dir+"/"+slotName(slot), -1)
 		}
 		c.node = ""
-		return nil, c.busy()
+		return nil, lock.ErrLookAgain
 	}
 	if err != nil {
 		return nil, c.b.opError("take "+c.req.Key, err)
@@ -285,7 +285,11 @@ func (c *contender) claimSlot(ctx context.Context, line []entry) (int, error) {
 }
 
 // heldSlots reads the slots kept by the hold nodes in line (other than
-// ours), reading the line first when given none.
+// ours), reading the line first when given none. A holder still making
+// its hold (its lock node is still there) is passed over: it keeps its
+// slot node until it deletes that with its lock node, in one multi, so a
+// slot taken after that is given back when claimSlot reads the holds
+// again.
 func (c *contender) heldSlots(ctx context.Context, line []entry) (map[int]bool, error) {
 	var err error
 	if line == nil {
@@ -293,59 +297,52 @@ func (c *contender) heldSlots(ctx context.Context, line []entry) (map[int]bool, 
 			return nil, err
 		}
 	}
-	hs, _, err := c.holds(ctx, line)
+	var holds []entry
+	for _, e := range line {
+		if e.lock == "" && e.nonce != c.nonce {
+			holds = append(holds, e)
+		}
+	}
+	hs, err := c.b.read(ctx, c.s, c.req.Key, holds)
 	used := map[int]bool{}
 	for _, h := range hs {
-		used[h.rec.Slot] = true
+		if h.stat != nil {
+			used[h.rec.Slot] = true
+		}
 	}
 	return used, err
 }
 
-// holds reads the hold nodes in line, ours aside; gone: one was gone by
-// the time it was read. A holder still making its hold (its lock node is
-// still there) is passed over: it keeps its slot node until it deletes
-// that with its lock node, in one multi, so a slot taken after that is
-// given back when claimSlot reads the holds again.
-func (c *contender) holds(ctx context.Context, line []entry) (hs []holding, gone bool, err error) {
-	for _, e := range line {
-		if e.lock != "" || e.nonce == c.nonce {
-			continue
-		}
-		d, ok, err := c.s.get(ctx, c.dir+"/"+e.hold)
-		if err != nil {
-			return nil, false, c.b.opError("read the hold on "+c.req.Key, err)
-		}
-		if ok {
-			hs = append(hs, holding{e, d})
-		}
-		gone = gone || !ok
-	}
-	return hs, gone, nil
-}
-
-// expireHolds looks at the holds among the holders (the first limit
-// places, ours aside) and the server's clock (the mtime of a write of our
-// own node): an expired hold is deleted (compare-and-delete on its
-// version; expired says so: read the line again); the least time left of
-// the live ones bounds our wait (holdLeft). A later waiter leaves them to
-// the first: it moves up only once the one ahead of it did, which wakes
-// it (wait.go).
-func (c *contender) expireHolds(ctx context.Context, line []entry, mine int) (expired bool, err error) {
+// expireHolds looks at the holds among the other holders (read by Look)
+// and the server's clock (the mtime of a write of our own node): an
+// expired hold is deleted (compare-and-delete on its version; expired
+// says so, as it does when a hold was gone already: read the line again);
+// the least time left of the live ones bounds our wait (holdLeft). A
+// later waiter leaves them to the first: it moves up only once the one
+// ahead of it did, which wakes it (wait.go).
+func (c *contender) expireHolds(ctx context.Context, ahead []holding, mine int) (expired bool, err error) {
 	c.holdLeft = -1
 	if mine > c.limit {
 		return false, nil
 	}
-	holds, gone, err := c.holds(ctx, line[:min(len(line), c.limit)])
-	if gone {
-		c.holdLeft = 0 // a hold went meanwhile: read the line again
+	var holds []holding
+	for _, h := range ahead {
+		switch {
+		case h.lock != "":
+		case h.stat == nil:
+			c.holdLeft = 0 // a hold went meanwhile: read the line again
+			return true, nil
+		default:
+			holds = append(holds, h)
+		}
 	}
-	if err != nil || gone || len(holds) == 0 {
-		return gone, err
+	if len(holds) == 0 {
+		return false, nil
 	}
 	st, err := c.s.set(ctx, c.dir+"/"+c.node, c.rec.encode())
 	if errors.Is(err, zk.ErrNoNode) {
 		c.holdLeft = 0
-		return true, nil // we lost our place: Try finds out
+		return true, nil // we lost our place: the next Look finds out
 	}
 	if err != nil {
 		return false, c.b.opError("read the server's clock", err)

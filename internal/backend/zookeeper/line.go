@@ -114,79 +114,91 @@ func (h holding) describe(key string, now time.Time) lock.Holder {
 	return out
 }
 
-// holders reads key's line and its holders: the first limit entries (the
-// limit of the first). Holds that have expired by this machine's clock
-// are passed over: they hold no more, whether or not anyone has deleted
-// them yet.
-func (b *Backend) holders(ctx context.Context, s *session, key string) ([]holding, error) {
-	dir := b.keyDir(key)
-	for attempt := 0; ; attempt++ {
-		names, _, err := s.children(ctx, dir)
+// read reads the node that stands for each entry of line (its lock node
+// while it has one, else its hold node), in order; one gone by the time
+// it was read has a nil stat.
+func (b *Backend) read(ctx context.Context, s *session, key string, line []entry) ([]holding, error) {
+	hs := make([]holding, len(line))
+	for i, e := range line {
+		d, _, err := s.get(ctx, b.keyDir(key)+"/"+e.node())
 		if err != nil {
 			return nil, b.opError("read "+key, err)
 		}
-		var hs []holding
-		changed, now := false, time.Now()
-		for _, e := range parseLine(names) {
-			if len(hs) > 0 && len(hs) >= hs[0].limit {
-				break
-			}
-			d, ok, err := s.get(ctx, dir+"/"+e.node())
-			if err != nil {
-				return nil, b.opError("read "+key, err)
-			}
-			if changed = !ok; changed {
-				break
-			}
-			if e.lock != "" || now.Before(time.UnixMilli(holdExpiry(d))) {
-				hs = append(hs, holding{e, d}) // an expired hold holds no more
-			}
-		}
-		if !changed || attempt >= 3 {
-			return hs, nil
-		}
+		hs[i] = holding{e, d}
 	}
+	return hs, nil
 }
 
-// holderList describes key's holders in line order (nil: none), a
-// semaphore's with its limit and slot.
-func (b *Backend) holderList(ctx context.Context, key string) ([]lock.Holder, error) {
-	s, done, err := b.adminFor(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	hs, err := b.holders(ctx, s, key)
+// describeAll describes hs (a semaphore's with its limit and slot),
+// passing over those gone.
+func describeAll(key string, hs []holding) []lock.Holder {
 	var out []lock.Holder
 	now := time.Now()
 	for _, h := range hs {
+		if h.stat == nil {
+			continue
+		}
 		d := h.describe(key, now)
 		if h.rec.Limit > 1 {
 			d.Limit, d.Slot = h.rec.Limit, h.rec.Slot
 		}
 		out = append(out, d)
 	}
-	return out, err
+	return out
 }
 
-// Inspect reports the holder of key: the first in its line (on a
-// semaphore, not lock.Oldest: each holder takes its token by itself, so
-// the first in line may hold a higher token than one behind it, or none
-// yet).
-func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
-	hs, err := b.holderList(ctx, key)
-	if err != nil || len(hs) == 0 {
-		return lock.Holder{}, false, err
+// holders reads key's holders: the first limit entries of its line (the
+// limit of the first). Holds that have expired by this machine's clock
+// are passed over: they hold no more, whether or not anyone has deleted
+// them yet. A node gone meanwhile means the line moved: it is read again.
+func (b *Backend) holders(ctx context.Context, s *session, key string) ([]holding, error) {
+	for attempt := 0; ; attempt++ {
+		names, _, err := s.children(ctx, b.keyDir(key))
+		if err != nil {
+			return nil, b.opError("read "+key, err)
+		}
+		line := parseLine(names)
+		if len(line) > 0 {
+			line = line[:min(len(line), line[0].limit)]
+		}
+		read, err := b.read(ctx, s, key, line)
+		if err != nil {
+			return nil, err
+		}
+		var hs []holding
+		gone, now := false, time.Now()
+		for _, h := range read {
+			switch {
+			case h.stat == nil:
+				gone = true
+			case h.lock != "" || now.Before(time.UnixMilli(holdExpiry(h.described))):
+				hs = append(hs, h)
+			}
+		}
+		if !gone || attempt >= 3 {
+			return hs, nil
+		}
 	}
-	return hs[0], true, nil
+}
+
+// Inspect reports the holder of key: on a semaphore the oldest holder
+// (lock.InspectOldest).
+func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
+	return lock.InspectOldest(ctx, key, b.InspectSlots)
 }
 
 // InspectSlots implements lock.SlotInspector: every holder in key's line,
 // by slot; a mutex gives its one holder.
 func (b *Backend) InspectSlots(ctx context.Context, key string) ([]lock.Holder, error) {
-	hs, err := b.holderList(ctx, key)
-	slices.SortFunc(hs, func(a, b lock.Holder) int { return a.Slot - b.Slot })
-	return hs, err
+	s, done, err := b.adminFor(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	hs, err := b.holders(ctx, s, key)
+	out := describeAll(key, hs)
+	slices.SortFunc(out, func(a, b lock.Holder) int { return a.Slot - b.Slot })
+	return out, err
 }
 
 // List walks <prefix>'s children: one row per held key, each described
@@ -233,11 +245,10 @@ func (b *Backend) QueueLen(ctx context.Context, key string) (int64, error) {
 	return n, nil
 }
 
-// Break deletes key's holder (with token != 0 only the holder with that
-// token; without, every holder of a semaphore), compare-and-delete
-// (breakOne). The holder's watch on its own node tells it at once. It
-// answers by the first in line, as Inspect does; a compare-and-delete
-// that finds a holder changed reads the line again.
+// Break deletes key's holders that token names (lock.BreakHolders),
+// each compare-and-delete (breakOne); the holder's watch on its own node
+// tells it at once. A compare-and-delete that finds a holder changed
+// reads the line again.
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
 	s, done, err := b.adminFor(ctx, key)
 	if err != nil {
@@ -246,35 +257,29 @@ func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Hol
 	defer done()
 	for attempt := 0; ; attempt++ {
 		hs, err := b.holders(ctx, s, key)
-		if err != nil || len(hs) == 0 {
-			return lock.Holder{}, cmp.Or(err, fmt.Errorf("%s is not locked: %w", key, lock.ErrNotHeld))
+		if err != nil {
+			return lock.Holder{}, err
 		}
-		now := time.Now()
-		var broke []lock.Holder
 		conflict := false
-		for _, h := range hs {
-			d := h.describe(key, now)
-			if token != 0 && d.Token != token {
-				continue
-			}
-			switch err := b.breakOne(ctx, s, b.keyDir(key), h); {
+		h, err := lock.BreakHolders(key, describeAll(key, hs), token, func(i int) (bool, error) {
+			switch err := b.breakOne(ctx, s, b.keyDir(key), hs[i]); {
 			case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrBadVersion):
 				conflict = true
+				return false, nil
 			case err != nil:
-				return d, b.opError("break "+key, err)
-			default:
-				broke = append(broke, d)
+				conflict = false // the failure is the answer
+				return false, b.opError("break "+key, err)
 			}
-		}
-		first := hs[0].describe(key, now)
+			return true, nil
+		})
 		switch {
-		case len(broke) > 0:
+		case err == nil:
 			b.tidy(ctx, s, b.keyDir(key))
-			return broke[0], nil
+			return h, nil
 		case !conflict:
-			return first, &lock.BusyError{Holder: first}
+			return h, err
 		case attempt >= 3:
-			return first, b.opError("break "+key, errors.New("the holder keeps changing; try again"))
+			return h, b.opError("break "+key, errors.New("the holder keeps changing; try again"))
 		}
 	}
 }

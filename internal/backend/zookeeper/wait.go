@@ -29,10 +29,10 @@ func watchList(line []entry, mine, limit int) []string {
 	return names
 }
 
-// Wait implements lock.Contender: it watches what the last Try noted
-// (watchList); a watched node already gone, or a line that moved under a
-// later waiter, is a Try at once.
-func (c *contender) Wait(ctx context.Context) (lock.Retry, error) {
+// Watch implements lock.LineStore: it watches what the last Look noted
+// (watchList), bounded by the holders' holds; a watched node already
+// gone, or a line that moved under a later waiter, is a Try at once.
+func (c *contender) Watch(ctx context.Context) (lock.Retry, error) {
 	if c.s == nil || c.node == "" || len(c.watch) == 0 {
 		return lock.Retry{After: 0}, nil
 	}
@@ -70,7 +70,7 @@ func (c *contender) watchAll(ctx context.Context, wake chan struct{}) bool {
 	return !missed.Load()
 }
 
-// lineAsRead: the line is still as the last Try read it (the key node's
+// lineAsRead: the line is still as the last Look read it (the key node's
 // cversion, which every create and delete of a child raises), for a later
 // waiter of a semaphore. Its watch, on the node just ahead, was set after
 // that read: had a holder left in between and that node taken over, the
@@ -96,7 +96,7 @@ func notify(ch chan<- struct{}) {
 // cleanupTimeout caps the fresh context used to leave the line.
 const cleanupTimeout = 2 * time.Second
 
-// Leave implements lock.Contender: delete our node and end our session
+// Leave implements lock.LineStore: delete our node and end our session
 // (which would delete it too), on a fresh short context.
 func (c *contender) Leave() {
 	if c.s == nil {

@@ -32,10 +32,18 @@ func fill(t *testing.T, ctx context.Context, b *Backend, key string, limit int) 
 	return held
 }
 
+// lineWaiter is a contender (lock.Line) with its ZooKeeper store in view.
+type lineWaiter struct {
+	*lock.Line
+	st *contender
+}
+
 // waiterOf puts a contender for key in line (one busy Try) and returns it.
-func waiterOf(t *testing.T, ctx context.Context, b *Backend, key, owner string, limit int) *contender {
+func waiterOf(t *testing.T, ctx context.Context, b *Backend, key, owner string, limit int) lineWaiter {
 	t.Helper()
-	c := b.Contend(limited(key, owner, limit)).(*contender)
+	req := limited(key, owner, limit)
+	st := b.contender(req)
+	c := lineWaiter{lock.NewLine(req, st), st}
 	t.Cleanup(c.Leave)
 	if _, err := c.Try(ctx); err == nil {
 		t.Fatalf("%s: not busy", owner)
@@ -45,7 +53,7 @@ func waiterOf(t *testing.T, ctx context.Context, b *Backend, key, owner string, 
 
 // waitWake sets c's watches and returns its wake-up channel; a Retry that
 // asks for an immediate Try fails the test.
-func waitWake(t *testing.T, ctx context.Context, c *contender) <-chan struct{} {
+func waitWake(t *testing.T, ctx context.Context, c lineWaiter) <-chan struct{} {
 	t.Helper()
 	r, err := c.Wait(ctx)
 	if err != nil || r.Wake == nil {
@@ -68,10 +76,10 @@ func nodeOf(l lock.Lease) string { return storeOf(l).node }
 // storeOf is the ZooKeeper store of a lease of this engine.
 func storeOf(l lock.Lease) *nodeStore { return lock.StoreOf(l).(*nodeStore) }
 
-func wantWatch(t *testing.T, who string, c *contender, want ...string) {
+func wantWatch(t *testing.T, who string, c lineWaiter, want ...string) {
 	t.Helper()
-	if !slices.Equal(c.watch, want) {
-		t.Fatalf("%s watches %q, want %q", who, c.watch, want)
+	if !slices.Equal(c.st.watch, want) {
+		t.Fatalf("%s watches %q, want %q", who, c.st.watch, want)
 	}
 }
 
@@ -95,7 +103,7 @@ func TestWaitersWatchWhatMakesThemNext(t *testing.T) {
 			first := waiterOf(t, ctx, b, key, "first", limit)
 			later := waiterOf(t, ctx, b, key, "later", limit)
 			wantWatch(t, "the first waiter", first, names...)
-			wantWatch(t, "a later waiter", later, first.node)
+			wantWatch(t, "a later waiter", later, first.st.node)
 			firstWake, laterWake := waitWake(t, ctx, first), waitWake(t, ctx, later)
 
 			// The oldest holder leaves: with two places it is not the
@@ -113,7 +121,7 @@ func TestWaitersWatchWhatMakesThemNext(t *testing.T) {
 			if _, err := later.Try(ctx); err == nil {
 				t.Fatal("the later waiter holds with no place free")
 			}
-			wantWatch(t, "the later waiter, now first", later, append(names[1:], first.node)...)
+			wantWatch(t, "the later waiter, now first", later, append(names[1:], first.st.node)...)
 			for _, h := range held[1:] {
 				h.Release(ctx)
 			}
@@ -199,4 +207,28 @@ func TestHoldsExpireForEveryWaiter(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLostPlaceJoinsAtTheBack: a waiter whose node went (a session
+// expired, a break) joins again at the back on its next Try, behind the
+// waiter that came after it, and watches that one.
+func TestLostPlaceJoinsAtTheBack(t *testing.T) {
+	p := startServer(t)
+	b := open(t, p.Addr(), "lostplace")
+	ctx := ctx(t)
+	held := fill(t, ctx, b, "k", 1)
+	defer held[0].Release(ctx)
+	first := waiterOf(t, ctx, b, "k", "first", 1)
+	later := waiterOf(t, ctx, b, "k", "later", 1)
+	lost := first.st.node
+	if err := first.st.s.remove(ctx, first.st.dir+"/"+lost, -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Try(ctx); err == nil {
+		t.Fatal("the waiter that lost its place holds")
+	}
+	if first.st.node == lost || first.st.node == "" {
+		t.Fatalf("the waiter's node is %q after losing %q, want a new one", first.st.node, lost)
+	}
+	wantWatch(t, "the waiter that lost its place", first, later.st.node)
 }

@@ -53,6 +53,13 @@ func request(key, owner string, ttl time.Duration) lock.Request {
 	return lock.Request{Key: key, TTL: ttl, Owner: owner, Meta: lock.Meta{Host: "h", PID: 42, User: "u", Command: "cmd", Note: "n"}}
 }
 
+// semRequest is owner's request for a semaphore of limit on the key "sem".
+func semRequest(owner string, limit int) lock.Request {
+	r := request("sem", owner, 3*time.Second)
+	r.Limit = limit
+	return r
+}
+
 func ctx(t *testing.T) context.Context { return wait.Context(t, 20*time.Second) }
 
 // TestSessionShorterThanTTLRefused: a server that grants a shorter session
@@ -286,11 +293,7 @@ func TestHeldAtOnceNeedsNoLongSession(t *testing.T) {
 func TestSlotHeldAfterLineReadIsPassedOver(t *testing.T) {
 	p := startServer(t)
 	b := open(t, p.Addr(), "slotrace")
-	req := func(owner string) lock.Request {
-		r := request("sem", owner, 3*time.Second)
-		r.Limit = 3
-		return r
-	}
+	req := func(owner string) lock.Request { return semRequest(owner, 3) }
 	kept, err := lock.TryOnce(ctx(t), b, req("kept"))
 	if err != nil {
 		t.Fatal(err)
@@ -298,7 +301,7 @@ func TestSlotHeldAfterLineReadIsPassedOver(t *testing.T) {
 	if s := kept.(lock.Slotted).Slot(); s != 0 {
 		t.Fatalf("first holder got slot %d, want 0", s)
 	}
-	c := b.Contend(req("next")).(*contender)
+	c := b.contender(req("next"))
 	defer c.Leave()
 	s, err := b.dial(ctx(t), 3*time.Second)
 	if err != nil {
@@ -316,7 +319,8 @@ func TestSlotHeldAfterLineReadIsPassedOver(t *testing.T) {
 	if err := kept.Hold(ctx(t), 10*time.Second, lock.HoldMinHold); err != nil {
 		t.Fatal(err)
 	}
-	l, err := c.takeOver(ctx(t), line, b.readCounter(ctx(t), c.s, "sem"))
+	c.line, c.counter = line, b.readCounter(ctx(t), c.s, "sem") // as a Look before the hold
+	l, err := c.Take(ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,5 +369,46 @@ func TestHoldAgainReplacesTheHold(t *testing.T) {
 	}
 	if names, _, _ := b.testAdmin(t).conn.Children(b.keyDir("k")); len(names) != 0 {
 		t.Fatalf("nodes left after a broken hold: %v", names)
+	}
+}
+
+// TestSemaphoreNamesOldestHolder: on a semaphore, Inspect, a busy answer
+// and Break name the oldest holder (the lowest token, lock.Oldest), not
+// the first in line: here the first in line took its token after the one
+// behind it.
+func TestSemaphoreNamesOldestHolder(t *testing.T) {
+	p := startServer(t)
+	b := open(t, p.Addr(), "oldest")
+	req := func(owner string) lock.Request { return semRequest(owner, 2) }
+	first := b.contender(req("first"))
+	defer first.Leave()
+	if err := first.Join(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	second, err := lock.TryOnce(ctx(t), b, req("second"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Release(ctx(t))
+	if look, err := first.Look(ctx(t)); err != nil || look.Ahead != 0 {
+		t.Fatalf("first's look: %+v, %v; want first in line", look, err)
+	}
+	late, err := first.Take(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Release(ctx(t))
+	if late.Token() <= second.Token() {
+		t.Fatalf("first in line took token %d, the one behind it %d: want it later", late.Token(), second.Token())
+	}
+	if h, held, err := b.Inspect(ctx(t), "sem"); err != nil || !held || h.Token != second.Token() {
+		t.Fatalf("Inspect: %+v %v %v; want token %d", h, held, err, second.Token())
+	}
+	var busy *lock.BusyError
+	if _, err := lock.TryOnce(ctx(t), b, req("third")); !errors.As(err, &busy) || busy.Holder.Token != second.Token() {
+		t.Fatalf("a third try: %v; want busy naming token %d", err, second.Token())
+	}
+	if h, err := b.Break(ctx(t), "sem", 0); err != nil || h.Token != second.Token() {
+		t.Fatalf("Break: %+v %v; want token %d", h, err, second.Token())
 	}
 }

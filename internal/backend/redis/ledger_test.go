@@ -64,7 +64,7 @@ func TestRedlockLedgerLatestWriteWins(t *testing.T) {
 // TestRedlockLedgerNeedsAQuorum: writes and reads need two masters of
 // three; an entry written to two is read from any two, and one deleted
 // from two is gone from them (master 2, away for the delete, would give it
-// back: redlock_ledger.go).
+// back: ledger.go).
 func TestRedlockLedgerNeedsAQuorum(t *testing.T) {
 	r, ps := proxiedRedlock(t)
 	ctx := context.Background()

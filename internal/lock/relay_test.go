@@ -1,0 +1,41 @@
+package lock
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// Relay keeps one value for any number of events, and ends when next fails.
+func TestRelay(t *testing.T) {
+	events, calls := make(chan error), make(chan struct{}, 8)
+	ch, done := Relay(func() error {
+		calls <- struct{}{}
+		return <-events
+	})
+	events <- nil
+	events <- nil // the first is still waiting: kept, not queued
+	for range 3 { // the third call waits: both events have been relayed
+		select {
+		case <-calls:
+		case <-time.After(5 * time.Second):
+			t.Fatal("next not called again after an event")
+		}
+	}
+	select {
+	case <-ch:
+	default:
+		t.Fatal("no value after two events")
+	}
+	select {
+	case <-ch:
+		t.Fatal("two events queued two values")
+	default:
+	}
+	events <- errors.New("closed")
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("done not closed after next failed")
+	}
+}
