@@ -1,34 +1,21 @@
 package etcd
 
-// Waiting on etcd, a mutex being a semaphore of one, on lock.Line: the
-// contenders stand in a line in arrival order, "<prefix>/<escaped
-// KEY>#wait/<lease ID in hex>", each in a key of its own attached to its
-// own lease (lock.Line keeps it alive while it waits), whose create
-// revision is its place. A waiter watches only the deletion of the one
-// just ahead of it (no polling, no herd: a handover wakes one waiter); the
-// first in line watches the slots (slots.go) and, when one is free, takes
-// it in one transaction (step.go) that checks nobody is ahead, our key is
-// still ours and no slot was taken since our read, grants the token
-// (token.go), puts the slot on our lease and deletes our waiter key, with
-// a KeepAliveOnce sent alongside. A waiter whose process dies stops
-// keeping its lease alive: the lease expires after the TTL, its key goes
-// with it, and the waiter behind it moves up.
-//
-// A try-once never joins the line (slots.go, TryOnce); a waiter joins it
-// at its first Wait. If our place is lost while we wait (our lease
-// expired, say during a long partition, or someone deleted our key), the
-// next Try joins again at the back.
+// Waiting on etcd, on lock.Line: the contenders stand in line in arrival
+// order, "<prefix>/<escaped KEY>#wait/<lease ID in hex>", each key on its
+// own lease (lock.Line keeps it alive while it waits), its create revision
+// its place. A waiter watches only the deletion of the one just ahead of
+// it (no polling, no herd); the first in line watches the slots (slots.go)
+// and takes a free one (step.go). A waiter whose process dies stops
+// keeping its lease alive: its key expires with it, and the one behind
+// moves up. A try-once never joins the line (slots.go, TryOnce); a waiter
+// joins at its first Wait, and again at the back when its place was lost.
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"net/url"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/distlock/distlock/internal/lock"
@@ -41,22 +28,8 @@ type entry struct {
 	line    string // the prefix of the line etcdKey stands in ("" once held)
 	etcdKey string // our key
 	id      clientv3.LeaseID
-	rev     int64  // create revision of etcdKey: its place in the line
-	rec     record // with its fencing token once held (token.go)
-	// slot is set when etcdKey is a slot: its value then also carries the
-	// limit and the slot (slotRecord). nil: an older build's mutex key
-	// (resumed from its handle).
-	slot *slotRecord
-}
-
-// value is what etcdKey holds for rec: with a slot's limit and index.
-func (e *entry) value(rec record) string {
-	if e.slot == nil {
-		return encodeJSON(rec)
-	}
-	sr := *e.slot
-	sr.record = rec
-	return encodeJSON(sr)
+	rev     int64      // create revision of etcdKey: its place in the line
+	rec     slotRecord // with its fencing token once held (token.go)
 }
 
 // Contend implements lock.Backend: a mutex is a semaphore of one.
@@ -78,7 +51,6 @@ type waiter struct {
 	legacy  bool             // the last read found an older build's mutex key (slots.go)
 	unread  bool             // the last read (a failed take's) is not looked at yet
 	freed   chan int         // a slot whose deletion the last Watch saw
-	pending *entry           // taken, but its validity not known yet (confirm)
 	granted time.Time        // a try-once's: just before its lease was granted
 
 	shown  *mvccpb.KeyValue // the holder as last described
@@ -90,41 +62,40 @@ var (
 	_ lock.PlaceKeeper = (*waiter)(nil)
 )
 
-// linePrefix is where the waiters for key's slots stand in line: outside
-// the key's queue prefix "<prefix>/<escaped KEY>/" (where the slots live,
-// so Inspect and Break never see a waiter), and never listed
-// (url.PathEscape escapes '#', so no escaped key holds one; List skips
-// names that do).
-func (b *Backend) linePrefix(key string) string {
-	return b.prefix + "/" + url.PathEscape(key) + "#wait/"
-}
-
-// Join implements lock.LineStore: it grants a lease and puts our waiter
-// key on it at the back of key's line.
+// Join implements lock.LineStore: our waiter key, on a lease of its own,
+// at the back of key's line.
 func (w *waiter) Join(ctx context.Context) error {
 	w.Leave()
-	b, req := w.b, w.req
-	g, err := b.cli.Grant(ctx, leaseSeconds(req.TTL))
+	e, err := w.grant(ctx)
 	if err != nil {
-		return b.opError("grant a lease for "+req.Key, err)
+		return err
 	}
-	e := &entry{key: req.Key, line: b.linePrefix(req.Key), id: g.ID, rec: newRecord(req, time.Now())}
-	e.etcdKey = fmt.Sprintf("%s%x", e.line, int64(g.ID))
-	resp, err := b.cli.Txn(ctx).
+	e.line = w.b.linePrefix(e.key)
+	e.etcdKey = fmt.Sprintf("%s%x", e.line, int64(e.id))
+	resp, err := w.b.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", 0)).
-		Then(clientv3.OpPut(e.etcdKey, encodeJSON(e.rec), clientv3.WithLease(e.id))).
+		Then(clientv3.OpPut(e.etcdKey, e.rec.value(), clientv3.WithLease(e.id))).
 		Commit()
 	if err != nil || !resp.Succeeded {
 		// The put may have been applied: revoking the lease removes it.
-		b.cleanup(ctx, e)
+		w.b.revoke(ctx, e.id, e.etcdKey)
 		if err == nil {
 			err = fmt.Errorf("key %s already exists", e.etcdKey)
 		}
-		return b.opError("join the line for "+req.Key, err)
+		return w.b.opError("join the line for "+e.key, err)
 	}
 	e.rev = resp.Header.Revision
 	w.e, w.ahead, w.free = e, nil, -1
 	return nil
+}
+
+// grant grants a lease of our TTL: our entry, with no key yet.
+func (w *waiter) grant(ctx context.Context) (*entry, error) {
+	g, err := w.b.cli.Grant(ctx, leaseSeconds(w.req.TTL))
+	if err != nil {
+		return nil, w.b.opError("grant a lease for "+w.req.Key, err)
+	}
+	return &entry{key: w.req.Key, id: g.ID, rec: slotRecord{record: newRecord(w.req, time.Now())}}, nil
 }
 
 // Watch implements lock.LineStore: the deletion of the one just ahead of
@@ -170,34 +141,23 @@ func (w *waiter) Watch(ctx context.Context) (lock.Retry, error) {
 
 // Keeper implements lock.PlaceKeeper: a keep-alive of our lease.
 func (w *waiter) Keeper() func(context.Context) error {
-	cli, id := w.b.cli, w.e.id
-	return func(ctx context.Context) error {
-		_, err := cli.KeepAliveOnce(ctx, id)
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			return lock.ErrNotHeld
-		}
-		return err
-	}
+	b, id := w.b, w.e.id
+	return func(ctx context.Context) error { return b.keepAlive(ctx, id) }
 }
 
 // Leave implements lock.LineStore: out of the line (revoking our lease
-// deletes our key, or the slot we took and did not confirm).
+// deletes our key, or the slot a take took but could not confirm).
 func (w *waiter) Leave() {
 	if w.e != nil {
-		w.b.cleanup(context.Background(), w.e)
+		w.b.revoke(context.Background(), w.e.id, w.e.etcdKey)
 	}
-	w.e, w.ahead, w.pending, w.unread = nil, nil, nil, false
+	w.e, w.ahead, w.unread = nil, nil, false
 }
 
 // waiterHolder describes a waiter (its key kv) as the one a busy acquirer
-// waits for: who it is, no token and no owner (it holds nothing yet).
+// waits for: who it is, holding nothing yet.
 func waiterHolder(key string, kv *mvccpb.KeyValue) lock.Holder {
-	h := lock.Holder{Key: key, ExpiresIn: -1}
-	var r record
-	if json.Unmarshal(kv.Value, &r) == nil {
-		h.Meta = lock.Meta{Host: r.Host, PID: r.PID, User: r.User, Command: r.Command, Note: r.Note}
-	}
-	return h
+	return lock.Holder{Key: key, Meta: holderOf(key, kv).Meta, ExpiresIn: -1}
 }
 
 // QueueLen implements lock.LineCounter (status's waiting): how many

@@ -8,13 +8,10 @@
 //
 // Everything of KEY lives under "<prefix>/<url.PathEscape(KEY)>": its
 // slots under ".../" (the queue prefix, slots.go), its line of waiters
-// under "...#wait/" (line.go), its token counter at "...#token"
-// (token.go). The holder's fencing token is not a revision: revisions
-// start again when etcd loses its data, tokens must not.
-//
-// KEY is escaped with url.PathEscape, which encodes '/' (and '%') so that the
-// escaped key never holds a '/': "<prefix>/a/" is never a prefix of the keys
-// of KEY "a/b", which live under "<prefix>/a%2Fb/".
+// under "...#wait/" (contend.go), its token counter at "...#token"
+// (token.go). url.PathEscape encodes '/' (and '%'), so the escaped key
+// never holds a '/': "<prefix>/a/" is never a prefix of the keys of KEY
+// "a/b", which live under "<prefix>/a%2Fb/".
 //
 // # Leases
 //
@@ -24,6 +21,7 @@
 package etcd
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -92,50 +90,20 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = DefaultDialTimeout
 	}
-	prefix := strings.TrimRight(cfg.Prefix, "/")
-	if prefix == "" {
-		prefix = DefaultPrefix
-	}
 	b := &Backend{
-		prefix:    prefix,
+		prefix:    cmp.Or(strings.TrimRight(cfg.Prefix, "/"), DefaultPrefix),
 		endpoints: strings.Join(cfg.Endpoints, ","),
 		user:      cfg.Username,
 		dialTO:    cfg.DialTimeout,
 	}
 
-	var tlsCfg *tls.Config
-	scheme := "http://"
-	if cfg.TLS {
-		scheme = "https://"
-		var err error
-		if tlsCfg, err = loadTLS(cfg); err != nil {
-			return nil, err
-		}
+	tlsCfg, err := loadTLS(cfg)
+	if err != nil {
+		return nil, err
 	}
-	eps := make([]string, len(cfg.Endpoints))
-	for i, ep := range cfg.Endpoints {
-		eps[i] = scheme + ep
-	}
-
 	// With a user and password, clientv3.New authenticates right away,
 	// bounded by DialTimeout; otherwise it does not touch the network.
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:            eps,
-		DialTimeout:          cfg.DialTimeout,
-		DialKeepAliveTime:    keepAliveTime,
-		DialKeepAliveTimeout: keepAliveTimeout,
-		Username:             cfg.Username,
-		Password:             cfg.Password,
-		TLS:                  tlsCfg,
-		Logger:               zap.NewNop(),
-		// gRPC's default reconnect backoff (1s, then x1.6) left renewals
-		// idle for up to a second after a server came back, which cost
-		// short leases that had survived on the server. Retry sooner.
-		DialOptions: append([]grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
-			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
-			MinConnectTimeout: cfg.DialTimeout,
-		})}, cfg.dialOptions...),
-	})
+	cli, err := clientv3.New(cfg.client(tlsCfg))
 	if err != nil {
 		return nil, b.connectError(cfg, tlsCfg, err)
 	}
@@ -155,7 +123,41 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	return b, nil
 }
 
+// client is the etcd client's configuration for cfg: https to every
+// endpoint with tlsCfg, else http.
+func (cfg Config) client(tlsCfg *tls.Config) clientv3.Config {
+	scheme := "http://"
+	if tlsCfg != nil {
+		scheme = "https://"
+	}
+	eps := make([]string, len(cfg.Endpoints))
+	for i, ep := range cfg.Endpoints {
+		eps[i] = scheme + ep
+	}
+	return clientv3.Config{
+		Endpoints:            eps,
+		DialTimeout:          cfg.DialTimeout,
+		DialKeepAliveTime:    keepAliveTime,
+		DialKeepAliveTimeout: keepAliveTimeout,
+		Username:             cfg.Username,
+		Password:             cfg.Password,
+		TLS:                  tlsCfg,
+		Logger:               zap.NewNop(),
+		// gRPC's default reconnect backoff (1s, then x1.6) left renewals
+		// idle for up to a second after a server came back, which cost
+		// short leases that had survived on the server. Retry sooner.
+		DialOptions: append([]grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: cfg.DialTimeout,
+		})}, cfg.dialOptions...),
+	}
+}
+
+// loadTLS is the TLS configuration cfg asks for; nil without TLS.
 func loadTLS(cfg Config) (*tls.Config, error) {
+	if !cfg.TLS {
+		return nil, nil
+	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	if cfg.CACert != "" {
 		pem, err := os.ReadFile(cfg.CACert)
@@ -276,11 +278,14 @@ func (b *Backend) Close() error {
 	return b.closeErr
 }
 
-// queuePrefix is "<prefix>/<escaped key>/": every contender of key lives
-// right under it and nothing else does.
-func (b *Backend) queuePrefix(key string) string {
-	return b.prefix + "/" + url.PathEscape(key) + "/"
-}
+// The keys of KEY (# Layout above): nothing but its slots lives under
+// its queue prefix; its line is outside it, so Inspect and Break never see
+// a waiter. url.PathEscape escapes '#', so no escaped key holds one, and
+// List skips the names that do.
+func (b *Backend) queuePrefix(key string) string { return b.keyPath(key) + "/" }
+func (b *Backend) linePrefix(key string) string  { return b.keyPath(key) + "#wait/" }
+func (b *Backend) tokenKey(key string) string    { return b.keyPath(key) + "#token" }
+func (b *Backend) keyPath(key string) string     { return b.prefix + "/" + url.PathEscape(key) }
 
 // record is the JSON value of a contender's key: the holder's
 // lock.Record, then etcd's own fields. Its TTLms is the TTL that was asked
@@ -303,11 +308,7 @@ func newRecord(req lock.Request, now time.Time) record {
 // leaseSeconds is the TTL to grant: etcd leases count whole seconds, so
 // round up (never down: the lease must outlive the holder's validUntil).
 func leaseSeconds(ttl time.Duration) int64 {
-	s := int64(ttl / time.Second)
-	if ttl%time.Second != 0 {
-		s++
-	}
-	return max(s, 1)
+	return max(int64((ttl+time.Second-1)/time.Second), 1)
 }
 
 // opError wraps a failed request. Context errors stay recognisable

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -34,7 +33,7 @@ func (l *keyStore) Hold(ctx context.Context, _ *lock.Held, d time.Duration, mode
 	rec.Hold, rec.TTLms = mode, d.Milliseconds()
 	resp, err := l.b.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(l.e.etcdKey), "=", l.e.rev)).
-		Then(clientv3.OpPut(l.e.etcdKey, l.e.value(rec), clientv3.WithLease(g.ID))).
+		Then(clientv3.OpPut(l.e.etcdKey, rec.value(), clientv3.WithLease(g.ID))).
 		Commit()
 	switch {
 	case err != nil:
@@ -44,13 +43,13 @@ func (l *keyStore) Hold(ctx context.Context, _ *lock.Held, d time.Duration, mode
 	case !resp.Succeeded:
 		// The key is gone or is not ours; it can never be ours again (a
 		// create revision is never reused), so nothing can attach it to g.
-		l.b.revoke(ctx, g.ID)
+		l.b.revoke(ctx, g.ID, "")
 		return 0, fmt.Errorf("%s: %w", l.e.key, lock.ErrNotHeld)
 	}
 	old := l.e.id
 	l.e.id, l.e.rec = g.ID, rec
 	// The key no longer lives on the old lease; revoking it deletes nothing.
-	l.b.revoke(ctx, old)
+	l.b.revoke(ctx, old, "")
 	return time.Duration(rec.TTLms) * time.Millisecond, nil
 }
 
@@ -62,7 +61,7 @@ func (l *keyStore) Hold(ctx context.Context, _ *lock.Held, d time.Duration, mode
 // the key could not be read; then no lease is revoked, since the key lives
 // on one of them, and it is held until the old lease or g expires.
 func (l *keyStore) settle(ctx context.Context, g clientv3.LeaseID, d time.Duration, txnErr error) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(l.b.dialTO, cleanupTimeout))
+	rctx, cancel := l.b.fresh(ctx)
 	defer cancel()
 	resp, err := l.b.cli.Get(rctx, l.e.etcdKey)
 	if err != nil {
@@ -70,7 +69,7 @@ func (l *keyStore) settle(ctx context.Context, g clientv3.LeaseID, d time.Durati
 	}
 	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != l.e.rev {
 		// What the transaction compares can never match again.
-		l.b.revoke(ctx, g)
+		l.b.revoke(ctx, g, "")
 		return fmt.Errorf("%s: %w", l.e.key, lock.ErrNotHeld)
 	}
 	kv := resp.Kvs[0]
@@ -84,36 +83,21 @@ func (l *keyStore) settle(ctx context.Context, g clientv3.LeaseID, d time.Durati
 	return l.b.opError(fmt.Sprintf("hold %s (not applied: the lock is still held until it was due to expire)", l.e.key), txnErr)
 }
 
-// revoke drops a lease on a fresh short context; a failure only leaves a
-// lease with no keys until its TTL runs out.
-func (b *Backend) revoke(ctx context.Context, id clientv3.LeaseID) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(b.dialTO, cleanupTimeout))
-	defer cancel()
-	_, _ = b.cli.Revoke(cctx, id)
-}
-
-// Resume implements lock.Backend: the key's queue must still hold a
-// key with h's owner and token: a slot, or an older build's mutex
-// contender at its head.
+// Resume implements lock.Backend: one of the key's holders (holding) must
+// still have h's owner and token.
 func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
 	granted := time.Now()
-	qp := b.queuePrefix(h.Key)
-	resp, err := b.cli.Get(ctx, qp, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	kvs, err := b.holdingKVs(ctx, h.Key, "look up ")
 	if err != nil {
-		return nil, b.opError("look up "+h.Key, err)
+		return nil, err
 	}
-	for i, kv := range resp.Kvs {
+	for _, kv := range kvs {
 		var sr slotRecord
 		if err := json.Unmarshal(kv.Value, &sr); err != nil || sr.Owner != h.Owner || sr.Token != h.Token {
 			continue
 		}
-		e := &entry{key: h.Key, etcdKey: string(kv.Key), id: clientv3.LeaseID(kv.Lease), rev: kv.CreateRevision, rec: sr.record}
-		if strings.HasPrefix(string(kv.Key), b.slotPrefix(h.Key)) {
-			e.slot = &sr
-		}
-		if e.slot != nil || i == 0 {
-			return b.newLease(e, granted), nil
-		}
+		e := &entry{key: h.Key, etcdKey: string(kv.Key), id: clientv3.LeaseID(kv.Lease), rev: kv.CreateRevision, rec: sr}
+		return b.newLease(e, granted), nil
 	}
 	return nil, fmt.Errorf("%s: %w", h.Key, lock.ErrNotHeld)
 }

@@ -26,10 +26,8 @@ type keyStore struct {
 // were first at once, or the final KeepAliveOnce of a waiter that reached
 // the head of the queue.
 func (b *Backend) newLease(e *entry, granted time.Time) lock.Lease {
-	g := lock.Grant{Key: e.key, Owner: e.rec.Owner, Token: e.rec.Token, TTL: time.Duration(e.rec.TTLms) * time.Millisecond, Granted: granted}
-	if e.slot != nil {
-		g.Slot, g.Limit = e.slot.Slot, e.slot.Limit
-	}
+	r := e.rec
+	g := lock.Grant{Key: e.key, Owner: r.Owner, Token: r.Token, TTL: time.Duration(r.TTLms) * time.Millisecond, Granted: granted, Slot: r.Slot, Limit: r.Limit}
 	return lock.NewLease(g, &keyStore{b: b, e: e})
 }
 
@@ -45,15 +43,12 @@ func (l *keyStore) LeaseID() int64 { return int64(l.e.id) }
 // together (one round trip, not two) and are bounded by ctx.
 func (l *keyStore) Renew(ctx context.Context, _ *lock.Held) error {
 	kaDone := make(chan error, 1)
-	go func() {
-		_, err := l.b.cli.KeepAliveOnce(ctx, l.e.id)
-		kaDone <- err
-	}()
+	go func() { kaDone <- l.b.keepAlive(ctx, l.e.id) }()
 	resp, err := l.b.cli.Get(ctx, l.e.etcdKey, clientv3.WithKeysOnly())
 	kaErr := <-kaDone
 	switch {
-	case errors.Is(kaErr, rpctypes.ErrLeaseNotFound):
-		return fmt.Errorf("%s: the etcd lease expired or was revoked: %w", l.e.key, lock.ErrNotHeld)
+	case errors.Is(kaErr, lock.ErrNotHeld):
+		return fmt.Errorf("%s: %w", l.e.key, kaErr)
 	case err == nil && (len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != l.e.rev):
 		return fmt.Errorf("%s: our lock key was deleted (broken?): %w", l.e.key, lock.ErrNotHeld)
 	case kaErr != nil:
@@ -62,6 +57,16 @@ func (l *keyStore) Renew(ctx context.Context, _ *lock.Held) error {
 		return fmt.Errorf("etcd renew %s: checking our key: %w", l.e.key, err)
 	}
 	return nil
+}
+
+// keepAlive sends one keep-alive of lease id: lock.ErrNotHeld when etcd
+// says the lease is gone.
+func (b *Backend) keepAlive(ctx context.Context, id clientv3.LeaseID) error {
+	_, err := b.cli.KeepAliveOnce(ctx, id)
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return fmt.Errorf("the etcd lease expired or was revoked: %w", lock.ErrNotHeld)
+	}
+	return err
 }
 
 // Release deletes our key if it is still ours (compare on its create
@@ -84,15 +89,20 @@ func (l *keyStore) Release(ctx context.Context, _ *lock.Held) error {
 	return nil
 }
 
-// cleanup leaves the line: revoking our lease deletes our key with it, in
-// one request. It runs on a fresh short context, since ctx may be the
-// one that just ended; if the revoke fails we fall back to a plain delete,
-// and failing that the lease expires on its own after TTL.
-func (b *Backend) cleanup(ctx context.Context, e *entry) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(b.dialTO, cleanupTimeout))
+// revoke drops lease id (deleting every key on it) on a fresh short
+// context, since ctx may be the one that just ended. Should that fail it
+// deletes key, when given; failing that the lease expires on its own
+// after its TTL.
+func (b *Backend) revoke(ctx context.Context, id clientv3.LeaseID, key string) {
+	cctx, cancel := b.fresh(ctx)
 	defer cancel()
-	if _, err := b.cli.Revoke(cctx, e.id); err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) || e.etcdKey == "" {
-		return
+	if _, err := b.cli.Revoke(cctx, id); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) && key != "" {
+		_, _ = b.cli.Delete(cctx, key)
 	}
-	_, _ = b.cli.Delete(cctx, e.etcdKey)
+}
+
+// fresh is a short context of its own, for a request that must go out
+// even when ctx has just ended.
+func (b *Backend) fresh(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), min(b.dialTO, cleanupTimeout))
 }

@@ -12,16 +12,18 @@ import (
 // TestReadSlotsLimits pins readSlots' limit rule (lock.Refuse with
 // SeenLimit) over the keys of a queue prefix: a slot's record gives its
 // holder's limit; a slot key without one only a lower bound (above the
-// slot); an older build's mutex contender a limit of 1.
+// slot); an older build's mutex contender a limit of 1. And whom a busy
+// answer names: the oldest holder, lock.Oldest.
 func TestReadSlotsLimits(t *testing.T) {
 	const qp = "p/k/"
-	slot := func(i, limit int, rev int64) *mvccpb.KeyValue {
+	slotTok := func(i, limit int, rev int64, token uint64) *mvccpb.KeyValue {
 		v := "garbage"
 		if limit > 0 {
-			v = encodeJSON(slotRecord{record: record{Token: uint64(rev)}, Limit: limit, Slot: i})
+			v = encodeJSON(slotRecord{record: record{Token: token}, Limit: limit, Slot: i})
 		}
 		return &mvccpb.KeyValue{Key: []byte(qp + "slot/" + string(rune('0'+i))), Value: []byte(v), CreateRevision: rev}
 	}
+	slot := func(i, limit int, rev int64) *mvccpb.KeyValue { return slotTok(i, limit, rev, uint64(rev)) }
 	legacy := &mvccpb.KeyValue{Key: []byte(qp + "694d"), Value: []byte(`{"owner":"old"}`), CreateRevision: 3}
 	cases := []struct {
 		name     string
@@ -43,6 +45,10 @@ func TestReadSlotsLimits(t *testing.T) {
 		{"own limit but slot past it", 2, []*mvccpb.KeyValue{slot(3, 2, 5)}, 4, 0, 0, false},
 		{"older build's mutex, mutex wanted", 1, []*mvccpb.KeyValue{legacy}, 0, -1, 3, true},
 		{"older build's mutex, semaphore wanted", 2, []*mvccpb.KeyValue{legacy}, 1, 0, 0, false},
+		// The oldest holder is the lowest token, not the first created;
+		// one whose record cannot be read comes last.
+		{"oldest by token", 2, []*mvccpb.KeyValue{slotTok(0, 2, 5, 9), slotTok(1, 2, 7, 6)}, 0, -1, 7, false},
+		{"unreadable record last", 3, []*mvccpb.KeyValue{slot(0, 0, 4), slotTok(1, 3, 6, 8)}, 0, 2, 6, false},
 		{"mutex slot, semaphore wanted", 3, []*mvccpb.KeyValue{slot(0, 1, 5)}, 1, 0, 0, false},
 	}
 	for _, c := range cases {

@@ -11,8 +11,8 @@ package etcd
 //
 // inside KEY's queue prefix. Its value is the holder's record (with its
 // fencing token) plus the limit and the slot (slotRecord); tokens come
-// from the key's one counter (token.go). Inspect and List name the slot
-// holder with the lowest create revision.
+// from the key's one counter (token.go). Inspect, List, a busy answer and
+// Break name the oldest holder (lock.Oldest: the lowest token).
 //
 // Older builds kept a mutex as a queue of contenders in the same prefix,
 // "<prefix>/<url.PathEscape(KEY)>/<lease ID in hex>", the lowest create
@@ -22,14 +22,10 @@ package etcd
 // joinQueue takes only an empty queue, its takeover only when no key under
 // the prefix is older than its own).
 //
-// An acquirer reads the whole queue prefix at revision R, refuses with a
-// *lock.LimitMismatchError when a holder uses another limit, picks the
-// lowest free slot, and creates it in a transaction that requires every
-// key under the prefix to be unchanged since R (a ModRevision compare over
-// the prefix): the check and the take are one step, and on a conflict it
-// reads again. A try-once takes a slot only while no waiter is in line
-// (contend.go; a compare in the taking transaction): it never jumps the line,
-// and never joins it.
+// A take (step.go) reads the whole queue prefix, refuses with a
+// *lock.LimitMismatchError when a holder uses another limit, and puts the
+// lowest free slot in a transaction that requires no key under the prefix
+// put since its read.
 
 import (
 	"context"
@@ -41,16 +37,25 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// slotRecord is the value of a slot key.
+// slotRecord is the value of a slot key: the holder's record, its limit
+// and its slot. A waiter's key, and an older build's mutex contender, hold
+// the record alone (Limit 0).
 type slotRecord struct {
 	record
 	Limit int `json:"limit"`
 	Slot  int `json:"slot"`
+}
+
+// value is how r is written: with the limit and the slot only on a slot.
+func (r slotRecord) value() string {
+	if r.Limit == 0 {
+		return encodeJSON(r.record)
+	}
+	return encodeJSON(r)
 }
 
 func (b *Backend) slotPrefix(key string) string { return b.queuePrefix(key) + "slot/" }
@@ -73,11 +78,11 @@ func (b *Backend) slotIndex(key, etcdKey string) (int, bool) {
 // it.
 func (w *waiter) TryOnce(ctx context.Context) (lock.Lease, error) {
 	w.granted = time.Now()
-	g, err := w.b.cli.Grant(ctx, leaseSeconds(w.req.TTL))
+	e, err := w.grant(ctx)
 	if err != nil {
-		return nil, w.b.opError("grant a lease for "+w.req.Key, err)
+		return nil, err
 	}
-	w.e, w.free = &entry{key: w.req.Key, id: g.ID, rec: newRecord(w.req, time.Now())}, -1
+	w.e, w.free = e, -1
 	for {
 		look, err := w.Look(ctx)
 		var l lock.Lease
@@ -102,27 +107,17 @@ func (w *waiter) TryOnce(ctx context.Context) (lock.Lease, error) {
 	}
 }
 
-// slotTake is what taking slot i of key with token t on lease id, for the
-// contender of record rec, puts: the entry then held (its create revision
-// is the take's) and the put.
-func (b *Backend) slotTake(key string, rec record, limit, i int, id clientv3.LeaseID, t uint64) (*entry, clientv3.Op) {
-	sr := &slotRecord{record: rec, Limit: limit, Slot: i}
-	sr.AcquiredAt, sr.QueuedAt, sr.Token = time.Now(), time.Time{}, t
-	h := &entry{key: key, etcdKey: b.slotPrefix(key) + strconv.Itoa(i), id: id, rec: sr.record, slot: sr}
-	return h, clientv3.OpPut(h.etcdKey, encodeJSON(sr), clientv3.WithLease(id))
-}
-
 // slotsRead is what one read of a key's queue prefix says of its slots.
 type slotsRead struct {
 	free   int              // the lowest free slot below the limit; -1 none
-	oldest *mvccpb.KeyValue // the holder with the lowest create revision; nil none
+	oldest *mvccpb.KeyValue // the oldest holder (lock.Oldest); nil none
 	legacy bool             // an older build's mutex key holds slot 0
 }
 
-// readSlots reads the keys under the queue prefix qp for req: a
-// *lock.LimitMismatchError when a holder uses another limit (lock.Refuse;
-// the busy answer is the caller's, which names the holder by create
-// revision and minds the line). A key that is no slot is an older build's
+// readSlots reads the keys under the queue prefix qp for req, in create
+// revision order: a *lock.LimitMismatchError when a holder uses another
+// limit (lock.Refuse; the busy answer is the caller's, which minds the
+// line). A key that is no slot is an older build's
 // mutex contender: it holds slot 0 of a mutex, and refuses a semaphore.
 func readSlots(req lock.Request, qp string, kvs []*mvccpb.KeyValue) (slotsRead, error) {
 	n := req.Limit
@@ -142,10 +137,8 @@ func readSlots(req lock.Request, qp string, kvs []*mvccpb.KeyValue) (slotsRead, 
 		if i < n {
 			held[i] = true
 		}
-		if sr.oldest == nil || kv.CreateRevision < sr.oldest.CreateRevision {
-			sr.oldest = kv
-		}
 	}
+	sr.oldest = oldest(req.Key, holding(qp, kvs))
 	if err := lock.Refuse(req.Key, n, nil, limits, false); err != nil {
 		return slotsRead{}, err
 	}

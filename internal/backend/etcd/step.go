@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -38,7 +39,7 @@ func (w *waiter) Look(ctx context.Context) (lock.LineLook, error) {
 	switch {
 	case w.e == nil:
 		return lock.LineLook{Lost: true}, nil
-	case w.pending != nil, w.free >= 0 && !w.unread:
+	case w.free >= 0 && !w.unread:
 		return lock.LineLook{Free: 1}, nil
 	case !w.unread:
 		resp, err := w.b.cli.Txn(ctx).Then(w.reads()...).Commit()
@@ -62,47 +63,60 @@ func (w *waiter) Look(ctx context.Context) (lock.LineLook, error) {
 	return look, nil
 }
 
-// Take implements lock.LineStore: the take's one transaction (Look): it
-// puts the free slot on our lease, deletes our waiter key and raises the
-// token counter (slotTake, grantOp), with a keep-alive of our lease sent
-// at the same time, so that the lease's validity counts from just before
-// both; when its compares fail it reads instead (reads), for the next
-// Look. A try-once's take requires nobody in line, has no waiter key to
-// delete and sends no keep-alive: its lease counts from its grant.
+// Take implements lock.LineStore: the take's one transaction (take), with
+// a keep-alive of our lease sent alongside (lock.TakeRenewed: validity
+// counts from just before both, or from a later keep-alive that answers).
+// A try-once sends no keep-alive: its lease counts from its grant.
 func (w *waiter) Take(ctx context.Context) (lock.Lease, error) {
-	if w.pending != nil {
-		return w.confirm(ctx)
-	}
-	e, b := w.e, w.b
-	cmps := []clientv3.Cmp{
-		clientv3.Compare(clientv3.ModRevision(b.queuePrefix(e.key)).WithPrefix(), "<", w.readRev+1),
-		clientv3.Compare(clientv3.CreateRevision(b.linePrefix(e.key)), "=", 0).WithPrefix(), // nobody in line
-	}
-	var drop []clientv3.Op
-	granted, kaDone := w.granted, make(chan error, 1)
-	if e.line == "" { // a try-once: its lease counts from its grant
-		kaDone <- nil
-	} else {
-		cmps[1] = clientv3.Compare(clientv3.CreateRevision(e.line), ">", e.rev-1).WithPrefix() // every key of the line created at or after ours
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", e.rev))
-		drop = []clientv3.Op{clientv3.OpDelete(e.etcdKey)}
-		granted = time.Now()
-		go func() {
-			_, err := b.cli.KeepAliveOnce(ctx, e.id)
-			kaDone <- err
-		}()
-	}
 	var held *entry
-	resp, err := grant(e.key, w.last, func(t uint64) (*clientv3.TxnResponse, error) {
-		var put clientv3.Op
-		held, put = b.slotTake(e.key, e.rec, w.req.Limit, w.free, e.id, t)
-		return b.cli.Txn(ctx).If(cmps...).Then(b.grantOp(e.key, t, append(drop, put)...)).Else(w.reads()...).Commit()
-	})
-	kaErr := <-kaDone
+	take := func(ctx context.Context) (err error) {
+		held, err = w.take(ctx)
+		return err
+	}
+	granted, err := w.granted, error(nil)
+	if w.e.line == "" {
+		err = take(ctx)
+	} else {
+		granted, err = lock.TakeRenewed(ctx, w.Keeper(), take)
+	}
 	switch {
-	case e.line != "" && (errors.Is(kaErr, rpctypes.ErrLeaseNotFound) || errors.Is(err, rpctypes.ErrLeaseNotFound)):
+	case errors.Is(err, lock.ErrNotHeld):
 		w.Leave() // our lease is gone: join again at once
 		return nil, lock.ErrLookAgain
+	case err != nil:
+		return nil, err
+	}
+	w.e = nil
+	return w.b.newLease(held, granted), nil
+}
+
+// take puts the free slot (Look) on our lease, deletes our waiter key and
+// raises the token counter (token.go), if no key under the queue prefix
+// was put and the counter not changed since our read, nobody is ahead of
+// us in line and our key is still ours; otherwise it reads instead
+// (reads), for the next Look. A try-once's take requires nobody in line
+// and has no waiter key to delete.
+func (w *waiter) take(ctx context.Context) (*entry, error) {
+	e, b := w.e, w.b
+	tk := b.tokenKey(e.key)
+	cmps := []clientv3.Cmp{
+		clientv3.Compare(clientv3.ModRevision(b.queuePrefix(e.key)).WithPrefix(), "<", w.readRev+1),
+		clientv3.Compare(clientv3.ModRevision(tk), "<", w.readRev+1),                        // the counter is w.last
+		clientv3.Compare(clientv3.CreateRevision(b.linePrefix(e.key)), "=", 0).WithPrefix(), // nobody in line
+	}
+	held := &entry{key: e.key, etcdKey: b.slotPrefix(e.key) + strconv.Itoa(w.free), id: e.id, rec: e.rec}
+	r := &held.rec
+	r.Limit, r.Slot, r.AcquiredAt, r.QueuedAt, r.Token = w.req.Limit, w.free, time.Now(), time.Time{}, lock.NextToken(w.last, lock.ClockMicros(time.Now()))
+	ops := []clientv3.Op{clientv3.OpPut(held.etcdKey, r.value(), clientv3.WithLease(e.id)), clientv3.OpPut(tk, tokenValue(r.Token))}
+	if e.line != "" {
+		cmps[2] = clientv3.Compare(clientv3.CreateRevision(e.line), ">", e.rev-1).WithPrefix() // every key of the line created at or after ours
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", e.rev))
+		ops = append(ops, clientv3.OpDelete(e.etcdKey))
+	}
+	resp, err := b.cli.Txn(ctx).If(cmps...).Then(ops...).Else(w.reads()...).Commit()
+	switch {
+	case e.line != "" && errors.Is(err, rpctypes.ErrLeaseNotFound):
+		return nil, lock.ErrNotHeld
 	case err != nil:
 		return nil, b.opError("wait for "+e.key, err)
 	case !resp.Succeeded:
@@ -113,7 +127,7 @@ func (w *waiter) Take(ctx context.Context) (lock.Lease, error) {
 		return nil, lock.ErrLookAgain
 	}
 	held.rev = resp.Header.Revision // the slot key, created by the take
-	return w.won(held, granted, kaErr)
+	return held, nil
 }
 
 // reads are a look's reads: the token counter, every key under the queue
@@ -123,7 +137,7 @@ func (w *waiter) reads() []clientv3.Op {
 	e, b := w.e, w.b
 	ops := []clientv3.Op{
 		clientv3.OpGet(b.tokenKey(e.key)),
-		clientv3.OpGet(b.queuePrefix(e.key), clientv3.WithPrefix()),
+		clientv3.OpGet(b.queuePrefix(e.key), clientv3.WithPrefix(), byCreation),
 		clientv3.OpGet(b.linePrefix(e.key), clientv3.WithFirstCreate()...),
 	}
 	if e.line != "" {
@@ -145,7 +159,7 @@ func (w *waiter) read(ctx context.Context, resp *clientv3.TxnResponse) error {
 		}
 	}
 	var err error
-	if w.last, err = counterOf(w.req.Key, r[0]); err != nil {
+	if w.last, err = parseCounter(w.req.Key, r[0].GetResponseRange().Kvs); err != nil {
 		return w.b.opError("wait for "+w.req.Key, err)
 	}
 	sr, err := readSlots(w.req, w.b.queuePrefix(w.req.Key), r[1].GetResponseRange().Kvs)
@@ -158,47 +172,19 @@ func (w *waiter) read(ctx context.Context, resp *clientv3.TxnResponse) error {
 	}
 	switch {
 	case sr.oldest != nil:
-		w.describe(ctx, sr.oldest)
+		w.name(ctx, sr.oldest)
 	case w.ahead != nil && w.e.line == "": // a try-once names the first waiter
 		w.shown, w.holder = nil, waiterHolder(w.req.Key, w.ahead)
 	}
 	return nil
 }
 
-// won ends a successful take. When the keep-alive sent with it failed, the
-// lock is ours but the lease's validity is not known: the next Take asks
-// (confirm).
-func (w *waiter) won(held *entry, granted time.Time, kaErr error) (lock.Lease, error) {
-	if kaErr != nil {
-		w.e, w.pending = held, held
-		return nil, w.b.opError("renew the lease for "+held.key, kaErr)
-	}
-	w.e = nil
-	return w.b.newLease(held, granted), nil
-}
-
-// confirm renews a lease taken while its keep-alive failed (won); the
-// lease's validity counts from just before this renewal.
-func (w *waiter) confirm(ctx context.Context) (lock.Lease, error) {
-	l := w.b.newLease(w.pending, time.Now())
-	err := l.Renew(ctx)
-	switch {
-	case errors.Is(err, lock.ErrNotHeld):
-		w.Leave() // not ours any more: join again at once
-		return nil, lock.ErrLookAgain
-	case err != nil:
-		return nil, w.b.opError("renew the lease for "+w.req.Key, err)
-	}
-	w.pending, w.e = nil, nil
-	return l, nil
-}
-
-// describe names the holder kv (asking etcd for its time left only when it
+// name names the holder kv (asking etcd for its time left only when it
 // changed). A holder that has no token yet is an older build's waiter
 // taking over from the holder that just left: lock.Line names the last
 // holder instead until it has taken the lock.
-func (w *waiter) describe(ctx context.Context, kv *mvccpb.KeyValue) {
+func (w *waiter) name(ctx context.Context, kv *mvccpb.KeyValue) {
 	if w.shown == nil || w.shown.CreateRevision != kv.CreateRevision || w.shown.ModRevision != kv.ModRevision {
-		w.shown, w.holder = kv, w.b.holderOf(ctx, w.req.Key, kv)
+		w.shown, w.holder = kv, w.b.describe(ctx, w.req.Key, kv)
 	}
 }

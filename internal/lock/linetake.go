@@ -1,0 +1,43 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// confirmPause is the pause between TakeRenewed's renewals after one
+// failed.
+const confirmPause = 20 * time.Millisecond
+
+// TakeRenewed is a LineStore's Take for a waiter whose place lives only
+// while it is renewed (a PlaceKeeper: an etcd lease, a Consul session):
+// renew, one renewal of the place (its Keeper), goes out alongside take,
+// the engine's taking request, so that the lease taken counts from just
+// before both (granted). When the take succeeded but that renewal failed,
+// how long the place lives is not known: it renews again, confirmPause
+// after each failure, until a renewal answers (the lease then counts from
+// just before it) or ctx ends (the last renewal's error: the caller still
+// holds what it took, and its Leave gives it up). ErrNotHeld when a
+// renewal says the place is gone, whatever the take answered: what it
+// took, if anything, went with the place. Otherwise take's own error.
+func TakeRenewed(ctx context.Context, renew, take func(context.Context) error) (granted time.Time, err error) {
+	granted = time.Now()
+	renewed := make(chan error, 1)
+	go func() { renewed <- renew(ctx) }()
+	err = take(ctx)
+	rerr := <-renewed
+	for err == nil && rerr != nil && !errors.Is(rerr, ErrNotHeld) {
+		select {
+		case <-ctx.Done():
+			return granted, rerr
+		case <-time.After(confirmPause):
+		}
+		granted = time.Now()
+		rerr = renew(ctx)
+	}
+	if errors.Is(rerr, ErrNotHeld) {
+		return granted, rerr
+	}
+	return granted, err
+}
