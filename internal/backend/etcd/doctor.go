@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/distlock/distlock/internal/lock"
 )
 
@@ -172,18 +170,13 @@ func redactEndpoint(ep string) string {
 	return ep
 }
 
-// Clock measurement: the leader reports a lease's time left in whole
-// seconds, truncated, counted by its own (monotonic) clock. The moment the
-// report ticks from v to v-1 is bracketed by the last read that said v and
-// the first that said less; two ticks seconds apart give the leader's
-// clock rate against ours, to within the width of the brackets over the
-// time between them.
-const (
-	clockLease = 10 // seconds; long enough to outlast the measurement
-	clockStep  = 2  // seconds of the leader's clock between ticks
-	clockSpan  = 6  // at most, between the first tick and the last
-)
+// clockLease is the measuring lease's TTL in seconds: long enough to
+// outlast the measurement (lock.MeasureTickRate).
+const clockLease = 10
 
+// clockCheck measures how fast the leader's lease clock runs against ours:
+// it reports a lease's time left in whole seconds, truncated, counted by
+// its own (monotonic) clock.
 func (b *Backend) clockCheck(ctx context.Context, timeout time.Duration) lock.Check {
 	fail := func(err error) lock.Check {
 		return lock.CannotCheck("clock", "measure the leader's lease clock", err, "make sure the clocks of the etcd servers and of this machine are synchronised (NTP)")
@@ -200,51 +193,11 @@ func (b *Backend) clockCheck(ctx context.Context, timeout time.Duration) lock.Ch
 		defer cancel()
 		b.cli.Revoke(rctx, g.ID)
 	}()
-	// The first tick comes about a second after the grant. Later ticks
-	// are taken clockStep apart until the rate is known to within a
-	// quarter of the allowance, or clockSpan has passed.
-	first, err := b.nextTick(ctx, g.ID, sent.Add(900*time.Millisecond), timeout)
-	if err != nil {
-		return fail(err)
-	}
-	mid := first.Mid()
-	var fast, unc float64
-	last := first
-	for step := 1; first.V-last.V < clockSpan; step++ {
-		last, err = b.nextTick(ctx, g.ID, mid.Add(time.Duration(step)*clockStep*time.Second-100*time.Millisecond), timeout)
-		if err != nil {
-			return fail(err)
-		}
-		if fast, unc = clockRate(first, last); unc <= lock.ClockDrift/4 {
-			break
-		}
-	}
-	return lock.ClockRateCheck(fast, unc, fmt.Sprintf("a lease's countdown over %ds", first.V-last.V))
-}
-
-// clockRate is how much faster the leader's clock ran than ours between
-// two ticks, and the uncertainty of that.
-func clockRate(a, b lock.Tick) (fast, uncertainty float64) {
-	server := float64(a.V-b.V) * float64(time.Second)
-	longest := float64(b.Hi.Sub(a.Lo))
-	shortest := float64(b.Lo.Sub(a.Hi))
-	hiFast := server/max(shortest, 1) - 1
-	loFast := server/longest - 1
-	return (hiFast + loFast) / 2, (hiFast - loFast) / 2
-}
-
-// nextTick waits until at, then reads the lease's time left back to back
-// until it drops by one second from one read to the next.
-func (b *Backend) nextTick(ctx context.Context, id clientv3.LeaseID, at time.Time, timeout time.Duration) (lock.Tick, error) {
-	select {
-	case <-time.After(time.Until(at)):
-	case <-ctx.Done():
-		return lock.Tick{}, ctx.Err()
-	}
-	return lock.WaitTick(ctx, 2*time.Second, 0, -1, func(ctx context.Context) (int64, error) {
+	// The first tick comes about a second after the grant.
+	fast, unc, secs, err := lock.MeasureTickRate(ctx, sent.Add(900*time.Millisecond), -1, func(ctx context.Context) (int64, error) {
 		rctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		r, err := b.cli.TimeToLive(rctx, id)
+		r, err := b.cli.TimeToLive(rctx, g.ID)
 		if err == nil && r.TTL < 0 {
 			err = fmt.Errorf("the measuring lease expired early")
 		}
@@ -253,4 +206,8 @@ func (b *Backend) nextTick(ctx context.Context, id clientv3.LeaseID, at time.Tim
 		}
 		return r.TTL, nil
 	})
+	if err != nil {
+		return fail(err)
+	}
+	return lock.ClockRateCheck(fast, unc, fmt.Sprintf("a lease's countdown over %ds", secs))
 }

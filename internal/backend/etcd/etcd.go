@@ -27,10 +27,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +40,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/distlock/distlock/internal/backend/urlx"
 	"github.com/distlock/distlock/internal/lock"
 )
 
@@ -187,7 +186,8 @@ func (b *Backend) connectError(cfg Config, tlsCfg *tls.Config, err error) error 
 	if why := b.refusal(err); why != "" {
 		return &lock.UnavailableError{Msg: fmt.Sprintf("etcd at %s %s", b.endpoints, why), Err: err, Refused: true}
 	}
-	why := probeEndpoints(cfg.Endpoints, tlsCfg, min(cfg.DialTimeout, time.Second))
+	// gRPC itself only reports "context deadline exceeded".
+	why := urlx.Probe(cfg.Endpoints, min(cfg.DialTimeout, time.Second), tlsCfg, nil)
 	advice := "check the address and that etcd is running and has a quorum, or raise --connect-timeout"
 	switch {
 	case strings.Contains(why, "certificate") || strings.Contains(why, "tls:"):
@@ -219,50 +219,6 @@ func (b *Backend) refusal(err error) string {
 		return "has authentication enabled: give a user in the URL (etcd://USER@host:port) and its password in DISTLOCK_PASSWORD or --password-file"
 	}
 	return ""
-}
-
-// probeEndpoints dials every endpoint (with a TLS handshake when tlsCfg is
-// set) to say why the gRPC client got nowhere: gRPC itself only reports
-// "context deadline exceeded". It returns "" when every endpoint accepts.
-func probeEndpoints(endpoints []string, tlsCfg *tls.Config, timeout time.Duration) string {
-	reasons := make([]string, len(endpoints))
-	var wg sync.WaitGroup
-	for i, ep := range endpoints {
-		wg.Go(func() {
-			d := &net.Dialer{Timeout: timeout}
-			var c net.Conn
-			var err error
-			if tlsCfg == nil {
-				c, err = d.Dial("tcp", ep)
-			} else {
-				tc := tlsCfg.Clone()
-				if tc.ServerName == "" {
-					tc.ServerName, _, _ = net.SplitHostPort(ep)
-				}
-				c, err = tls.DialWithDialer(d, "tcp", ep, tc)
-			}
-			if err != nil {
-				reasons[i] = ep + ": " + shortNetError(err)
-			} else {
-				c.Close()
-			}
-		})
-	}
-	wg.Wait()
-	return strings.Join(slices.DeleteFunc(reasons, func(r string) bool { return r == "" }), "; ")
-}
-
-// shortNetError drops the "dial tcp 1.2.3.4:5->" noise from a net error.
-func shortNetError(err error) string {
-	var oe *net.OpError
-	if errors.As(err, &oe) && oe.Err != nil {
-		err = oe.Err
-	}
-	var se *os.SyscallError
-	if errors.As(err, &se) && se.Err != nil {
-		err = se.Err
-	}
-	return err.Error()
 }
 
 // Guarantee is one line on what the engine promises.
