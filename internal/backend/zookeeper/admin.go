@@ -27,8 +27,14 @@ type admin struct {
 const parkWait = 250 * time.Millisecond
 
 // useAdmin returns the backend's own session, dialled again if it was
-// parked; the caller calls done once it no longer uses it.
-func (b *Backend) useAdmin(ctx context.Context) (s *session, done func(), err error) {
+// parked, after checking that the keys a request is about are valid; the
+// caller calls done once it no longer uses it.
+func (b *Backend) useAdmin(ctx context.Context, keys ...string) (s *session, done func(), err error) {
+	for _, key := range keys {
+		if err := lock.ValidateKey(key); err != nil {
+			return nil, func() {}, err
+		}
+	}
 	b.adm.mu.Lock()
 	defer b.adm.mu.Unlock()
 	if b.adm.s == nil {
@@ -94,12 +100,4 @@ func (b *Backend) useBrief(ctx context.Context) (s *session, done func(), err er
 		return nil, func() {}, err
 	}
 	return s, func() { s.close(parkWait) }, nil
-}
-
-// adminFor is useAdmin for a request about key, which must be valid.
-func (b *Backend) adminFor(ctx context.Context, key string) (s *session, done func(), err error) {
-	if err := lock.ValidateKey(key); err != nil {
-		return nil, func() {}, err
-	}
-	return b.useAdmin(ctx)
 }

@@ -47,14 +47,11 @@ func (b *Backend) ttlNodeCheck(ctx context.Context, req lock.DoctorRequest) lock
 	s, done, err := b.useAdmin(cctx)
 	if err == nil {
 		defer done()
-		err = do(cctx, func() error {
-			_, err := s.conn.CreateTTL(path, nil, zk.FlagTTL, acl, time.Minute)
-			return err
-		})
+		err = s.createTTL(cctx, path, nil, time.Minute)
 	}
 	switch {
 	case err == nil:
-		_ = do(cctx, func() error { return s.conn.Delete(path, -1) })
+		_ = s.remove(cctx, path, -1)
 		return lock.Check{Name: "ttl-nodes", Status: lock.CheckOK, Detail: "the servers allow TTL nodes: distlock acquire and --min-hold work"}
 	case isUnimplemented(err):
 		return lock.Check{Name: "ttl-nodes", Status: lock.CheckWarning,
@@ -76,7 +73,7 @@ func (b *Backend) clockCheck(ctx context.Context, req lock.DoctorRequest) lock.C
 			return time.Time{}, err
 		}
 		defer done()
-		st, err := call(ctx, func() (*zk.Stat, error) { return s.conn.Set(b.root, nil, -1) })
+		st, err := s.set(ctx, b.root, nil)
 		if err != nil {
 			return time.Time{}, err
 		}

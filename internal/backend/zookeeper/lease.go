@@ -91,17 +91,18 @@ func (l *nodeStore) Renew(ctx context.Context, h *lock.Held) error {
 		return fmt.Errorf("%s: released: %w", h.Key(), lock.ErrNotHeld)
 	case l.node == "":
 		return fmt.Errorf("%s: the lock is held with no process: %w", h.Key(), lock.ErrNotHeld)
-	case l.s.lostSession():
-		return fmt.Errorf("%s: our ZooKeeper session expired: %w", h.Key(), lock.ErrNotHeld)
 	}
-	_, err := l.s.multi(ctx, &zk.CheckVersionRequest{Path: l.dir + "/" + l.node, Version: -1})
+	var err error
+	if !l.s.lostSession() {
+		_, err = l.s.multi(ctx, &zk.CheckVersionRequest{Path: l.dir + "/" + l.node, Version: -1})
+	}
 	switch {
+	case l.s.lostSession(): // before the check, or while it was under way
+		return fmt.Errorf("%s: our ZooKeeper session expired: %w", h.Key(), lock.ErrNotHeld)
 	case errors.Is(err, zk.ErrNoNode):
 		return fmt.Errorf("%s: our lock node is gone (broken, or our session expired): %w", h.Key(), lock.ErrNotHeld)
 	case err != nil:
 		return fmt.Errorf("zookeeper renew %s: %w", h.Key(), err)
-	case l.s.lostSession():
-		return fmt.Errorf("%s: our ZooKeeper session expired: %w", h.Key(), lock.ErrNotHeld)
 	}
 	return nil
 }
@@ -167,10 +168,7 @@ func (l *nodeStore) Hold(ctx context.Context, h *lock.Held, d time.Duration, mod
 	}
 	name := holdName(h.Limit(), l.nonce, gen, seqOf(l.node+l.hold)) // the one of them we have
 	s := l.conn()
-	err := do(ctx, func() error {
-		_, err := s.conn.CreateTTL(l.dir+"/"+name, rec.encode(), zk.FlagTTL, acl, time.Duration(rec.NodeTTL)*time.Millisecond)
-		return err
-	})
+	err := s.createTTL(ctx, l.dir+"/"+name, rec.encode(), time.Duration(rec.NodeTTL)*time.Millisecond)
 	if err == nil {
 		if _, err = s.multi(ctx, l.ours(h, l.holdVer)...); err != nil {
 			_ = s.remove(context.WithoutCancel(ctx), l.dir+"/"+name, -1)
@@ -198,7 +196,7 @@ func (l *nodeStore) Hold(ctx context.Context, h *lock.Held, d time.Duration, mod
 func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
 	// The lease resumed has no session of its own: it keeps using the
 	// backend's, which is never parked then (done is not called).
-	s, _, err := b.adminFor(ctx, h.Key)
+	s, _, err := b.useAdmin(ctx, h.Key)
 	if err != nil {
 		return nil, err
 	}

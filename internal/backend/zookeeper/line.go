@@ -190,7 +190,7 @@ func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, e
 // InspectSlots implements lock.SlotInspector: every holder in key's line,
 // by slot; a mutex gives its one holder.
 func (b *Backend) InspectSlots(ctx context.Context, key string) ([]lock.Holder, error) {
-	s, done, err := b.adminFor(ctx, key)
+	s, done, err := b.useAdmin(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +226,7 @@ func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 // the first limit places (those hold). A dead waiter keeps its place until
 // the server expires its session (its --ttl).
 func (b *Backend) QueueLen(ctx context.Context, key string) (int64, error) {
-	s, done, err := b.adminFor(ctx, key)
+	s, done, err := b.useAdmin(ctx, key)
 	if err != nil {
 		return 0, err
 	}
@@ -245,42 +245,37 @@ func (b *Backend) QueueLen(ctx context.Context, key string) (int64, error) {
 	return n, nil
 }
 
-// Break deletes key's holders that token names (lock.BreakHolders),
-// each compare-and-delete (breakOne); the holder's watch on its own node
-// tells it at once. A compare-and-delete that finds a holder changed
-// reads the line again.
+// Break implements lock.Backend by lock.BreakAgain over key's holders
+// (token 0: every one), each by compare-and-delete (breakOne); the
+// holder's watch on its own node tells it at once.
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
-	s, done, err := b.adminFor(ctx, key)
+	s, done, err := b.useAdmin(ctx, key)
 	if err != nil {
 		return lock.Holder{}, err
 	}
 	defer done()
-	for attempt := 0; ; attempt++ {
+	h, err := lock.BreakAgain(ctx, key, token, b.breakRead(s, key))
+	if err == nil {
+		b.tidy(ctx, s, b.keyDir(key))
+	}
+	return h, err
+}
+
+// breakRead is one read of key's holders for Break. A holder whose node
+// changed or went since (a hold replaced its node, or it took its token)
+// has moved: lock.BreakAgain breaks it again by its token.
+func (b *Backend) breakRead(s *session, key string) lock.BreakRead {
+	return func(ctx context.Context) ([]lock.Holder, func(int) (bool, error), error) {
 		hs, err := b.holders(ctx, s, key)
-		if err != nil {
-			return lock.Holder{}, err
-		}
-		conflict := false
-		h, err := lock.BreakHolders(key, describeAll(key, hs), token, func(i int) (bool, error) {
+		return describeAll(key, hs), func(i int) (bool, error) {
 			switch err := b.breakOne(ctx, s, b.keyDir(key), hs[i]); {
 			case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrBadVersion):
-				conflict = true
-				return false, nil
+				return false, lock.ErrMoved
 			case err != nil:
-				conflict = false // the failure is the answer
 				return false, b.opError("break "+key, err)
 			}
 			return true, nil
-		})
-		switch {
-		case err == nil:
-			b.tidy(ctx, s, b.keyDir(key))
-			return h, nil
-		case !conflict:
-			return h, err
-		case attempt >= 3:
-			return h, b.opError("break "+key, errors.New("the holder keeps changing; try again"))
-		}
+		}, err
 	}
 }
 

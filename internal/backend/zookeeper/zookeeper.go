@@ -140,12 +140,6 @@ func call[T any](ctx context.Context, f func() (T, error)) (T, error) {
 	}
 }
 
-// do is call for requests that only return an error.
-func do(ctx context.Context, f func() error) error {
-	_, err := call(ctx, func() (struct{}, error) { return struct{}{}, f() })
-	return err
-}
-
 // call2 is call for requests that return two values.
 func call2[A, B any](ctx context.Context, f func() (A, B, error)) (A, B, error) {
 	type pair struct {
@@ -172,7 +166,15 @@ func (s *session) set(ctx context.Context, path string, data []byte) (*zk.Stat, 
 
 // remove deletes path at version (-1: any).
 func (s *session) remove(ctx context.Context, path string, version int32) error {
-	return do(ctx, func() error { return s.conn.Delete(path, version) })
+	_, err := call(ctx, func() (struct{}, error) { return struct{}{}, s.conn.Delete(path, version) })
+	return err
+}
+
+// createTTL creates a TTL node, which the server deletes once it has had
+// no change (and no children) for ttl.
+func (s *session) createTTL(ctx context.Context, path string, data []byte, ttl time.Duration) error {
+	_, err := call(ctx, func() (string, error) { return s.conn.CreateTTL(path, data, zk.FlagTTL, acl, ttl) })
+	return err
 }
 
 // get reads a node, its data decoded as a record; ok is false when it is
@@ -264,10 +266,8 @@ func (b *Backend) ensurePath(ctx context.Context, s *session, path string) error
 // missing.
 func (b *Backend) ensureDir(ctx context.Context, s *session, dir string) error {
 	create := func() error {
-		return do(ctx, func() error {
-			_, err := s.conn.CreateContainer(dir, nil, zk.FlagContainer, acl)
-			return err
-		})
+		_, err := call(ctx, func() (string, error) { return s.conn.CreateContainer(dir, nil, zk.FlagContainer, acl) })
+		return err
 	}
 	err := create()
 	if errors.Is(err, zk.ErrNoNode) {

@@ -372,6 +372,39 @@ func TestHoldAgainReplacesTheHold(t *testing.T) {
 	}
 }
 
+// TestBreakFollowsAHoldMadeMeanwhile: a holder that makes its hold
+// between a break's read and its delete has moved (its lock node is gone,
+// its hold node stands for it): the break's delete answers lock.ErrMoved,
+// and Break (lock.BreakAgain) breaks the hold by its token.
+func TestBreakFollowsAHoldMadeMeanwhile(t *testing.T) {
+	p := startServer(t)
+	b := open(t, p.Addr(), "moved")
+	l, err := lock.TryOnce(ctx(t), b, request("k", "alice", 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, first := b.breakRead(b.testAdmin(t), "k"), true
+	h, err := lock.BreakAgain(ctx(t), "k", l.Token(), func(ctx context.Context) ([]lock.Holder, func(int) (bool, error), error) {
+		held, remove, err := read(ctx)
+		if first {
+			first = false
+			if err := l.Hold(ctx, 10*time.Second, lock.HoldHandle); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := remove(0); !errors.Is(err, lock.ErrMoved) {
+				t.Fatalf("delete of the node read before the hold: %v, want lock.ErrMoved", err)
+			}
+		}
+		return held, remove, err
+	})
+	if err != nil || h.Token != l.Token() {
+		t.Fatalf("break: %+v %v; want token %d broken", h, err, l.Token())
+	}
+	if _, held, err := b.Inspect(ctx(t), "k"); err != nil || held {
+		t.Fatalf("after the break: held=%v err=%v; want free", held, err)
+	}
+}
+
 // TestSemaphoreNamesOldestHolder: on a semaphore, Inspect, a busy answer
 // and Break name the oldest holder (the lowest token, lock.Oldest), not
 // the first in line: here the first in line took its token after the one
