@@ -12,7 +12,6 @@ import (
 	"io"
 	"log"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/distlock/distlock/internal/backend/urlx"
 	"github.com/distlock/distlock/internal/lock"
 )
 
@@ -206,30 +206,18 @@ func (b *Backend) noSession(s *session, err error) error {
 }
 
 // probe says why the servers gave no session: refused, closed at once
-// (refused is then true), or silent.
+// (refused is then true), or silent (urlx.Probe, all at once).
 func probe(servers []string) (why string, refused bool) {
-	var out []string
-	for _, s := range servers {
-		c, err := net.DialTimeout("tcp", s, 300*time.Millisecond)
-		if err != nil {
-			var oe *net.OpError
-			if errors.As(err, &oe) && oe.Err != nil {
-				err = oe.Err
-			}
-			out = append(out, s+": "+err.Error())
-			continue
-		}
+	var closed atomic.Bool
+	why = urlx.Probe(servers, 300*time.Millisecond, nil, func(c net.Conn) string {
 		// A server waits for the client's connect request; one that
 		// closes the connection first refuses this client.
 		_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-		_, err = c.Read(make([]byte, 1))
-		c.Close()
-		if isClosed(err) {
-			refused = true
-			out = append(out, s+": closed the connection at once")
-			continue
+		if _, err := c.Read(make([]byte, 1)); isClosed(err) {
+			closed.Store(true)
+			return "closed the connection at once"
 		}
-		out = append(out, s+": accepts connections but did not answer")
-	}
-	return strings.Join(out, "; "), refused
+		return "accepts connections but did not answer"
+	})
+	return why, closed.Load()
 }
