@@ -76,7 +76,8 @@ func (w *waiter) Look(ctx context.Context) (lock.LineLook, error) {
 	if w.pos >= w.limit {
 		hs := holders(v.line)
 		look.Holder = lock.Oldest(describe(w.req.Key, hs))
-		w.block = w.b.blockOnKey(v.line[w.pos-1].kv)
+		ahead := v.line[w.pos-1].kv // wait until it is modified or deleted
+		w.block = func(ctx context.Context) { w.b.waitPast(ctx, ahead.Key, ahead.ModifyIndex) }
 		if w.limit > 1 && w.pos == w.limit {
 			w.block = w.b.blockOnHolders(w.b.lineDir(w.req.Key), hs)
 		}
