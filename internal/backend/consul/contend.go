@@ -76,7 +76,8 @@ func (w *waiter) Look(ctx context.Context) (lock.LineLook, error) {
 	if w.pos >= w.limit {
 		hs := holders(v.line)
 		look.Holder = lock.Oldest(describe(w.req.Key, hs))
-		w.block = w.b.blockOnKey(v.line[w.pos-1].kv)
+		ahead := v.line[w.pos-1].kv // wait until it is modified or deleted
+		w.block = func(ctx context.Context) { w.b.waitPast(ctx, ahead.Key, ahead.ModifyIndex) }
 		if w.limit > 1 && w.pos == w.limit {
 			w.block = w.b.blockOnHolders(w.b.lineDir(w.req.Key), hs)
 		}
@@ -109,14 +110,11 @@ func (w *waiter) read(ctx context.Context) (view, error) {
 }
 
 // Take implements lock.LineStore: it makes our entry, which the last Look
-// found among the holders' places, the holder: one transaction raises the token counter (by the
-// one token rule, lock.NextToken, on distlock's wall clock: Consul's
-// indexes start again when its data is lost, tokens must not), writes the
-// token into our record and claims a free slot (a mutex's is slot 0); it
-// applies only if the counter and our entry are as read and the slot is
-// free (and not held back by a lock-delay). Validity counts from just
-// before the session was created, or, for a waiter (its keep-alive
-// running), from just before a renewal sent alongside.
+// found among the holders' places, the holder (takeOver). Validity counts
+// from just before the session was created, or, for a waiter (its
+// keep-alive running), from just before a renewal sent alongside, or a
+// later one that answers (lock.TakeRenewed). A session found gone means
+// whatever was taken went with it: Look finds out and joins again.
 func (w *waiter) Take(ctx context.Context) (lock.Lease, error) {
 	v, me := w.v, w.v.line[w.pos]
 	slot := v.freeSlot(w.b.slotDir(w.req.Key), w.limit)
@@ -127,59 +125,51 @@ func (w *waiter) Take(ctx context.Context) (lock.Lease, error) {
 	rec := me.rec
 	rec.Token, rec.AcquiredAt, rec.Slot, rec.Limit = lock.NextToken(v.lastToken(), lock.ClockMicros(now)), now, slot, w.req.Limit
 	s := &session{b: w.b, kvKey: me.kv.Key, slotKey: w.b.slotKey(w.req.Key, slot), sid: w.sid, rec: rec}
-	ops := api.TxnOps{
-		w.b.counterOp(v, w.req.Key, rec.Token),
-		kvOp(api.KVCheckIndex, me.kv.Key, nil, me.kv.ModifyIndex, ""),
-		kvOp(api.KVLock, me.kv.Key, rec.encode(), 0, w.sid),
-		kvOp(api.KVCheckNotExists, s.slotKey, nil, 0, ""),
-		kvOp(api.KVLock, s.slotKey, []byte(w.sid), 0, w.sid),
+	take := func(ctx context.Context) error { return w.takeOver(ctx, s, me.kv.ModifyIndex) }
+	granted, err := w.granted, error(nil)
+	if w.kept {
+		b, sid := w.b, w.sid
+		granted, err = lock.TakeRenewed(ctx, func(ctx context.Context) error { return b.renewSession(ctx, sid) }, take)
+	} else {
+		err = take(ctx)
 	}
-	sent := time.Now()
-	renewed, kept := make(chan error, 1), w.kept
-	if kept {
-		go func() { renewed <- w.b.renewSession(ctx, w.sid) }()
+	if errors.Is(err, lock.ErrNotHeld) {
+		return nil, lock.ErrLookAgain
 	}
-	ok, _, why, err := w.b.txn(ctx, "take over "+w.req.Key, ops)
-	granted := w.granted
-	if kept {
-		rerr := <-renewed
-		if ok && err == nil {
-			granted, err = w.confirm(ctx, sent, rerr)
-		}
-	}
-	switch {
-	case errors.Is(err, lock.ErrNotHeld), err == nil && !ok && !strings.Contains(why, "lock delay"):
-		return nil, lock.ErrLookAgain // lost a race, or taken then lost (Look finds out)
-	case err == nil && !ok:
-		// A slot Consul holds back after its holder's session was
-		// invalidated (lockDelay): busy, lock.Line naming the last holder
-		// seen, and Watch polls (nothing in the line changes when the
-		// delay ends).
-		w.block = nil
-		return nil, &lock.BusyError{Holder: lock.Holder{Key: w.req.Key, ExpiresIn: -1, Meta: lock.Meta{Host: "(Consul's lock-delay after the last holder's session ended)"}}}
-	case err != nil:
+	if err != nil {
 		return nil, err
 	}
 	return s.lease(w.req.Key, granted), nil
 }
 
-// confirm gives the time a waiter's lease counts from once it took over:
-// just before the renewal sent alongside the takeover, or, if that one
-// failed, before the first that answers. A session gone since means the
-// lease is too.
-func (w *waiter) confirm(ctx context.Context, sent time.Time, rerr error) (time.Time, error) {
-	for rerr != nil {
-		if errors.Is(rerr, errSessionGone) {
-			return time.Time{}, lock.ErrNotHeld
-		}
-		if ctx.Err() != nil {
-			return time.Time{}, rerr
-		}
-		time.Sleep(20 * time.Millisecond)
-		sent = time.Now()
-		rerr = w.b.renewSession(ctx, w.sid)
+// takeOver is the takeover's one transaction: it raises the token counter
+// (by the one token rule, lock.NextToken, on distlock's wall clock:
+// Consul's indexes start again when its data is lost, tokens must not),
+// writes s's record (its token) into our entry and claims s's slot (a
+// mutex's is slot 0); it applies only if the counter and our entry (at
+// index) are as read and the slot is free. ErrLookAgain when they are not
+// (lost a race); busy when Consul's lock-delay holds the slot back.
+func (w *waiter) takeOver(ctx context.Context, s *session, index uint64) error {
+	ops := api.TxnOps{
+		w.b.counterOp(w.v, w.req.Key, s.rec.Token),
+		kvOp(api.KVCheckIndex, s.kvKey, nil, index, ""),
+		kvOp(api.KVLock, s.kvKey, s.rec.encode(), 0, w.sid),
+		kvOp(api.KVCheckNotExists, s.slotKey, nil, 0, ""),
+		kvOp(api.KVLock, s.slotKey, []byte(w.sid), 0, w.sid),
 	}
-	return sent, nil
+	ok, _, why, err := w.b.txn(ctx, "take over "+w.req.Key, ops)
+	switch {
+	case err != nil || ok:
+		return err
+	case strings.Contains(why, "lock delay"):
+		// A slot Consul holds back after its holder's session was
+		// invalidated (lockDelay): busy, lock.Line naming the last holder
+		// seen, and Watch polls (nothing in the line changes when the
+		// delay ends).
+		w.block = nil
+		return &lock.BusyError{Holder: lock.Holder{Key: w.req.Key, ExpiresIn: -1, Meta: lock.Meta{Host: "(Consul's lock-delay after the last holder's session ended)"}}}
+	}
+	return lock.ErrLookAgain
 }
 
 // Leave implements lock.LineStore: destroying the session deletes our

@@ -47,16 +47,12 @@ func (w *waiter) Keeper() func(context.Context) error {
 	return func(ctx context.Context) error { return b.renewSession(ctx, sid) }
 }
 
-// blockOnKey returns a wait until kv's ModifyIndex passed the one read
-// (or it is gone), the query failed, or ctx ended.
-func (b *Backend) blockOnKey(kv *api.KVPair) func(context.Context) {
-	return func(ctx context.Context) {
-		q := (&api.QueryOptions{WaitIndex: kv.ModifyIndex, WaitTime: watchWait}).WithContext(ctx)
-		_ = b.call(func(c *api.Client) error {
-			_, _, err := c.KV().Get(kv.Key, q)
-			return err
-		})
-	}
+// waitPast blocks until a key under prefix is modified or deleted after
+// index (a blocking list: Consul answers at once when one already was),
+// the query failed, or ctx ended. A line entry's key is the prefix of no
+// other key (session IDs have one length).
+func (b *Backend) waitPast(ctx context.Context, prefix string, index uint64) {
+	_, _, _ = b.list(prefix, (&api.QueryOptions{WaitIndex: index, WaitTime: watchWait}).WithContext(ctx))
 }
 
 // blockOnHolders returns a wait until the line in dir no longer has the
@@ -65,9 +61,8 @@ func (b *Backend) blockOnHolders(dir string, hs []entry) func(context.Context) {
 	sameKey := func(a, b entry) bool { return a.kv.Key == b.kv.Key }
 	return func(ctx context.Context) {
 		kvs, meta, err := b.list(dir, qo(ctx))
-		if err != nil || !slices.EqualFunc(holders(line(kvs, dir)), hs, sameKey) {
-			return
+		if err == nil && slices.EqualFunc(holders(line(kvs, dir)), hs, sameKey) {
+			b.waitPast(ctx, dir, meta.LastIndex)
 		}
-		_, _, _ = b.list(dir, (&api.QueryOptions{WaitIndex: meta.LastIndex, WaitTime: watchWait}).WithContext(ctx))
 	}
 }
