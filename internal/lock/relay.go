@@ -8,7 +8,15 @@ package lock
 // has failed; the caller ends the wait by making next fail (closing what
 // it reads, cancelling its context).
 func Relay(next func() error) (ch <-chan struct{}, done <-chan struct{}) {
-	out, end := make(chan struct{}, 1), make(chan struct{})
+	out := make(chan struct{}, 1)
+	return out, RelayTo(out, next)
+}
+
+// RelayTo is Relay onto out, a channel the caller made: several relays
+// may share one, for a wait on several sources (Redis's subscriptions on
+// several channels or servers).
+func RelayTo(out chan<- struct{}, next func() error) (done <-chan struct{}) {
+	end := make(chan struct{})
 	go func() {
 		defer close(end)
 		for next() == nil {
@@ -18,5 +26,5 @@ func Relay(next func() error) (ch <-chan struct{}, done <-chan struct{}) {
 			}
 		}
 	}()
-	return out, end
+	return end
 }

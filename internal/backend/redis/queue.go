@@ -151,8 +151,8 @@ func (b *Backend) Contend(req lock.Request) lock.Contender {
 
 // waker is a waiter's subscriptions: its own channel, and the key's
 // release channel once it is first (Redlock's: each master's release
-// channel). msgs gets a value per message (dropped when one is already
-// pending).
+// channel), relayed onto msgs (lock.RelayTo: one value stands for any
+// number of messages).
 type waker struct {
 	msgs chan struct{}
 	subs []*goredis.PubSub
@@ -170,15 +170,13 @@ func (w *waker) subscribe(ctx context.Context, b *Backend, channel string) error
 		return b.unavailable(err)
 	}
 	w.subs = append(w.subs, ps)
-	msgs, out := ps.Channel(), w.msgs
-	go func() {
-		for range msgs { // closed by ps.Close
-			select {
-			case out <- struct{}{}:
-			default:
-			}
+	msgs := ps.Channel()
+	lock.RelayTo(w.msgs, func() error { // until ps.Close closes msgs
+		if _, ok := <-msgs; !ok {
+			return goredis.ErrClosed
 		}
-	}()
+		return nil
+	})
 	return nil
 }
 

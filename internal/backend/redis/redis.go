@@ -161,18 +161,25 @@ func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, e
 	return parseHolder(key, res[0], res[1]), true, nil
 }
 
-// Break implements lock.Backend by lock.BreakHolders over the holders
+// Break implements lock.Backend by breakHolders over the holders
 // InspectSlots reads, each released by release.lua, which checks the
-// holder's owner id (one per acquisition) on its slot: a holder that let
-// go meanwhile, or whose slot another has taken since, is left alone.
+// holder's owner id (one per acquisition) on its slot.
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
 	held, err := b.InspectSlots(ctx, key)
+	return breakHolders(key, held, err, token, func(h lock.Holder) error {
+		return b.release(ctx, key, h.Owner, h.Slot, max(h.Limit, 1), b.channel(key))
+	})
+}
+
+// breakHolders is lock.BreakHolders over held (err: why they could not be
+// read), each removed by release; its ErrNotHeld leaves the holder alone:
+// it let go meanwhile, or another has taken its slot since.
+func breakHolders(key string, held []lock.Holder, err error, token uint64, release func(lock.Holder) error) (lock.Holder, error) {
 	if err != nil {
 		return lock.Holder{}, err
 	}
 	return lock.BreakHolders(key, held, token, func(i int) (bool, error) {
-		h := held[i]
-		err := b.release(ctx, key, h.Owner, h.Slot, max(h.Limit, 1), b.channel(key))
+		err := release(held[i])
 		if errors.Is(err, lock.ErrNotHeld) {
 			return false, nil
 		}

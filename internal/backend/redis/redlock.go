@@ -11,7 +11,6 @@ package redis
 // with 64.
 
 import (
-	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -389,11 +388,15 @@ func (r *Redlock) notify(ctx context.Context, key string) (<-chan struct{}, func
 	return w.msgs, w.close, nil
 }
 
-// Inspect implements lock.Backend (holders).
+// Inspect implements lock.Backend: the oldest of slots.
 func (r *Redlock) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
-	return lock.InspectOldest(ctx, key, func(ctx context.Context, key string) ([]lock.Holder, error) {
-		return r.holders(ctx, 5*time.Second, func(ctx context.Context, n *Backend) ([]lock.Holder, error) { return n.InspectSlots(ctx, key) })
-	})
+	return lock.InspectOldest(ctx, key, r.slots)
+}
+
+// slots is key's holders (holders): leftovers of failed attempts, on
+// fewer masters than a quorum, are not; they expire by themselves.
+func (r *Redlock) slots(ctx context.Context, key string) ([]lock.Holder, error) {
+	return r.holders(ctx, 5*time.Second, func(ctx context.Context, n *Backend) ([]lock.Holder, error) { return n.InspectSlots(ctx, key) })
 }
 
 // List implements lock.Backend: the keys a quorum holds (holders).
@@ -446,22 +449,18 @@ func quorumToken(hs []lock.Holder, quorum int) uint64 {
 	return top
 }
 
-// Break implements lock.Backend by lock.BreakHolders over the quorum's
-// holder, released on every master that names its owner (release.lua
-// checks the owner id, one per acquisition).
+// Break implements lock.Backend by breakHolders over slots, each released
+// on every master that names its owner (release.lua checks the owner id,
+// one per acquisition); a quorum must answer.
 func (r *Redlock) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
-	h, held, err := r.Inspect(ctx, key)
-	if err != nil || !held { // leftovers of failed attempts expire by themselves
-		return lock.Holder{}, cmp.Or(err, lock.ErrNotHeld)
-	}
-	return lock.BreakHolders(key, []lock.Holder{h}, token, func(int) (bool, error) {
-		err := r.onQuorum(ctx, 5*time.Second, "broke the lock", func(ctx context.Context, _ int, n *Backend) error {
+	held, err := r.slots(ctx, key)
+	return breakHolders(key, held, err, token, func(h lock.Holder) error {
+		return r.onQuorum(ctx, 5*time.Second, "broke the lock", func(ctx context.Context, _ int, n *Backend) error {
 			if err := n.release(ctx, key, h.Owner, 0, 1, n.channel(key)); !errors.Is(err, lock.ErrNotHeld) {
 				return err
 			}
 			return nil
 		})
-		return err == nil, err
 	})
 }
 
