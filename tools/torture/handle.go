@@ -42,8 +42,11 @@ func (w *workload) onceHandle(i int) {
 
 // runTracked runs c as contender i's current process (the one a
 // kill-holder or stop-holder fault signals) and counts its exit status
-// under what.
+// under what ("": the exit status alone); -1 when c did not start.
 func (w *workload) runTracked(i int, c *exec.Cmd, what string) int {
+	if what != "" {
+		what += " "
+	}
 	w.mu.Lock()
 	err := c.Start()
 	if err == nil {
@@ -51,7 +54,7 @@ func (w *workload) runTracked(i int, c *exec.Cmd, what string) int {
 	}
 	w.mu.Unlock()
 	if err != nil {
-		w.count(what + " start: " + err.Error())
+		w.count(what + "start: " + err.Error())
 		time.Sleep(100 * time.Millisecond)
 		return -1
 	}
@@ -60,7 +63,7 @@ func (w *workload) runTracked(i int, c *exec.Cmd, what string) int {
 	delete(w.cur, i)
 	w.mu.Unlock()
 	code := exitCode(c, err)
-	w.count(what + " " + strconv.Itoa(code))
+	w.count(what + strconv.Itoa(code))
 	return code
 }
 

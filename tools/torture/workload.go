@@ -78,26 +78,9 @@ func (w *workload) command(i int) *exec.Cmd {
 	return exec.Command(w.bin, args...)
 }
 
+// once runs contender i's distlock once.
 func (w *workload) once(i int) {
-	c := w.command(i)
-	w.mu.Lock()
-	err := c.Start()
-	if err == nil {
-		w.cur[i] = c
-	}
-	w.mu.Unlock()
-	if err != nil {
-		w.count("start: " + err.Error())
-		time.Sleep(100 * time.Millisecond)
-		return
-	}
-	err = c.Wait()
-	w.mu.Lock()
-	delete(w.cur, i)
-	w.mu.Unlock()
-	code := exitCode(c, err)
-	w.count(strconv.Itoa(code))
-	if code != 0 && code != 75 {
+	if code := w.runTracked(i, w.command(i), ""); code != 0 && code != 75 {
 		time.Sleep(50 * time.Millisecond) // engine down: do not spin
 	}
 }
