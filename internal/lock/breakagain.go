@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // ErrMoved is what a break's removal (BreakRead) answers when the holder
@@ -25,9 +26,11 @@ type BreakRead func(ctx context.Context) (held []Holder, remove func(i int) (boo
 const breakRounds = 3
 
 // BreakAgain is Break by BreakHolders over a read of key's holders, then,
-// for each holder that moved meanwhile (one with a token: a waiter with
-// none that moved is gone), again by its token after another read: three
-// rounds at most. It answers the oldest holder broken, else what the last
+// for each holder that moved meanwhile, again by its token after another
+// read: three rounds at most. A holder read with no token yet (a taker
+// that had not written it: only a break of every holder, token 0, reads
+// one) that moved may have taken its token since (a ZooKeeper node's
+// version changes then): the next round breaks every holder again. It answers the oldest holder broken, else what the last
 // break answered (the token named no holder, or none holds); a failure
 // to read or remove at once.
 func BreakAgain(ctx context.Context, key string, token uint64, read BreakRead) (Holder, error) {
@@ -46,7 +49,7 @@ func BreakAgain(ctx context.Context, key string, token uint64, read BreakRead) (
 		}
 		switch {
 		case len(moved) > 0:
-			tokens = moved
+			tokens = slices.Compact(slices.Sorted(slices.Values(moved)))
 		case len(broken) > 0: // a moved holder may have let go since
 			return Oldest(broken), nil
 		default:
@@ -66,9 +69,7 @@ func breakRead(ctx context.Context, key string, token uint64, read BreakRead, mo
 	return BreakHolders(key, held, token, func(i int) (bool, error) {
 		ok, err := remove(i)
 		if errors.Is(err, ErrMoved) {
-			if held[i].Token != 0 {
-				*moved = append(*moved, held[i].Token)
-			}
+			*moved = append(*moved, held[i].Token)
 			return false, nil
 		}
 		return ok, err

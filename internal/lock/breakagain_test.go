@@ -89,3 +89,29 @@ func TestBreakAgainStopsOnFailure(t *testing.T) {
 		t.Fatalf("remove failure: token %d, %v", h.Token, err)
 	}
 }
+
+// A break of every holder that read a taker with no token yet, which
+// took its token before the removal (its place changed: ErrMoved), breaks
+// it in the next round: it holds now (ZooKeeper: the token's write
+// changes the lock node's version).
+func TestBreakAgainBreaksATakerThatTookItsToken(t *testing.T) {
+	took, removed := false, false
+	read := func(context.Context) ([]Holder, func(int) (bool, error), error) {
+		h := Holder{Key: "k"}
+		if took {
+			h.Token = 7
+		}
+		return []Holder{h}, func(int) (bool, error) {
+			if h.Token == 0 { // it writes its token between our read and this removal
+				took = true
+				return false, ErrMoved
+			}
+			removed = true
+			return true, nil
+		}, nil
+	}
+	got, err := BreakAgain(context.Background(), "k", 0, read)
+	if err != nil || got.Token != 7 || !removed {
+		t.Fatalf("BreakAgain = token %d, %v (removed %v); want the taker broken under token 7", got.Token, err, removed)
+	}
+}

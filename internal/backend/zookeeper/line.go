@@ -262,8 +262,10 @@ func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Hol
 }
 
 // breakRead is one read of key's holders for Break. A holder whose node
-// changed or went since (a hold replaced its node, or it took its token)
-// has moved: lock.BreakAgain breaks it again by its token.
+// changed or went since (a hold replaced its node, or a taker read with
+// token 0 wrote its token) has moved: lock.BreakAgain breaks it again
+// after another read (by its token; a taker read with none, in a round
+// over every holder).
 func (b *Backend) breakRead(s *session, key string) lock.BreakRead {
 	return func(ctx context.Context) ([]lock.Holder, func(int) (bool, error), error) {
 		hs, err := b.holders(ctx, s, key)
