@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -450,18 +451,32 @@ func quorumToken(hs []lock.Holder, quorum int) uint64 {
 }
 
 // Break implements lock.Backend by breakHolders over slots, each released
-// on every master that names its owner (release.lua checks the owner id,
-// one per acquisition); a quorum must answer.
+// by breakOwner.
 func (r *Redlock) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
 	held, err := r.slots(ctx, key)
-	return breakHolders(key, held, err, token, func(h lock.Holder) error {
-		return r.onQuorum(ctx, 5*time.Second, "broke the lock", func(ctx context.Context, _ int, n *Backend) error {
-			if err := n.release(ctx, key, h.Owner, 0, 1, n.channel(key)); !errors.Is(err, lock.ErrNotHeld) {
-				return err
-			}
+	return breakHolders(key, held, err, token, func(h lock.Holder) error { return r.breakOwner(ctx, key, h.Owner) })
+}
+
+// breakOwner releases key on every master that names owner (release.lua
+// checks the owner id, one per acquisition): a quorum must answer, a
+// master where it is gone already counting as answered; ErrNotHeld when
+// it was gone everywhere (it let go since it was read).
+func (r *Redlock) breakOwner(ctx context.Context, key, owner string) error {
+	var released atomic.Int32
+	err := r.onQuorum(ctx, 5*time.Second, "broke the lock", func(ctx context.Context, _ int, n *Backend) error {
+		err := n.release(ctx, key, owner, 0, 1, n.channel(key))
+		if err == nil {
+			released.Add(1)
+		}
+		if errors.Is(err, lock.ErrNotHeld) {
 			return nil
-		})
+		}
+		return err
 	})
+	if err == nil && released.Load() == 0 {
+		return lock.ErrNotHeld
+	}
+	return err
 }
 
 // Resume implements lock.Backend: a quorum of masters must name h's owner

@@ -250,3 +250,27 @@ func heldOnMasters(t *testing.T) (*server.RedisMasters, *Redlock, lock.Lease) {
 	}
 	return m, r, l
 }
+
+// A Redlock break releases a holder on the masters that name its owner,
+// and answers ErrNotHeld when it was gone on every one (it let go since
+// the break read it): Break then leaves it out of what it broke.
+func TestRedlockBreakOwnerGoneEverywhere(t *testing.T) {
+	_, r := startMasters(t)
+	ctx := context.Background()
+	l, err := lock.TryOnce(ctx, r, req("k", "o1", 1, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.breakOwner(ctx, "k", "o1"); err != nil {
+		t.Fatalf("break of a held lock: %v", err)
+	}
+	if _, held, err := r.Inspect(ctx, "k"); err != nil || held {
+		t.Fatalf("after the break: held %v, %v", held, err)
+	}
+	if err := r.breakOwner(ctx, "k", "o1"); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("break of a holder gone everywhere: %v, want ErrNotHeld", err)
+	}
+	if err := l.Renew(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("renew after the break: %v, want ErrNotHeld", err)
+	}
+}
