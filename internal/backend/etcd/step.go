@@ -151,7 +151,6 @@ func (w *waiter) reads() []clientv3.Op {
 // gone); a *lock.LimitMismatchError when the holders use another limit.
 func (w *waiter) read(ctx context.Context, resp *clientv3.TxnResponse) error {
 	r := resp.Responses
-	w.readRev = resp.Header.Revision
 	if w.e.line != "" {
 		if mine := r[3].GetResponseRange().Kvs; len(mine) == 0 || mine[0].CreateRevision != w.e.rev {
 			w.Leave() // our key was deleted: join again at once
@@ -166,6 +165,10 @@ func (w *waiter) read(ctx context.Context, resp *clientv3.TxnResponse) error {
 	if err != nil {
 		return err
 	}
+	// Only a read taken in whole moves readRev: the take compares the
+	// counter's and the line's revisions with it, counting on w.last and
+	// w.free being what was read there.
+	w.readRev = resp.Header.Revision
 	w.free, w.legacy, w.ahead = sr.free, sr.legacy, nil
 	if ahead := r[2].GetResponseRange().Kvs; len(ahead) > 0 {
 		w.ahead = ahead[0]
