@@ -9,7 +9,7 @@ import (
 // largest lateness observed (from a timer's due time to the moment its
 // event was handled), halving every LateHalfLife since it was seen. The
 // keeper feeds it every timer it handles (renewal, term, suspend check:
-// at least every TTL/30); the SIGKILL, which the supervisor's timer sends
+// every Timing.SuspendCheck, TTL/30 within 20-250 ms); the SIGKILL, which the supervisor's timer sends
 // in the same process under the same load, is brought forward by it
 // (Timing.Lead). It reads no clock: the caller says when.
 type lateness struct {
