@@ -71,11 +71,17 @@ func (l *nodeStore) watchOwn() {
 }
 
 // conn is the session requests go on.
-func (l *nodeStore) conn() *session {
+func (l *nodeStore) conn() (*session, error) {
 	if l.s != nil {
-		return l.s
+		return l.s, nil
 	}
-	return l.b.pinnedAdmin()
+	if s := l.b.pinnedAdmin(); s != nil {
+		return s, nil
+	}
+	// A lease made by a contender, held once, whose backend has parked its
+	// own session since: no command holds or releases such a lease twice,
+	// but an error beats a nil session.
+	return nil, &lock.UnavailableError{Msg: "zookeeper: this lease's session is closed; resume its handle to release or hold it"}
 }
 
 // Renew checks, in one round trip through the leader (a multi holding a
@@ -127,8 +133,11 @@ func (l *nodeStore) Release(ctx context.Context, h *lock.Held) error {
 	if l.released {
 		return h.NotOurs()
 	}
-	s := l.conn()
-	_, err := s.multi(ctx, l.ours(h, -1)...)
+	s, err := l.conn()
+	if err != nil {
+		return err
+	}
+	_, err = s.multi(ctx, l.ours(h, -1)...)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return l.b.opError("release "+h.Key(), err)
 	}
@@ -167,8 +176,11 @@ func (l *nodeStore) Hold(ctx context.Context, h *lock.Held, d time.Duration, mod
 		gen = 0
 	}
 	name := holdName(h.Limit(), l.nonce, gen, seqOf(l.node+l.hold)) // the one of them we have
-	s := l.conn()
-	err := s.createTTL(ctx, l.dir+"/"+name, rec.encode(), time.Duration(rec.NodeTTL)*time.Millisecond)
+	s, err := l.conn()
+	if err != nil {
+		return h.TTL(), err
+	}
+	err = s.createTTL(ctx, l.dir+"/"+name, rec.encode(), time.Duration(rec.NodeTTL)*time.Millisecond)
 	if err == nil {
 		if _, err = s.multi(ctx, l.ours(h, l.holdVer)...); err != nil {
 			_ = s.remove(context.WithoutCancel(ctx), l.dir+"/"+name, -1)
