@@ -8,6 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -18,8 +21,7 @@ import (
 // writable, and flock(2) excludes a second open file description; the
 // file engine has no clock of its own to compare.
 func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Check {
-	checks := []lock.Check{b.mountCheck("/proc/self/mountinfo")}
-	checks = append(checks, b.fileChecks()...)
+	checks := append([]lock.Check{b.mountCheck("/proc/self/mountinfo")}, b.fileChecks()...)
 	return append(checks, lock.Check{
 		Name: "clock", Status: lock.CheckOK,
 		Detail: "the file engine times leases with this machine's own clock: there is no other clock to compare",
@@ -90,14 +92,8 @@ func mountOf(r io.Reader, dir string) (mount, bool, error) {
 	for sc.Scan() {
 		// id parent major:minor root point options [optional...] - type source superoptions
 		fields := strings.Fields(sc.Text())
-		sep := -1
-		for i, f := range fields {
-			if f == "-" && i >= 6 {
-				sep = i
-				break
-			}
-		}
-		if sep < 0 || len(fields) < sep+3 {
+		sep := 6 + slices.Index(fields[min(6, len(fields)):], "-")
+		if sep < 6 || len(fields) < sep+3 {
 			continue
 		}
 		m := mount{point: unescapeMount(fields[4]), fsType: fields[sep+1], source: unescapeMount(fields[sep+2])}
@@ -111,24 +107,16 @@ func mountOf(r io.Reader, dir string) (mount, bool, error) {
 	return best, found, sc.Err()
 }
 
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space, ...).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1]) && isOctal(s[i+2]) && isOctal(s[i+3]) {
-			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
-			i += 3
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
+// mountEscape is one of mountinfo's octal escapes (\040 for a space, ...).
+var mountEscape = regexp.MustCompile(`\\[0-7]{3}`)
 
-func isOctal(c byte) bool { return c >= '0' && c <= '7' }
+// unescapeMount undoes mountinfo's octal escapes: each is one byte.
+func unescapeMount(s string) string {
+	return mountEscape.ReplaceAllStringFunc(s, func(e string) string {
+		c, _ := strconv.ParseUint(e[1:], 8, 16)
+		return string([]byte{byte(c)})
+	})
+}
 
 // fileChecks creates a scratch file in the directory (writable), then
 // opens it a second time and checks that an exclusive flock(2) through one
@@ -163,10 +151,10 @@ func flockCheck(f *os.File) lock.Check {
 		return problem(fmt.Sprintf("cannot open %s a second time: %v", f.Name(), errors.Unwrap(err)))
 	}
 	defer second.Close()
-	if err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		return problem(fmt.Sprintf("flock(LOCK_EX) on %s failed: %v", f.Name(), err))
 	}
-	err = flock(second, syscall.LOCK_EX|syscall.LOCK_NB)
+	err = syscall.Flock(int(second.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	if err == nil {
 		return problem(fmt.Sprintf("flock(LOCK_EX) on %s was granted to a second open file while the first held it: this filesystem does not exclude", f.Name()))
 	}
@@ -176,7 +164,7 @@ func flockCheck(f *os.File) lock.Check {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_UN); err != nil {
 		return problem(fmt.Sprintf("flock(LOCK_UN) on %s failed: %v", f.Name(), err))
 	}
-	if err := flock(second, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := syscall.Flock(int(second.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		return problem(fmt.Sprintf("flock(LOCK_EX) on %s stayed refused after the first holder let go: %v", f.Name(), err))
 	}
 	return lock.Check{Name: name, Status: lock.CheckOK,
