@@ -209,19 +209,13 @@ const resumeWait = 100 * time.Millisecond
 // the flock until it is held again or released.
 func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
 	p := b.keyPaths(h.Key)
-	f, err := os.OpenFile(p.lock(), os.O_RDWR, 0o600)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, lock.ErrNotHeld
+	granted := time.Now()
+	f, err := lockBrief(ctx, p.lock(), resumeWait, 2*time.Millisecond, 2*time.Millisecond)
+	if errors.Is(err, errStuck) {
+		return nil, lock.ErrNotHeld // held by a live run: not a hold of ours
 	}
 	if err != nil {
 		return nil, err
-	}
-	granted := time.Now()
-	if err := pollFlock(ctx, f, resumeWait, 2*time.Millisecond, 2*time.Millisecond); err != nil {
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		return nil, lock.ErrNotHeld // held by a live run: not a hold of ours
 	}
 	m, ok, err := readMeta(p.record())
 	if err != nil || !ok || m.Owner != h.Owner || m.Token != h.Token || !m.heldWithoutProcess(time.Now()) {
