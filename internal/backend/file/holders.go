@@ -35,17 +35,6 @@ func (s slotHolder) read(key string) slotHolder {
 // handle): no process holds its flock then.
 func (s slotHolder) kept() bool { return s.ok && s.m.heldWithoutProcess(time.Now()) }
 
-func (s slotHolder) holder(key string, now time.Time) lock.Holder {
-	h := lock.Holder{Key: key, ExpiresIn: -1}
-	if s.ok {
-		h = s.m.holder(now)
-	}
-	if !s.mutex { // a mutex's holder has Limit and Slot 0
-		h.Slot, h.Limit = s.slot, s.seenLimit().Have
-	}
-	return h
-}
-
 // seenLimit is what s tells of its holder's --limit, as far as its record
 // and slot tell (a mutex's: 1): a bound only for a slot holder whose record
 // does not state it (gone: broken, not yet let go).
@@ -56,12 +45,19 @@ func (s slotHolder) seenLimit() lock.SeenLimit {
 	return lock.SeenLimit{Have: max(2, s.m.Limit, s.slot+1), Bound: s.m.Limit == 0}
 }
 
-// describe is the holders of key in held, in held's order.
+// describe is the holders of key in held, in held's order: a slot seen
+// without a record (broken, not let go yet) as a holder unknown.
 func describe(key string, held []slotHolder) []lock.Holder {
 	now := time.Now()
 	out := make([]lock.Holder, len(held))
 	for i, s := range held {
-		out[i] = s.holder(key, now)
+		out[i] = lock.Holder{Key: key, ExpiresIn: -1}
+		if s.ok {
+			out[i] = s.m.holder(now)
+		}
+		if !s.mutex { // a mutex's holder has Limit and Slot 0
+			out[i].Slot, out[i].Limit = s.slot, s.seenLimit().Have
+		}
 	}
 	return out
 }
