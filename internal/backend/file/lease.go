@@ -74,16 +74,6 @@ func (l *slotLock) LockFiles() []*os.File {
 	return slices.Clone(l.files)
 }
 
-// ours is nil when l's record still names it, lock.ErrNotHeld when a
-// break removed it (or it names someone else).
-func (l *slotLock) ours() error {
-	ours, err := namesHolder(l.metaPath, l.meta.Owner, l.meta.Token)
-	if err == nil && !ours {
-		return lock.ErrNotHeld
-	}
-	return err
-}
-
 // letGo drops the flocks, the slot's own first, then touches its lock file,
 // which wakes a mutex's waiters (wake_linux.go). Call it with l.mu held.
 func (l *slotLock) letGo() {
@@ -106,32 +96,19 @@ func (l *slotLock) letGo() {
 // failures and succeeds. A record lock that cannot be taken (stuck, or its
 // file cannot be made) leaves Renew a plain check, writing nothing.
 func (l *slotLock) Renew(ctx context.Context, _ *lock.Held) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.files == nil {
-		return lock.ErrNotHeld
-	}
-	f, unwritten := lockRecord(ctx, l.recLock)
-	if unwritten != nil && ctx.Err() != nil {
-		return unwritten
-	}
-	if unwritten == nil {
-		defer unlockClose(f)
-	}
-	if err := l.ours(); err != nil {
-		return err
-	}
-	if unwritten == nil {
-		m := l.meta
-		m.RenewedAt = time.Now()
-		if unwritten = writeMeta(l.metaPath, m); unwritten == nil {
-			l.meta = m
-		} else if err := os.Chtimes(l.metaPath, m.RenewedAt, m.RenewedAt); err != nil {
-			unwritten = fmt.Errorf("%w (touching it failed too: status shows the lock overdue, though it is held)", unwritten)
+	return l.whileOurs(ctx, false, func(unwritten error) error {
+		if unwritten == nil {
+			m := l.meta
+			m.RenewedAt = time.Now()
+			if unwritten = writeMeta(l.metaPath, m); unwritten == nil {
+				l.meta = m
+			} else if err := os.Chtimes(l.metaPath, m.RenewedAt, m.RenewedAt); err != nil {
+				unwritten = fmt.Errorf("%w (touching it failed too: status shows the lock overdue, though it is held)", unwritten)
+			}
 		}
-	}
-	l.warn(unwritten)
-	return nil
+		l.warn(unwritten)
+		return nil
+	})
 }
 
 // warn logs a renewal's unwritten record once per streak of failures.
@@ -151,7 +128,7 @@ func (l *slotLock) warn(unwritten error) {
 // is left behind with a warning: the lock is free all the same, and a
 // record whose flock is free names no holder.
 func (l *slotLock) Release(ctx context.Context, _ *lock.Held) error {
-	return l.letGoIfOurs(ctx, func() error {
+	return l.whileOurs(ctx, true, func(error) error {
 		if err := os.Remove(l.metaPath); err != nil {
 			l.log.Warn("released the lock, but cannot remove its record (it names no holder now)", "key", l.meta.Key, "error", err)
 		}
@@ -159,26 +136,37 @@ func (l *slotLock) Release(ctx context.Context, _ *lock.Held) error {
 	})
 }
 
-// letGoIfOurs ends the lease in this process (Release, Hold): under the
-// record lock, when the record still names us, change runs (removing it or
-// writing a hold); then the flocks are let go, still under the record lock,
-// so that a break never sees a flock held by a holder whose record is
-// gone. A record lock that cannot be taken does not keep the flocks: they
-// are let go in any case. ErrNotHeld says the lock had been broken.
-func (l *slotLock) letGoIfOurs(ctx context.Context, change func() error) error {
+// whileOurs runs change with l.mu held, when l still holds its flocks and
+// its record names it (else lock.ErrNotHeld: a break removed the record),
+// under the key's record lock; recErr is why that could not be taken
+// (stuck, or its file cannot be made). end (Release, Hold) lets the flocks
+// go after change, whatever the answer, still under the record lock, so
+// that a break never sees a flock held by a holder whose record is gone;
+// a record lock that cannot be taken does not keep them. A renewal (not
+// end) gives up when ctx ends while it waits for the record lock.
+func (l *slotLock) whileOurs(ctx context.Context, end bool, change func(recErr error) error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.files == nil {
 		return lock.ErrNotHeld
 	}
-	if f, err := lockRecord(ctx, l.recLock); err == nil {
+	f, recErr := lockRecord(ctx, l.recLock)
+	switch {
+	case recErr == nil:
 		defer unlockClose(f)
+	case !end && ctx.Err() != nil:
+		return recErr
 	}
-	defer l.letGo()
-	if err := l.ours(); err != nil {
+	if end {
+		defer l.letGo()
+	}
+	switch ours, err := namesHolder(l.metaPath, l.meta.Owner, l.meta.Token); {
+	case err != nil:
 		return err
+	case !ours:
+		return lock.ErrNotHeld
 	}
-	return change()
+	return change(recErr)
 }
 
 // Hold implements lock.LeaseStore. A flock dies with its process, so a hold
@@ -188,7 +176,7 @@ func (l *slotLock) letGoIfOurs(ctx context.Context, change func() error) error {
 // them sees the slot free in between.
 func (l *slotLock) Hold(ctx context.Context, _ *lock.Held, d time.Duration, mode string) (time.Duration, error) {
 	ttl := time.Duration(max(d.Milliseconds(), 1)) * time.Millisecond
-	err := l.letGoIfOurs(ctx, func() error {
+	err := l.whileOurs(ctx, true, func(error) error {
 		m := l.meta
 		m.Hold, m.RenewedAt, m.TTLms = mode, time.Now(), ttl.Milliseconds()
 		err := writeMeta(l.metaPath, m)
