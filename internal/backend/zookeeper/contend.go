@@ -62,7 +62,7 @@ func (c *contender) Join(ctx context.Context) error {
 // expireHolds expires; note what Watch is to watch. A busy answer
 // names the oldest holder (lock.Oldest).
 func (c *contender) Look(ctx context.Context) (lock.LineLook, error) {
-	c.counter = c.b.readCounter(ctx, c.s, c.req.Key)
+	c.counter = c.readCounter(ctx)
 	line, mine, err := c.readLine(ctx)
 	if err != nil {
 		return lock.LineLook{}, err
@@ -215,7 +215,7 @@ func (c *contender) Take(ctx context.Context) (lock.Lease, error) {
 		rec.Slot = slot
 	}
 	rec.AcquiredAt = time.Now()
-	rec, granted, lost, err := c.b.grantToken(ctx, c.s, c.req.Key, c.dir+"/"+c.node, rec, c.counter)
+	rec, granted, lost, err := c.grantToken(ctx, rec)
 	if lost {
 		// We lost our place (our session expired): give the slot back,
 		// and the next Look finds the place lost.
@@ -370,19 +370,19 @@ type counterRead struct {
 	err     error
 }
 
-// readCounter reads key's counter on its own goroutine, so that the read
-// can go out with the contender's read of the line.
-func (b *Backend) readCounter(ctx context.Context, s *session, key string) <-chan counterRead {
-	ch := make(chan counterRead, 1)
+// readCounter reads the key's counter on its own goroutine, so that the
+// read can go out with Look's read of the line.
+func (c *contender) readCounter(ctx context.Context) <-chan counterRead {
+	ch, path := make(chan counterRead, 1), c.b.tokenPath(c.req.Key)
 	go func() {
-		d, ok, err := s.get(ctx, b.tokenPath(key))
+		d, ok, err := c.s.get(ctx, path)
 		last, perr := strconv.ParseUint(string(d.raw), 10, 64)
 		switch {
 		case err != nil || !ok:
 			ch <- counterRead{version: -1, err: err}
 		case perr != nil:
 			raw := string(d.raw[:min(len(d.raw), 40)])
-			ch <- counterRead{err: fmt.Errorf("the token counter of %s (node %s) holds %q, not a token: delete that node (the next token then follows the clock)", key, b.tokenPath(key), raw)}
+			ch <- counterRead{err: fmt.Errorf("the token counter of %s (node %s) holds %q, not a token: delete that node (the next token then follows the clock)", c.req.Key, path, raw)}
 		default:
 			ch <- counterRead{last: last, version: d.stat.Version}
 		}
@@ -390,26 +390,26 @@ func (b *Backend) readCounter(ctx context.Context, s *session, key string) <-cha
 	return ch
 }
 
-// grantToken hands out the next token of key to the contender whose lock
-// node is at path, writing rec (given the token) to that node in the same
-// multi that raises the counter. counter is a read of the counter under
-// way (readCounter); later attempts read it again. granted is the
-// monotonic time taken just before the multi was sent (the write proves
-// our session was alive then). lost: our node is gone.
-func (b *Backend) grantToken(ctx context.Context, s *session, key, path string, rec record, counter <-chan counterRead) (out record, granted time.Time, lost bool, err error) {
+// grantToken hands out the key's next token to us, writing rec (given
+// the token) to our node in the same multi that raises the counter, as
+// read by the last Look (readCounter; later attempts read it again).
+// granted is the monotonic time taken just before the multi was sent (the
+// write proves our session was alive then). lost: our node is gone.
+func (c *contender) grantToken(ctx context.Context, rec record) (out record, granted time.Time, lost bool, err error) {
+	path := c.b.tokenPath(c.req.Key)
 	for attempt := 1; ; attempt++ {
-		r := <-counter
+		r := <-c.counter
 		if r.err != nil {
 			return rec, granted, false, r.err
 		}
 		rec.Token = lock.NextToken(r.last, lock.ClockMicros(time.Now()))
 		data := []byte(strconv.FormatUint(rec.Token, 10))
-		var counterOp any = &zk.SetDataRequest{Path: b.tokenPath(key), Data: data, Version: r.version}
+		var counterOp any = &zk.SetDataRequest{Path: path, Data: data, Version: r.version}
 		if r.version < 0 {
-			counterOp = &zk.CreateRequest{Path: b.tokenPath(key), Data: data, Acl: acl, Flags: zk.FlagPersistent}
+			counterOp = &zk.CreateRequest{Path: path, Data: data, Acl: acl, Flags: zk.FlagPersistent}
 		}
 		granted = time.Now()
-		res, err := s.multi(ctx, counterOp, &zk.SetDataRequest{Path: path, Data: rec.encode(), Version: -1})
+		res, err := c.s.multi(ctx, counterOp, &zk.SetDataRequest{Path: c.dir + "/" + c.node, Data: rec.encode(), Version: -1})
 		switch {
 		case err == nil:
 			return rec, granted, false, nil
@@ -418,8 +418,8 @@ func (b *Backend) grantToken(ctx context.Context, s *session, key, path string, 
 		case !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNodeExists) && !errors.Is(err, zk.ErrNoNode):
 			return rec, granted, false, err
 		case attempt >= tokenAttempts: // the counter moved (or appeared, or went) since our read, every time
-			return rec, granted, false, fmt.Errorf("the token counter of %s kept moving", key)
+			return rec, granted, false, fmt.Errorf("the token counter of %s kept moving", c.req.Key)
 		}
-		counter = b.readCounter(ctx, s, key)
+		c.counter = c.readCounter(ctx)
 	}
 }

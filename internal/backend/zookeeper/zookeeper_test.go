@@ -321,7 +321,7 @@ func TestSlotHeldAfterLineReadIsPassedOver(t *testing.T) {
 	if err := kept.Hold(ctx(t), 10*time.Second, lock.HoldMinHold); err != nil {
 		t.Fatal(err)
 	}
-	c.holds, c.counter = nil, b.readCounter(ctx(t), c.s, "sem") // as a Look before the hold: no holds
+	c.holds, c.counter = nil, c.readCounter(ctx(t)) // as a Look before the hold: no holds
 	l, err := c.Take(ctx(t))
 	if err != nil {
 		t.Fatal(err)
