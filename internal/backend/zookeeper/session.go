@@ -260,15 +260,19 @@ func (b *Backend) useAdmin(ctx context.Context, keys ...string) (s *session, don
 // this call alone, closed once done.
 func (b *Backend) use(ctx context.Context, brief bool) (s *session, done func(), err error) {
 	b.adm.mu.Lock()
-	defer b.adm.mu.Unlock()
-	if b.adm.s == nil {
+	parked := b.adm.s == nil
+	if parked && brief {
+		b.adm.mu.Unlock() // a brief dial holds up no one
 		if s, err = b.dial(ctx, adminSession); err != nil {
 			return nil, func() {}, err
 		}
-		if brief {
-			return s, func() { s.close(parkWait) }, nil
+		return s, func() { s.close(parkWait) }, nil
+	}
+	defer b.adm.mu.Unlock()
+	if parked {
+		if b.adm.s, err = b.dial(ctx, adminSession); err != nil {
+			return nil, func() {}, err
 		}
-		b.adm.s = s
 	}
 	b.adm.users++
 	b.adm.park = false
