@@ -40,10 +40,10 @@ type contender struct {
 	attempted bool   // a create was sent whose outcome we do not know
 	rec       record
 
-	line     []entry            // the line at the last Look
+	holds    []holding          // the holds among the holders, as the last Look read them
 	counter  <-chan counterRead // the key's token counter, read with it
 	watch    []string           // the nodes ahead whose change may make us next (wait.go), at the last Look
-	seen     int32              // the line's version (the key node's cversion) at the last read
+	seen     int32              // the line's version (the key node's cversion) at the last Look
 	holdLeft time.Duration      // the holders' holds: least time until one may expire (<0: none)
 }
 
@@ -62,7 +62,7 @@ func (c *contender) Join(ctx context.Context) error {
 // expireHolds expires; note what Watch is to watch. A busy answer
 // names the oldest holder (lock.Oldest).
 func (c *contender) Look(ctx context.Context) (lock.LineLook, error) {
-	c.counter = c.b.readCounter(ctx, c.s, c.req.Key)
+	c.counter = c.readCounter(ctx)
 	line, mine, err := c.readLine(ctx)
 	if err != nil {
 		return lock.LineLook{}, err
@@ -80,7 +80,7 @@ func (c *contender) Look(ctx context.Context) (lock.LineLook, error) {
 	if expired, err := c.expireHolds(ctx, ahead, mine); err != nil || expired {
 		return lock.LineLook{}, cmp.Or(err, lock.ErrLookAgain)
 	}
-	c.line, c.watch = line, nil
+	c.holds, c.watch = ahead, nil
 	look := lock.LineLook{Ahead: mine, Free: c.limit}
 	if mine >= c.limit {
 		c.watch = watchList(line, mine, c.limit)
@@ -92,8 +92,10 @@ func (c *contender) Look(ctx context.Context) (lock.LineLook, error) {
 }
 
 // others is what Look reads of the holders (the first limit places, ours
-// aside): every one while we wait behind them, to name the oldest; only
-// their holds while we are among them, to expire those.
+// (mine) aside): every one while we wait behind them, to name the oldest;
+// only their holds while we are among them (or mine is -1), to expire
+// those and pass over the slots they keep. Holds are only ever among the
+// holders: a hold is made by one, and those ahead of it only leave.
 func (c *contender) others(line []entry, mine int) []entry {
 	var out []entry
 	for i, e := range line[:min(len(line), c.limit)] {
@@ -116,7 +118,7 @@ func (c *contender) openSession(ctx context.Context) error {
 	if c.req.HeldAtOnce {
 		timeout = min(timeout, adminSession)
 	}
-	c.b.parkAdmin() // a run needs one connection, not two (admin.go)
+	c.b.doneAdmin(0, true) // park it: a run needs one connection, not two (session.go)
 	s, err := c.b.dial(ctx, timeout)
 	if err != nil {
 		return err
@@ -130,23 +132,13 @@ func (c *contender) openSession(ctx context.Context) error {
 	return nil
 }
 
-// entries reads the line (noting its version for Wait).
-func (c *contender) entries(ctx context.Context) ([]entry, error) {
-	names, cv, err := c.s.children(ctx, c.dir)
-	if err != nil {
-		return nil, c.b.opError("read the line of "+c.req.Key, err)
-	}
-	c.seen = cv
-	return parseLine(names), nil
-}
-
 // takePlace makes sure we have a node in line: a create whose answer was
 // lost may have made it, so that is looked for (by our nonce) before
 // ours is made at the back, the key's node first if it is missing (or was
 // just removed, being empty).
 func (c *contender) takePlace(ctx context.Context) error {
 	if c.node == "" && c.attempted {
-		line, err := c.entries(ctx)
+		line, _, err := c.b.lineOf(ctx, c.s, c.req.Key, "read the line of ")
 		if err != nil {
 			return err
 		}
@@ -183,11 +175,12 @@ func (c *contender) takePlace(ctx context.Context) error {
 	}
 }
 
-// readLine reads the line and finds our place in it (-1: our node is not
-// in it, or not as we made it). Everyone ahead of us must have asked for
-// our limit (lock.Refuse's lock.LimitMismatchError otherwise: exit 64).
+// readLine reads the line (noting its version for Watch) and finds our
+// place in it (-1: our node is not in it, or not as we made it). Everyone
+// ahead of us must have asked for our limit (lock.Refuse's
+// lock.LimitMismatchError otherwise: exit 64).
 func (c *contender) readLine(ctx context.Context) (line []entry, mine int, err error) {
-	if line, err = c.entries(ctx); err != nil {
+	if line, c.seen, err = c.b.lineOf(ctx, c.s, c.req.Key, "read the line of "); err != nil {
 		return nil, -1, err
 	}
 	var ahead []lock.SeenLimit
@@ -211,7 +204,7 @@ func (c *contender) Take(ctx context.Context) (lock.Lease, error) {
 	rec, slot := c.rec, -1
 	if c.limit > 1 {
 		var err error
-		if slot, err = c.claimSlot(ctx, c.line); err != nil {
+		if slot, err = c.claimSlot(ctx); err != nil {
 			return nil, err
 		}
 		if slot < 0 {
@@ -222,7 +215,7 @@ func (c *contender) Take(ctx context.Context) (lock.Lease, error) {
 		rec.Slot = slot
 	}
 	rec.AcquiredAt = time.Now()
-	rec, granted, lost, err := c.b.grantToken(ctx, c.s, c.req.Key, c.dir+"/"+c.node, rec, c.counter)
+	rec, granted, lost, err := c.grantToken(ctx, rec)
 	if lost {
 		// We lost our place (our session expired): give the slot back,
 		// and the next Look finds the place lost.
@@ -247,13 +240,10 @@ func (c *contender) Take(ctx context.Context) (lock.Lease, error) {
 // node, with no session) has none, only the Slot in its record. So slots
 // named by hold nodes are passed over, and a slot node we made is checked
 // against the hold nodes once more after it was made: a holder that made
-// its hold (which it does before deleting its slot node) after our read
-// of the line is seen then, and we give that slot back.
-func (c *contender) claimSlot(ctx context.Context, line []entry) (int, error) {
-	used, err := c.heldSlots(ctx, line)
-	if err != nil {
-		return -1, err
-	}
+// its hold (which it does before deleting its slot node) after Look read
+// it is seen then, and we give that slot back.
+func (c *contender) claimSlot(ctx context.Context) (int, error) {
+	used := slotsOf(c.holds)
 	for i := range c.limit {
 		if used[i] {
 			continue
@@ -270,7 +260,7 @@ func (c *contender) claimSlot(ctx context.Context, line []entry) (int, error) {
 		if err != nil {
 			return -1, c.b.opError("take a slot of "+c.req.Key, err)
 		}
-		if used, err = c.heldSlots(ctx, nil); err != nil {
+		if used, err = c.heldSlots(ctx); err != nil {
 			_ = c.s.remove(context.WithoutCancel(ctx), path, -1)
 			return -1, err
 		}
@@ -284,33 +274,30 @@ func (c *contender) claimSlot(ctx context.Context, line []entry) (int, error) {
 	return -1, nil
 }
 
-// heldSlots reads the slots kept by the hold nodes in line (other than
-// ours), reading the line first when given none. A holder still making
-// its hold (its lock node is still there) is passed over: it keeps its
-// slot node until it deletes that with its lock node, in one multi, so a
-// slot taken after that is given back when claimSlot reads the holds
-// again.
-func (c *contender) heldSlots(ctx context.Context, line []entry) (map[int]bool, error) {
-	var err error
-	if line == nil {
-		if line, err = c.entries(ctx); err != nil {
-			return nil, err
-		}
+// heldSlots reads the line again, and the slots kept by the hold nodes
+// among its holders (ours is a lock node: Take runs only among them). A
+// holder still making its hold (its lock node is still there) is passed
+// over: it keeps its slot node until it deletes that with its lock node,
+// in one multi, so a slot taken after that is given back when claimSlot
+// reads the holds again.
+func (c *contender) heldSlots(ctx context.Context) (map[int]bool, error) {
+	line, _, err := c.b.lineOf(ctx, c.s, c.req.Key, "read the line of ")
+	if err != nil {
+		return nil, err
 	}
-	var holds []entry
-	for _, e := range line {
-		if e.lock == "" && e.nonce != c.nonce {
-			holds = append(holds, e)
-		}
-	}
-	hs, err := c.b.read(ctx, c.s, c.req.Key, holds)
+	hs, err := c.b.read(ctx, c.s, c.req.Key, c.others(line, -1))
+	return slotsOf(hs), err
+}
+
+// slotsOf is the slots kept by the holds hs, those gone aside.
+func slotsOf(hs []holding) map[int]bool {
 	used := map[int]bool{}
 	for _, h := range hs {
 		if h.stat != nil {
 			used[h.rec.Slot] = true
 		}
 	}
-	return used, err
+	return used
 }
 
 // expireHolds looks at the holds among the other holders (read by Look)
@@ -383,19 +370,19 @@ type counterRead struct {
 	err     error
 }
 
-// readCounter reads key's counter on its own goroutine, so that the read
-// can go out with the contender's read of the line.
-func (b *Backend) readCounter(ctx context.Context, s *session, key string) <-chan counterRead {
-	ch := make(chan counterRead, 1)
+// readCounter reads the key's counter on its own goroutine, so that the
+// read can go out with Look's read of the line.
+func (c *contender) readCounter(ctx context.Context) <-chan counterRead {
+	ch, path := make(chan counterRead, 1), c.b.tokenPath(c.req.Key)
 	go func() {
-		d, ok, err := s.get(ctx, b.tokenPath(key))
+		d, ok, err := c.s.get(ctx, path)
 		last, perr := strconv.ParseUint(string(d.raw), 10, 64)
 		switch {
 		case err != nil || !ok:
 			ch <- counterRead{version: -1, err: err}
 		case perr != nil:
 			raw := string(d.raw[:min(len(d.raw), 40)])
-			ch <- counterRead{err: fmt.Errorf("the token counter of %s (node %s) holds %q, not a token: delete that node (the next token then follows the clock)", key, b.tokenPath(key), raw)}
+			ch <- counterRead{err: fmt.Errorf("the token counter of %s (node %s) holds %q, not a token: delete that node (the next token then follows the clock)", c.req.Key, path, raw)}
 		default:
 			ch <- counterRead{last: last, version: d.stat.Version}
 		}
@@ -403,26 +390,26 @@ func (b *Backend) readCounter(ctx context.Context, s *session, key string) <-cha
 	return ch
 }
 
-// grantToken hands out the next token of key to the contender whose lock
-// node is at path, writing rec (given the token) to that node in the same
-// multi that raises the counter. counter is a read of the counter under
-// way (readCounter); later attempts read it again. granted is the
-// monotonic time taken just before the multi was sent (the write proves
-// our session was alive then). lost: our node is gone.
-func (b *Backend) grantToken(ctx context.Context, s *session, key, path string, rec record, counter <-chan counterRead) (out record, granted time.Time, lost bool, err error) {
+// grantToken hands out the key's next token to us, writing rec (given
+// the token) to our node in the same multi that raises the counter, as
+// read by the last Look (readCounter; later attempts read it again).
+// granted is the monotonic time taken just before the multi was sent (the
+// write proves our session was alive then). lost: our node is gone.
+func (c *contender) grantToken(ctx context.Context, rec record) (out record, granted time.Time, lost bool, err error) {
+	path := c.b.tokenPath(c.req.Key)
 	for attempt := 1; ; attempt++ {
-		r := <-counter
+		r := <-c.counter
 		if r.err != nil {
 			return rec, granted, false, r.err
 		}
 		rec.Token = lock.NextToken(r.last, lock.ClockMicros(time.Now()))
 		data := []byte(strconv.FormatUint(rec.Token, 10))
-		var counterOp any = &zk.SetDataRequest{Path: b.tokenPath(key), Data: data, Version: r.version}
+		var counterOp any = &zk.SetDataRequest{Path: path, Data: data, Version: r.version}
 		if r.version < 0 {
-			counterOp = &zk.CreateRequest{Path: b.tokenPath(key), Data: data, Acl: acl, Flags: zk.FlagPersistent}
+			counterOp = &zk.CreateRequest{Path: path, Data: data, Acl: acl, Flags: zk.FlagPersistent}
 		}
 		granted = time.Now()
-		res, err := s.multi(ctx, counterOp, &zk.SetDataRequest{Path: path, Data: rec.encode(), Version: -1})
+		res, err := c.s.multi(ctx, counterOp, &zk.SetDataRequest{Path: c.dir + "/" + c.node, Data: rec.encode(), Version: -1})
 		switch {
 		case err == nil:
 			return rec, granted, false, nil
@@ -431,8 +418,8 @@ func (b *Backend) grantToken(ctx context.Context, s *session, key, path string, 
 		case !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNodeExists) && !errors.Is(err, zk.ErrNoNode):
 			return rec, granted, false, err
 		case attempt >= tokenAttempts: // the counter moved (or appeared, or went) since our read, every time
-			return rec, granted, false, fmt.Errorf("the token counter of %s kept moving", key)
+			return rec, granted, false, fmt.Errorf("the token counter of %s kept moving", c.req.Key)
 		}
-		counter = b.readCounter(ctx, s, key)
+		c.counter = c.readCounter(ctx)
 	}
 }

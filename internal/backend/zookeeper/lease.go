@@ -75,8 +75,12 @@ func (l *nodeStore) conn() (*session, error) {
 	if l.s != nil {
 		return l.s, nil
 	}
-	if s := l.b.pinnedAdmin(); s != nil {
-		return s, nil
+	// A resumed hold has none of its own: the backend's, which Resume
+	// keeps in use, so it is never parked.
+	l.b.adm.mu.Lock()
+	defer l.b.adm.mu.Unlock()
+	if l.b.adm.s != nil {
+		return l.b.adm.s, nil
 	}
 	// A lease made by a contender, held once, whose backend has parked its
 	// own session since: no command holds or releases such a lease twice,

@@ -34,7 +34,7 @@ func (b *Backend) PutEntry(ctx context.Context, key, id string, data []byte) err
 	if err := lock.CheckEntry(id, data); err != nil {
 		return err
 	}
-	s, done, err := b.useBrief(ctx)
+	s, done, err := b.use(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func (b *Backend) PutEntry(ctx context.Context, key, id string, data []byte) err
 // everything the leader had committed before it answers; the reads after
 // it, in order on this session, see that.
 func (b *Backend) Entries(ctx context.Context, key string) (map[string][]byte, error) {
-	s, done, err := b.useBrief(ctx)
+	s, done, err := b.use(ctx, true)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +103,7 @@ func (b *Backend) DeleteEntries(ctx context.Context, key string, ids []string) e
 	if len(ids) == 0 {
 		return nil // no session to dial for nothing
 	}
-	s, done, err := b.useBrief(ctx)
+	s, done, err := b.use(ctx, true)
 	if err != nil {
 		return err
 	}

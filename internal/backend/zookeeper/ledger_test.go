@@ -10,7 +10,7 @@ import (
 )
 
 // TestLedgerKeepsARunToOneConnection: a run that holds its lock on its own
-// session (the backend's own parked, admin.go) reads and writes its ledger
+// session (the backend's own parked, session.go) reads and writes its ledger
 // on a session dialled for each call, and the backend's own stays parked.
 func TestLedgerKeepsARunToOneConnection(t *testing.T) {
 	p := startServer(t)

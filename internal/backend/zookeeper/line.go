@@ -103,17 +103,6 @@ type holding struct {
 	described
 }
 
-// describe is the holder h of key.
-func (h holding) describe(key string, now time.Time) lock.Holder {
-	out := h.rec.Holder(key) // a session's time left is the server's alone to know: ExpiresIn -1
-	out.Token = h.rec.Token  // 0 for a contender still waiting (contend.go)
-	if h.lock == "" || h.rec.Hold != "" {
-		out.Hold = h.rec.Hold
-		out.ExpiresIn = max(time.UnixMilli(holdExpiry(h.described)).Sub(now), 0)
-	}
-	return out
-}
-
 // read reads the node that stands for each entry of line (its lock node
 // while it has one, else its hold node), in order; one gone by the time
 // it was read has a nil stat.
@@ -129,8 +118,9 @@ func (b *Backend) read(ctx context.Context, s *session, key string, line []entry
 	return hs, nil
 }
 
-// describeAll describes hs (a semaphore's with its limit and slot),
-// passing over those gone.
+// describeAll describes the holders hs of key (a semaphore's with its
+// limit and slot), passing over those gone. A session's time left is the
+// server's alone to know (ExpiresIn -1); a hold's is its expiry's.
 func describeAll(key string, hs []holding) []lock.Holder {
 	var out []lock.Holder
 	now := time.Now()
@@ -138,7 +128,12 @@ func describeAll(key string, hs []holding) []lock.Holder {
 		if h.stat == nil {
 			continue
 		}
-		d := h.describe(key, now)
+		d := h.rec.Holder(key)
+		d.Token = h.rec.Token // 0 for a contender still waiting (contend.go)
+		if h.lock == "" || h.rec.Hold != "" {
+			d.Hold = h.rec.Hold
+			d.ExpiresIn = max(time.UnixMilli(holdExpiry(h.described)).Sub(now), 0)
+		}
 		if h.rec.Limit > 1 {
 			d.Limit, d.Slot = h.rec.Limit, h.rec.Slot
 		}
@@ -147,17 +142,27 @@ func describeAll(key string, hs []holding) []lock.Holder {
 	return out
 }
 
+// lineOf reads key's line and its version (the key node's cversion, which
+// every create and delete of a child raises); op names the read in an
+// error.
+func (b *Backend) lineOf(ctx context.Context, s *session, key, op string) ([]entry, int32, error) {
+	names, cv, err := s.children(ctx, b.keyDir(key))
+	if err != nil {
+		return nil, cv, b.opError(op+key, err)
+	}
+	return parseLine(names), cv, nil
+}
+
 // holders reads key's holders: the first limit entries of its line (the
 // limit of the first). Holds that have expired by this machine's clock
 // are passed over: they hold no more, whether or not anyone has deleted
 // them yet. A node gone meanwhile means the line moved: it is read again.
 func (b *Backend) holders(ctx context.Context, s *session, key string) ([]holding, error) {
 	for attempt := 0; ; attempt++ {
-		names, _, err := s.children(ctx, b.keyDir(key))
+		line, _, err := b.lineOf(ctx, s, key, "read ")
 		if err != nil {
-			return nil, b.opError("read "+key, err)
+			return nil, err
 		}
-		line := parseLine(names)
 		if len(line) > 0 {
 			line = line[:min(len(line), line[0].limit)]
 		}
@@ -231,18 +236,14 @@ func (b *Backend) QueueLen(ctx context.Context, key string) (int64, error) {
 		return 0, err
 	}
 	defer done()
-	names, _, err := s.children(ctx, b.keyDir(key))
-	if err != nil {
-		return 0, b.opError("count the waiters of "+key, err)
-	}
+	line, _, err := b.lineOf(ctx, s, key, "count the waiters of ")
 	var n int64
-	line := parseLine(names)
 	for i, e := range line {
 		if i >= line[0].limit && e.lock != "" {
 			n++
 		}
 	}
-	return n, nil
+	return n, err
 }
 
 // Break implements lock.Backend by lock.BreakAgain over key's holders

@@ -3,6 +3,7 @@ package zookeeper
 // Sessions: each on a connection of its own, dialled with distlock's own
 // host provider and a connection that reads the granted timeout; a
 // session that does not come says why (a server at its maxClientCnxns).
+// The backend's own session is parked while a run holds (admin).
 
 import (
 	"context"
@@ -220,4 +221,76 @@ func probe(servers []string) (why string, refused bool) {
 		return "accepts connections but did not answer"
 	})
 	return why, closed.Load()
+}
+
+// admin is the backend's own session, which serves status, list, break,
+// resume and doctor. A run needs it only until its contender has a
+// session of its own (the lease), so it is closed then ("parked") and
+// dialled again if anything asks for it later: a run holds one
+// connection, not two. At a server's maxClientCnxns (60 per client IP by
+// default) 70 runs started at once each held their first connection while
+// waiting for a second, and 64 of them failed (issue 25).
+type admin struct {
+	mu    sync.Mutex
+	s     *session // nil while parked
+	users int
+	park  bool // park once the last user is done
+}
+
+// parkWait bounds how long parking waits for the server to end the
+// session (and so free its connection) before the contender dials.
+const parkWait = 250 * time.Millisecond
+
+// useAdmin returns the backend's own session, dialled again if it was
+// parked, after checking that the keys a request is about are valid; the
+// caller calls done once it no longer uses it.
+func (b *Backend) useAdmin(ctx context.Context, keys ...string) (s *session, done func(), err error) {
+	for _, key := range keys {
+		if err := lock.ValidateKey(key); err != nil {
+			return nil, func() {}, err
+		}
+	}
+	return b.use(ctx, false)
+}
+
+// use is the backend's own session, as useAdmin; brief is for a call
+// that must not keep a second connection open for the rest of a run (the
+// run ledger's, made by a run that holds its lock on a session of its
+// own): while the backend's own session is parked, it dials a session for
+// this call alone, closed once done.
+func (b *Backend) use(ctx context.Context, brief bool) (s *session, done func(), err error) {
+	b.adm.mu.Lock()
+	parked := b.adm.s == nil
+	if parked && brief {
+		b.adm.mu.Unlock() // a brief dial holds up no one
+		if s, err = b.dial(ctx, adminSession); err != nil {
+			return nil, func() {}, err
+		}
+		return s, func() { s.close(parkWait) }, nil
+	}
+	defer b.adm.mu.Unlock()
+	if parked {
+		if b.adm.s, err = b.dial(ctx, adminSession); err != nil {
+			return nil, func() {}, err
+		}
+	}
+	b.adm.users++
+	b.adm.park = false
+	var once sync.Once
+	return b.adm.s, func() { once.Do(func() { b.doneAdmin(1, false) }) }, nil
+}
+
+// doneAdmin ends users uses of the backend's own session (park: and asks
+// for it to be parked), which is closed once it has no user left and is
+// to be parked. doneAdmin(0, true) parks it now, or once its last user is
+// done.
+func (b *Backend) doneAdmin(users int, park bool) {
+	b.adm.mu.Lock()
+	defer b.adm.mu.Unlock()
+	b.adm.users -= users
+	b.adm.park = b.adm.park || park
+	if b.adm.users == 0 && b.adm.park && b.adm.s != nil {
+		b.adm.s.close(parkWait)
+		b.adm.s, b.adm.park = nil, false
+	}
 }

@@ -48,7 +48,7 @@ type Backend struct {
 	desc      string // "host:port,host:port", for messages
 	root      string // <chroot>/<prefix>
 	connectTO time.Duration
-	adm       admin // the backend's own session (admin.go)
+	adm       admin // the backend's own session (session.go)
 	closeOnce sync.Once
 }
 
@@ -92,8 +92,11 @@ func (b *Backend) Guarantee() string { return Guarantee }
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
 		b.adm.mu.Lock()
-		b.closeAdminLocked(time.Second)
-		b.adm.mu.Unlock()
+		defer b.adm.mu.Unlock()
+		if b.adm.s != nil {
+			b.adm.s.close(time.Second)
+			b.adm.s = nil
+		}
 	})
 	return nil
 }

@@ -315,11 +315,13 @@ func TestSlotHeldAfterLineReadIsPassedOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	line := parseLine(names) // read while "kept" still runs on slot 0
+	if line := parseLine(names); len(line) != 2 || line[0].lock == "" { // read while "kept" still runs on slot 0
+		t.Fatalf("line %+v, want kept's lock node, then ours", line)
+	}
 	if err := kept.Hold(ctx(t), 10*time.Second, lock.HoldMinHold); err != nil {
 		t.Fatal(err)
 	}
-	c.line, c.counter = line, b.readCounter(ctx(t), c.s, "sem") // as a Look before the hold
+	c.holds, c.counter = nil, c.readCounter(ctx(t)) // as a Look before the hold: no holds
 	l, err := c.Take(ctx(t))
 	if err != nil {
 		t.Fatal(err)
