@@ -26,9 +26,8 @@
 // validity from just before each renewal is sent, so its command is gone
 // before the earliest moment the session could expire and anyone else
 // take the lock; a holder that died frees the key after between TTL and
-// 2×TTL. Sessions carry no health checks and live on a catalog node of
-// distlock's own (sessionNode), so that no agent's failure ends them
-// before their TTL, and have a lock-delay of 1 ms (lockDelay says why).
+// 2×TTL. Sessions carry no health checks, live on a catalog node of
+// distlock's own (sessionNode) and have a lock-delay of 1 ms (lockDelay).
 package consul
 
 import (
@@ -172,9 +171,6 @@ func answered(err error) bool {
 // 403, or a transaction's "Permission denied"); never a failure to reach
 // it, whatever numbers its message holds.
 func refused(err error) bool {
-	if err == nil {
-		return false
-	}
 	var se api.StatusError
 	if errors.As(err, &se) {
 		return se.Code == 401 || se.Code == 403

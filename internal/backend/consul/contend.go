@@ -3,6 +3,7 @@ package consul
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -93,20 +94,14 @@ func (w *waiter) Look(ctx context.Context) (lock.LineLook, error) {
 // ahead of a live entry. A session gone makes the join fail: the view is
 // then empty, and Look says the place is lost.
 func (w *waiter) read(ctx context.Context) (view, error) {
-	b, key := w.b, w.req.Key
-	var ops api.TxnOps
+	var join api.TxnOps
 	if !w.joined {
 		rec := record{Record: lock.NewRecord(w.req, time.Now()), Limit: w.req.Limit}
-		ops = append(ops, kvOp(api.KVLock, b.lineDir(key)+w.sid, rec.encode(), 0, w.sid))
+		join = api.TxnOps{kvOp(api.KVLock, w.b.lineDir(w.req.Key)+w.sid, rec.encode(), 0, w.sid)}
 	}
-	ok, res, _, err := b.txn(ctx, "read the line of "+key, append(ops, b.viewOps(key)...))
-	if err != nil || !ok {
-		return view{}, err
-	}
-	if !w.joined { // the lock's result comes first, then the reads'
-		w.joined, res = true, res[1:]
-	}
-	return b.viewOf(key, res), nil
+	v, ok, err := w.b.readKey(ctx, "read the line of "+w.req.Key, w.req.Key, join...)
+	w.joined = w.joined || ok
+	return v, err
 }
 
 // Take implements lock.LineStore: it makes our entry, which the last Look
@@ -122,14 +117,14 @@ func (w *waiter) Take(ctx context.Context) (lock.Lease, error) {
 		return nil, lock.ErrLookAgain // a slot not yet given back
 	}
 	now := time.Now()
+	last, _ := strconv.ParseUint(string(v.counter.Value), 10, 64) // 0 when missing or unreadable
 	rec := me.rec
-	rec.Token, rec.AcquiredAt, rec.Slot, rec.Limit = lock.NextToken(v.lastToken(), lock.ClockMicros(now)), now, slot, w.req.Limit
+	rec.Token, rec.AcquiredAt, rec.Slot, rec.Limit = lock.NextToken(last, lock.ClockMicros(now)), now, slot, w.req.Limit
 	s := &session{b: w.b, kvKey: me.kv.Key, slotKey: w.b.slotKey(w.req.Key, slot), sid: w.sid, rec: rec}
 	take := func(ctx context.Context) error { return w.takeOver(ctx, s, me.kv.ModifyIndex) }
 	granted, err := w.granted, error(nil)
 	if w.kept {
-		b, sid := w.b, w.sid
-		granted, err = lock.TakeRenewed(ctx, func(ctx context.Context) error { return b.renewSession(ctx, sid) }, take)
+		granted, err = lock.TakeRenewed(ctx, w.Keeper(), take)
 	} else {
 		err = take(ctx)
 	}
@@ -151,7 +146,8 @@ func (w *waiter) Take(ctx context.Context) (lock.Lease, error) {
 // (lost a race); busy when Consul's lock-delay holds the slot back.
 func (w *waiter) takeOver(ctx context.Context, s *session, index uint64) error {
 	ops := api.TxnOps{
-		w.b.counterOp(w.v, w.req.Key, s.rec.Token),
+		// the counter, if as read (absent: index 0 creates it only if still absent)
+		kvOp(api.KVCAS, w.b.tokenKey(w.req.Key), []byte(strconv.FormatUint(s.rec.Token, 10)), w.v.counter.ModifyIndex, ""),
 		kvOp(api.KVCheckIndex, s.kvKey, nil, index, ""),
 		kvOp(api.KVLock, s.kvKey, s.rec.encode(), 0, w.sid),
 		kvOp(api.KVCheckNotExists, s.slotKey, nil, 0, ""),

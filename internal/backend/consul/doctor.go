@@ -23,12 +23,11 @@ func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Che
 	before, berr := b.appliedIndex(ctx)
 	checks = append(checks, b.ttlCheck(ctx, req.TTL))
 	after, aerr := b.appliedIndex(ctx)
-	raft := lock.Check{Name: "raft", Status: lock.CheckOK, Detail: fmt.Sprintf("the Raft applied index moved from %d to %d across a write", before, after)}
+	raft := lock.FirstCase("raft", []lock.Case{{When: after <= before, Status: lock.CheckProblem,
+		Detail: fmt.Sprintf("the Raft applied index stayed at %d across a write", before), Fix: "the server does not apply writes: check its log and the cluster's quorum"},
+	}, lock.Case{Detail: fmt.Sprintf("the Raft applied index moved from %d to %d across a write", before, after)})
 	if err := errors.Join(berr, aerr); err != nil {
 		raft = lock.CannotCheck("raft", "read the Raft applied index", err, "point distlock at a Consul server to have Raft checked")
-	} else if after <= before {
-		raft = lock.Check{Name: "raft", Status: lock.CheckProblem, Detail: fmt.Sprintf("the Raft applied index stayed at %d across a write", before),
-			Fix: "the server does not apply writes: check its log and the cluster's quorum"}
 	}
 	return append(checks, raft, b.clockCheck(ctx, req.TTL))
 }

@@ -74,7 +74,7 @@ func (s *session) Release(ctx context.Context, l *lock.Held) error {
 // it now (a hold's).
 func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
 	granted := time.Now()
-	v, err := b.readKey(ctx, h.Key)
+	v, _, err := b.readKey(ctx, "read "+h.Key, h.Key)
 	if err != nil {
 		return nil, err
 	}

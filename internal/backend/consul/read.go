@@ -99,18 +99,6 @@ func (v view) position(sid string) int {
 	})
 }
 
-// lastToken is the counter's value (0 when missing or unreadable).
-func (v view) lastToken() uint64 {
-	n, _ := strconv.ParseUint(string(v.counter.Value), 10, 64)
-	return n
-}
-
-// counterOp sets KEY's counter to token if it is as v read it (absent:
-// at index 0, which creates it only if still absent).
-func (b *Backend) counterOp(v view, key string, token uint64) *api.TxnOp {
-	return kvOp(api.KVCAS, b.tokenKey(key), []byte(strconv.FormatUint(token, 10)), v.counter.ModifyIndex, "")
-}
-
 // freeSlot is the lowest slot under dir that no slot key claims, or -1.
 func (v view) freeSlot(dir string, limit int) int {
 	for i := range limit {
@@ -121,41 +109,33 @@ func (v view) freeSlot(dir string, limit int) int {
 	return -1
 }
 
-// viewOps read KEY's line, counter and slots (get-tree: a missing key is
-// no error, where a get of it would fail the transaction).
-func (b *Backend) viewOps(key string) api.TxnOps {
-	return api.TxnOps{
+// readKey reads KEY's line, counter and slots in one transaction (op
+// names it in errors), after join (a waiter's entry, whose result comes
+// first); ok is false when the join failed. The reads are get-trees: a
+// missing key is no error, where a get of it would fail the transaction.
+func (b *Backend) readKey(ctx context.Context, op, key string, join ...*api.TxnOp) (v view, ok bool, err error) {
+	ok, res, _, err := b.txn(ctx, op, slices.Concat(join, api.TxnOps{
 		kvOp(api.KVGetTree, b.lineDir(key), nil, 0, ""),
 		kvOp(api.KVGetTree, b.tokenKey(key), nil, 0, ""),
 		kvOp(api.KVGetTree, b.slotDir(key), nil, 0, ""),
+	}))
+	if err != nil || !ok {
+		return view{}, false, err
 	}
-}
-
-// viewOf sorts a transaction's results into a view of KEY.
-func (b *Backend) viewOf(key string, res api.TxnResults) view {
-	var (
-		v   view
-		kvs api.KVPairs
-	)
-	for _, r := range res {
+	var kvs api.KVPairs
+	for _, r := range res[len(join):] {
 		switch kv := r.KV; {
 		case kv == nil:
 		case kv.Key == b.tokenKey(key):
 			v.counter = *kv
 		case strings.HasPrefix(kv.Key, b.slotDir(key)):
 			v.slots = append(v.slots, kv)
-		case strings.HasPrefix(kv.Key, b.lineDir(key)):
+		default:
 			kvs = append(kvs, kv)
 		}
 	}
 	v.line = line(kvs, b.lineDir(key))
-	return v
-}
-
-// readKey reads KEY without joining its line.
-func (b *Backend) readKey(ctx context.Context, key string) (view, error) {
-	_, res, _, err := b.txn(ctx, "read "+key, b.viewOps(key))
-	return b.viewOf(key, res), err
+	return v, true, nil
 }
 
 // describe is the holders of key that es are.
@@ -178,7 +158,7 @@ func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, e
 // InspectSlots implements lock.SlotInspector: every holder, by slot (in
 // line order among those that have not taken over yet).
 func (b *Backend) InspectSlots(ctx context.Context, key string) ([]lock.Holder, error) {
-	v, err := b.readKey(ctx, key)
+	v, _, err := b.readKey(ctx, "read "+key, key)
 	out := describe(key, holders(v.line))
 	slices.SortStableFunc(out, func(a, b lock.Holder) int { return cmp.Compare(a.Slot, b.Slot) })
 	return out, err
@@ -187,7 +167,7 @@ func (b *Backend) InspectSlots(ctx context.Context, key string) ([]lock.Holder, 
 // QueueLen implements lock.LineCounter (status's waiting): how many
 // contenders wait behind the holders of key.
 func (b *Backend) QueueLen(ctx context.Context, key string) (int64, error) {
-	v, err := b.readKey(ctx, key)
+	v, _, err := b.readKey(ctx, "read "+key, key)
 	return int64(len(v.line) - len(holders(v.line))), err
 }
 
@@ -222,7 +202,7 @@ func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 // whose session changed since the read (a hold moved it) is broken again.
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
 	return lock.BreakAgain(ctx, key, token, func(ctx context.Context) ([]lock.Holder, func(int) (bool, error), error) {
-		v, err := b.readKey(ctx, key)
+		v, _, err := b.readKey(ctx, "read "+key, key)
 		hs := holders(v.line)
 		return describe(key, hs), func(i int) (bool, error) {
 			target, slot := hs[i], ""

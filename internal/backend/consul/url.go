@@ -1,6 +1,7 @@
 package consul
 
 import (
+	"cmp"
 	"net/url"
 	"strings"
 	"time"
@@ -52,10 +53,7 @@ const urlForm = "consul://[:TOKEN@]host:port[,host:port...][/PATH][?cacert=FILE&
 
 // root is the KV prefix of every key distlock writes.
 func (c Config) root() string {
-	p := strings.Trim(c.Prefix, "/")
-	if p == "" {
-		p = DefaultPrefix
-	}
+	p := cmp.Or(strings.Trim(c.Prefix, "/"), DefaultPrefix)
 	if path := strings.Trim(c.Path, "/"); path != "" {
 		return path + "/" + p
 	}
@@ -66,10 +64,7 @@ func (c Config) root() string {
 // client reads CONSUL_HTTP_TOKEN itself; a token given to distlock wins.
 func (c Config) apiConfig(addr string) *api.Config {
 	cfg := api.DefaultConfig()
-	cfg.Address, cfg.Scheme = addr, "http"
-	if c.Token != "" {
-		cfg.Token = c.Token
-	}
+	cfg.Address, cfg.Scheme, cfg.Token = addr, "http", cmp.Or(c.Token, cfg.Token)
 	if c.TLS {
 		cfg.Scheme = "https"
 		cfg.TLSConfig = api.TLSConfig{CAFile: c.CACert, CertFile: c.Cert, KeyFile: c.Key}

@@ -10,14 +10,10 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// Waiting. A waiter watches one entry: the one just ahead of it (a
-// blocking query on that key at its ModifyIndex: it returns once the
-// entry is modified, by taking over or holding, or deleted), so that a
-// release wakes one waiter and each takeover the next. A semaphore's first
-// waiter watches the holders instead: the line, at the index of a read
-// that still shows the holders the last Look saw. Meanwhile lock.Line
-// keeps its session alive (Keeper); the lease's keeper renews it once it
-// holds.
+// Waiting. A waiter watches only the entry just ahead of it (waitPast),
+// so that a release wakes one waiter and each takeover the next; a
+// semaphore's first waiter watches the holders (blockOnHolders).
+// Meanwhile lock.Line keeps its session alive (Keeper).
 
 // watchWait bounds one blocking query; the waiter then simply reads again.
 const watchWait = time.Minute
