@@ -15,17 +15,14 @@ import (
 var _ lock.Ledger = (*Backend)(nil)
 
 // ledgerKey is key's run ledger (lock.Ledger): a hash with no TTL, field
-// = entry id, value = its bytes. It shares the lock's hash tag {key}, so
-// a Cluster keeps it in the lock's slot, and it ends in ":ledger", never
-// in '}' as every lock hash does: List's MATCH leaves it out, and no lock
-// key (nor any other key of a lock, each with its own suffix) can be it.
+// = entry id, value = its bytes. It ends in ":ledger", never in '}' as
+// every lock hash does, so List's MATCH leaves it out.
 func (b *Backend) ledgerKey(key string) string { return b.lockKey(key) + ":ledger" }
 
-// PutEntry implements lock.Ledger (HSET). With wait=N, WAIT follows it on
-// the same connection, as it follows a grant (replicas.go): a slot marked
-// done on a master alone would be open again on a replica promoted by a
-// failover, and a --once-per job would run twice. WAIT's timeout is 1s:
-// the ledger has no TTL to take a tenth of.
+// PutEntry implements lock.Ledger (HSET), followed by WAIT as a grant is
+// (replicas.go): a slot marked done on a master alone would be open again
+// on a promoted replica, and a --once-per job would run twice. WAIT's
+// timeout is 1s: the ledger has no TTL to take a tenth of.
 func (b *Backend) PutEntry(ctx context.Context, key, id string, data []byte) error {
 	if err := lock.CheckEntry(id, data); err != nil {
 		return err
@@ -76,20 +73,15 @@ func (b *Backend) DeleteEntries(ctx context.Context, key string, ids []string) e
 }
 
 // Redlock's run ledger (lock.Ledger): every master keeps the single-master
-// hash (above); puts and deletes need a quorum, a read merges a
-// quorum's answers, every id any of them has, the greatest version
-// winning where they disagree (docs/ARCHITECTURE.md, "Redlock's ledger",
-// says why neither a majority of the answers nor the masters' order
-// would do). Each master stores "<version>:<data>", version a µs clock
-// that rises strictly within this process (ledgerClock); equal versions
-// pick the greater bytes, so every reader that sees both picks the same.
+// hash (above), its values "<version>:<data>"; puts and deletes need a
+// quorum, a read merges a quorum's answers, the greatest version winning
+// (docs/ARCHITECTURE.md, "Redlock's ledger", says why).
 
 // ledgerTimeout bounds one master's part in a ledger call.
 const ledgerTimeout = 5 * time.Second
 
-// ledgerClock hands out the versions of a Redlock's ledger writes:
-// lock.NextToken's rule, max(last + 1, the wall clock in µs), so they
-// rise strictly.
+// ledgerClock hands out the versions of a Redlock's ledger writes by
+// lock.NextToken's rule, so they rise strictly.
 type ledgerClock struct {
 	mu   sync.Mutex
 	last uint64
@@ -122,8 +114,9 @@ func (r *Redlock) DeleteEntries(ctx context.Context, key string, ids []string) e
 	})
 }
 
-// Entries implements lock.Ledger: the merge of a quorum's ledgers (see
-// the top of this file).
+// Entries implements lock.Ledger: the merge of a quorum's ledgers; equal
+// versions pick the greater bytes, so every reader that sees both picks
+// the same.
 func (r *Redlock) Entries(ctx context.Context, key string) (map[string][]byte, error) {
 	all, errs := fan(ctx, r, ledgerTimeout, func(ctx context.Context, _ int, n *Backend) (map[string][]byte, error) {
 		return n.Entries(ctx, key)

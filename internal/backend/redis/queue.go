@@ -1,10 +1,9 @@
 package redis
 
-// Fair waiting on Redis, whatever the limit (a mutex is a semaphore of
-// one): waiters take slots in arrival order, a waiter that dies cannot
-// block the queue, and a release wakes one waiter (no herd). The queue's
-// keys and rules are in queue_lib.lua; a step's and a try-once's in
-// acquire.lua; the waiting itself is lock.Polling's (Contend).
+// Fair waiting on Redis, whatever the limit: waiters take slots in
+// arrival order, a waiter that dies cannot block the queue, and a release
+// wakes one waiter (no herd). The rules are in queue_lib.lua and
+// acquire.lua; the waiting is lock.Polling's (Contend).
 
 import (
 	"context"

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -145,76 +144,6 @@ func Guarantee(topo Topology, wait int) string {
 
 // Close implements lock.Backend.
 func (b *Backend) Close() error { return b.c.Close() }
-
-// Inspect implements lock.Backend.
-func (b *Backend) Inspect(ctx context.Context, key string) (lock.Holder, bool, error) {
-	res, err := inspectScript().Run(ctx, b.c, []string{b.lockKey(key)}).Slice()
-	if err != nil {
-		return lock.Holder{}, false, b.unavailable(err)
-	}
-	if len(res) != 2 {
-		return lock.Holder{}, false, fmt.Errorf("unexpected reply from the inspect script: %v", res)
-	}
-	if fields, _ := res[0].([]any); len(fields) == 0 {
-		return lock.Holder{}, false, nil
-	}
-	return parseHolder(key, res[0], res[1]), true, nil
-}
-
-// Break implements lock.Backend by breakHolders over the holders
-// InspectSlots reads, each released by release.lua, which checks the
-// holder's owner id (one per acquisition) on its slot.
-func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
-	held, err := b.InspectSlots(ctx, key)
-	return breakHolders(key, held, err, token, func(h lock.Holder) error {
-		return b.release(ctx, key, h.Owner, h.Slot, max(h.Limit, 1), b.channel(key))
-	})
-}
-
-// breakHolders is lock.BreakHolders over held (err: why they could not be
-// read), each removed by release; its ErrNotHeld leaves the holder alone:
-// it let go meanwhile, or another has taken its slot since.
-func breakHolders(key string, held []lock.Holder, err error, token uint64, release func(lock.Holder) error) (lock.Holder, error) {
-	if err != nil {
-		return lock.Holder{}, err
-	}
-	return lock.BreakHolders(key, held, token, func(i int) (bool, error) {
-		err := release(held[i])
-		if errors.Is(err, lock.ErrNotHeld) {
-			return false, nil
-		}
-		return err == nil, err
-	})
-}
-
-// parseHolder reads a holder record (the lock hash's or a slot's fields,
-// as a flat name/value list or a map) and its PTTL in ms (<0 or nil:
-// none).
-func parseHolder(key string, fields, pttl any) lock.Holder {
-	m, _ := fields.(map[string]string)
-	if list, ok := fields.([]any); ok {
-		m = make(map[string]string, len(list)/2)
-		for i := 0; i+1 < len(list); i += 2 {
-			m[fmt.Sprint(list[i])] = fmt.Sprint(list[i+1])
-		}
-	}
-	h := lock.Holder{Key: key, Owner: m["owner"], Hold: m["hold"], ExpiresIn: -1,
-		Meta: lock.Meta{Host: m["host"], User: m["user"], Command: m["cmd"], Note: m["note"]}}
-	h.Token, _ = strconv.ParseUint(m["token"], 10, 64)
-	h.Meta.PID, _ = strconv.Atoi(m["pid"])
-	h.Limit, _ = strconv.Atoi(m["limit"]) // a semaphore's slot, or its marker (slots_lib.lua)
-	h.Slot, _ = strconv.Atoi(m["slot"])
-	if ms, err := strconv.ParseInt(m["acquired_ms"], 10, 64); err == nil {
-		h.AcquiredAt = time.UnixMilli(ms)
-	}
-	if ms, err := strconv.ParseInt(m["ttl_ms"], 10, 64); err == nil {
-		h.TTL = time.Duration(ms) * time.Millisecond
-	}
-	if ms, ok := pttl.(int64); ok && ms >= 0 {
-		h.ExpiresIn = time.Duration(ms) * time.Millisecond
-	}
-	return h
-}
 
 // go-redis logs dial failures to stderr by itself; distlock reports them
 // once, as one line, through its own errors.

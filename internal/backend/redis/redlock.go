@@ -1,14 +1,9 @@
 package redis
 
 // Redlock (redlock://host:port,host:port,host:port[,…]): one lock over N
-// independent Redis masters, each the package's single-master Backend
-// (the same scripts, the same keys); a lock is held when a quorum (N/2+1)
-// of them hold it. Redlock adds only what is its own: the fan-out, the
-// quorum, the validity, the token written back to the quorum, the
-// delayed restart, and the merge of the masters' answers
-// (docs/ARCHITECTURE.md, "Redis"). Waiters poll (lock.Polling), woken by
-// releases on any master: no fair queue. Semaphores (--limit) are refused
-// with 64.
+// independent Redis masters, each the single-master Backend, held on a
+// quorum (N/2+1) of them; what Redlock adds is listed in
+// docs/ARCHITECTURE.md, "Redis".
 
 import (
 	"context"
@@ -58,7 +53,7 @@ var redlockSpec = urlx.Spec{
 // ParseRedlockURL parses redlock:// URLs: at least three masters
 // (Config.Masters).
 func ParseRedlockURL(raw string) (Config, error) {
-	u, tlsCfg, err := parseTLS(raw, redlockSpec, "redlock")
+	u, tlsCfg, err := parseTLS(raw, redlockSpec)
 	if err != nil {
 		return Config{}, err
 	}
@@ -149,7 +144,6 @@ func fan[T any](ctx context.Context, r *Redlock, timeout time.Duration, f func(c
 	return vals, errs
 }
 
-// each is fan for calls that answer only an error.
 func (r *Redlock) each(ctx context.Context, timeout time.Duration, f func(ctx context.Context, k int, n *Backend) error) []error {
 	_, errs := fan(ctx, r, timeout, func(ctx context.Context, k int, n *Backend) (struct{}, error) { return struct{}{}, f(ctx, k, n) })
 	return errs
@@ -190,8 +184,7 @@ func (r *Redlock) quorumOf(errs []error, what string) error {
 	}
 }
 
-// onQuorum runs f on every master at once (each), and answers as
-// quorumOf does.
+// onQuorum is quorumOf over each's errors.
 func (r *Redlock) onQuorum(ctx context.Context, timeout time.Duration, what string, f func(ctx context.Context, k int, n *Backend) error) error {
 	return r.quorumOf(r.each(ctx, timeout, f), what)
 }
@@ -206,8 +199,7 @@ func validity(ttl time.Duration, start time.Time) time.Duration {
 	return time.Duration(float64(ttl)*(1-lock.ClockDrift)) - lock.ValidityDelta - time.Since(start)
 }
 
-// Contend implements lock.Backend: waiters poll, woken by a release on
-// any master.
+// Contend implements lock.Backend.
 func (r *Redlock) Contend(req lock.Request) lock.Contender {
 	return &lock.Polling{
 		Cap: time.Second,
@@ -261,7 +253,7 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 			if tries[k].lease == nil {
 				return errs[k]
 			}
-			return errors.Join(st.refreshOn(ctx, n, l, req.TTL, ""), errs[k])
+			return errors.Join(st.refresh(ctx, n, l, req.TTL, ""), errs[k])
 		})
 		if err == nil && validity(req.TTL, start) > 0 {
 			return l, nil
@@ -315,7 +307,7 @@ func (b *Backend) redlockTryOnce(ctx context.Context, req lock.Request) (nodeTry
 	return t, err
 }
 
-// The delayed restart's keys on each master (redlock_lib.lua).
+// The delayed restart's keys (redlock_lib.lua).
 func (b *Backend) bootKey() string { return b.prefix + ":redlock:boot" }
 func (b *Backend) ttlsKey() string { return b.prefix + ":redlock:ttls" }
 
@@ -502,14 +494,19 @@ type redlockStore struct {
 	fields []any
 }
 
-// Renew implements lock.LeaseStore: a quorum must extend it.
+// Renew implements lock.LeaseStore: a quorum must extend it (refresh).
 func (s *redlockStore) Renew(ctx context.Context, l *lock.Held) error {
-	return s.refresh(ctx, l, nodeTimeout(l.TTL()), l.TTL(), "", "renewed "+l.Key())
+	return s.r.onQuorum(ctx, nodeTimeout(l.TTL()), "renewed "+l.Key(), func(ctx context.Context, _ int, n *Backend) error {
+		return s.refresh(ctx, n, l, l.TTL(), "")
+	})
 }
 
-// Hold implements lock.LeaseStore: a quorum must keep it.
+// Hold implements lock.LeaseStore: a quorum must keep it (refresh, with
+// mode).
 func (s *redlockStore) Hold(ctx context.Context, l *lock.Held, d time.Duration, mode string) (time.Duration, error) {
-	return d, s.refresh(ctx, l, 5*time.Second, d, mode, "kept "+l.Key())
+	return d, s.r.onQuorum(ctx, 5*time.Second, "kept "+l.Key(), func(ctx context.Context, _ int, n *Backend) error {
+		return s.refresh(ctx, n, l, d, mode)
+	})
 }
 
 // Release implements lock.LeaseStore: on every master.
@@ -520,8 +517,8 @@ func (s *redlockStore) Release(ctx context.Context, l *lock.Held) error {
 	return nil
 }
 
-// refresh extends the lease to ttl on every master (redlock_renew.lua),
-// with mode for a hold: a master that lost its data since the grant
+// refresh extends the lease to ttl on master n (redlock_renew.lua), with
+// mode for a hold: a master that lost its data since the grant
 // (restarted empty, flushed) takes the key back while it is free there,
 // every master's record gets the lease's token, and a quorum must have
 // it. Unlike an acquire, a renewal counts a master that restarted too
@@ -529,14 +526,7 @@ func (s *redlockStore) Release(ctx context.Context, l *lock.Held) error {
 // young master from helping anyone *establish* a lock it may have lost
 // there; ours was established by a quorum of masters that were not
 // young, so no other holder of the key can be live.
-func (s *redlockStore) refresh(ctx context.Context, l *lock.Held, timeout, ttl time.Duration, mode, what string) error {
-	return s.r.onQuorum(ctx, timeout, what, func(ctx context.Context, _ int, n *Backend) error {
-		return s.refreshOn(ctx, n, l, ttl, mode)
-	})
-}
-
-// refreshOn is refresh on master n.
-func (s *redlockStore) refreshOn(ctx context.Context, n *Backend, l *lock.Held, ttl time.Duration, mode string) error {
+func (s *redlockStore) refresh(ctx context.Context, n *Backend, l *lock.Held, ttl time.Duration, mode string) error {
 	args := append([]any{l.Owner(), max(ttl.Milliseconds(), 1), strconv.FormatUint(l.Token(), 10), mode,
 		time.Since(l.Granted()).Milliseconds(), sameBoot.Milliseconds()}, s.fields...)
 	res, err := redlockRenewScript().Run(ctx, n.c, []string{n.lockKey(l.Key()), n.tokenKey(l.Key()), n.bootKey(), n.ttlsKey()}, args...).Slice()

@@ -1,18 +1,10 @@
 package redis
 
-// Waiting for replicas (redis+sentinel://…?wait=N).
-//
-// Redis replicates asynchronously: a master that dies right after it
-// granted a lock may take the grant with it, and Sentinel then promotes a
-// replica on which the lock is free. With wait=N every script that grants,
-// renews or holds a lock is followed, on the same connection, by
-// WAIT N timeout (timeout ttl/10, at least 1 ms: WAIT 0 would block for
-// ever), which returns how many replicas have everything that connection
-// wrote. A grant fewer than N acknowledged is released again and reported
-// as the engine being unavailable (exit 69, and a waiter tries again); a
-// renewal or hold fewer than N acknowledged is a failed renewal. It
-// narrows the window, it does not close it: Sentinel may still promote a
-// replica that was not among the N (docs/GUARANTEES.md).
+// Waiting for replicas (redis+sentinel://…?wait=N): Redis replicates
+// asynchronously, so every script that grants, renews or holds a lock is
+// followed on the same connection by WAIT N ttl/10 (at least 1 ms: WAIT 0
+// would block for ever). It narrows the failover window, it does not
+// close it (docs/ARCHITECTURE.md, "Redis"; docs/GUARANTEES.md).
 
 import (
 	"context"
@@ -24,10 +16,8 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// run runs script s; when the backend waits for replicas, WAIT follows it
-// on the same connection (one pipeline). It returns the script's reply,
-// and an error when the script succeeded but fewer than
-// b.wait replicas acknowledged it within ttl/10 (at least 1 ms).
+// run runs script s, followed by WAIT when the backend waits for
+// replicas: the script's reply, and waited's error.
 func (b *Backend) run(ctx context.Context, ttl time.Duration, s *goredis.Script, keys []string, args ...any) (*goredis.Cmd, error) {
 	if b.wait <= 0 {
 		return s.Run(ctx, b.c, keys, args...), nil
@@ -45,10 +35,9 @@ func (b *Backend) run(ctx context.Context, ttl time.Duration, s *goredis.Script,
 }
 
 // waited sends the command write queues and, when the backend waits for
-// replicas, WAIT with timeout after it on the same connection (one
-// pipeline). It returns an error when the command succeeded
-// but fewer than b.wait replicas acknowledged it (what) in time; the
-// command's own error is the caller's to read.
+// replicas, WAIT with timeout after it (one pipeline). It returns an
+// error when the command succeeded but fewer than b.wait replicas
+// acknowledged it (what) in time; the command's own error is the caller's.
 func (b *Backend) waited(ctx context.Context, timeout time.Duration, what string, write func(goredis.Pipeliner) goredis.Cmder) error {
 	var cmd, wait goredis.Cmder
 	_, _ = b.c.Pipelined(ctx, func(p goredis.Pipeliner) error {

@@ -73,7 +73,7 @@ const (
 
 // How the multi-host URLs read: every host names its port (Sentinel's
 // and a cluster node's differ from a server's), TLS by the scheme or the
-// TLS parameters (takeTLS, below).
+// TLS parameters (parseTLS, below).
 var (
 	sentinelSpec = urlx.Spec{
 		Name: "redis+sentinel", Scheme: "redis+sentinel", TLSScheme: "rediss+sentinel", Form: sentinelForm,
@@ -95,7 +95,7 @@ var (
 // need one: sentinel_user, sentinel_password). Errors never hold the
 // password.
 func ParseSentinelURL(raw string) (Config, error) {
-	u, tlsCfg, err := parseTLS(raw, sentinelSpec, "redis+sentinel")
+	u, tlsCfg, err := parseTLS(raw, sentinelSpec)
 	if err != nil {
 		return Config{}, err
 	}
@@ -126,7 +126,7 @@ func ParseSentinelURL(raw string) (Config, error) {
 // nodes (the client learns the rest from them). Errors never hold the
 // password.
 func ParseClusterURL(raw string) (Config, error) {
-	u, tlsCfg, err := parseTLS(raw, clusterSpec, "redis+cluster")
+	u, tlsCfg, err := parseTLS(raw, clusterSpec)
 	if err != nil {
 		return Config{}, err
 	}
@@ -147,22 +147,17 @@ func ParseClusterURL(raw string) (Config, error) {
 // Each node's certificate is verified against its own host unless
 // tls_server_name is set (crypto/tls infers it from the address dialed).
 
-// tlsParams are the query parameters takeTLS knows.
+// tlsParams are the query parameters parseTLS takes.
 var tlsParams = []string{"tls", "tls_ca", "tls_server_name", "tls_insecure_skip_verify"}
 
-// parseTLS parses raw by spec and takes its TLS parameters (takeTLS).
-func parseTLS(raw string, spec urlx.Spec, scheme string) (urlx.URL, *tls.Config, error) {
+// parseTLS parses raw by spec and takes the TLS parameters out of its
+// query: the TLS configuration they and the scheme ask for (nil: plain
+// TCP).
+func parseTLS(raw string, spec urlx.Spec) (urlx.URL, *tls.Config, error) {
 	u, err := urlx.Parse(raw, spec)
 	if err != nil {
 		return u, nil, err
 	}
-	cfg, err := takeTLS(&u, scheme)
-	return u, cfg, err
-}
-
-// takeTLS removes the TLS parameters from u.Query and returns the TLS
-// configuration they and u's scheme ask for; nil means plain TCP.
-func takeTLS(u *urlx.URL, scheme string) (*tls.Config, error) {
 	on := u.TLS
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	tuned := false
@@ -173,22 +168,22 @@ func takeTLS(u *urlx.URL, scheme string) (*tls.Config, error) {
 			b, err := strconv.ParseBool(v)
 			switch {
 			case err != nil:
-				return nil, lock.Invalidf("%s URL: %s=%q is not true or false", scheme, k, v)
+				return u, nil, lock.Invalidf("%s URL: %s=%q is not true or false", spec.Name, k, v)
 			case k == "tls_insecure_skip_verify":
 				cfg.InsecureSkipVerify, tuned = b, true
 			case !b && u.TLS:
-				return nil, lock.Invalidf("%s URL: tls=false contradicts the TLS scheme %s://", scheme, u.Scheme)
+				return u, nil, lock.Invalidf("%s URL: tls=false contradicts the TLS scheme %s://", spec.Name, u.Scheme)
 			default:
 				on = b
 			}
 		case "tls_ca":
 			pem, err := os.ReadFile(v)
 			if err != nil {
-				return nil, lock.Invalidf("%s URL: cannot read tls_ca: %v", scheme, err)
+				return u, nil, lock.Invalidf("%s URL: cannot read tls_ca: %v", spec.Name, err)
 			}
 			pool := x509.NewCertPool()
 			if !pool.AppendCertsFromPEM(pem) {
-				return nil, lock.Invalidf("%s URL: tls_ca %s holds no PEM certificate", scheme, v)
+				return u, nil, lock.Invalidf("%s URL: tls_ca %s holds no PEM certificate", spec.Name, v)
 			}
 			cfg.RootCAs, tuned = pool, true
 		case "tls_server_name":
@@ -199,10 +194,10 @@ func takeTLS(u *urlx.URL, scheme string) (*tls.Config, error) {
 		delete(u.Query, k)
 	}
 	if tuned && !on {
-		return nil, lock.Invalidf("%s URL: TLS parameters without TLS: add tls=true or use the TLS scheme (rediss+sentinel://, rediss+cluster://, redlocks://)", scheme)
+		return u, nil, lock.Invalidf("%s URL: TLS parameters without TLS: add tls=true or use the TLS scheme (rediss+sentinel://, rediss+cluster://, redlocks://)", spec.Name)
 	}
 	if !on {
-		return nil, nil
+		return u, nil, nil
 	}
-	return cfg, nil
+	return u, cfg, nil
 }
