@@ -4,6 +4,7 @@ package backend
 import (
 	"context"
 	"log/slog"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -66,4 +67,36 @@ func Describe(rawURL string) string {
 		return "file://" + file.DefaultDir()
 	}
 	return Redact(rawURL)
+}
+
+// openFile opens file:///DIR (file:// alone: the default directory).
+func openFile(_ context.Context, rawURL string, opts Options) (lock.Backend, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, lock.Invalidf("backend URL %q is malformed: %v", Redact(rawURL), cleanURLError(err))
+	}
+	if u.Host != "" && !strings.EqualFold(u.Host, "localhost") {
+		return nil, lock.Invalidf("backend URL %q names the host %q, not a directory: use file:///abs/path (three slashes) for a lock directory", Redact(rawURL), u.Host)
+	}
+	if u.Path != "" && !strings.HasPrefix(u.Path, "/") {
+		return nil, lock.Invalidf("backend URL %q is a relative path: use file:///abs/path (three slashes) for a lock directory", Redact(rawURL))
+	}
+	open := file.Open
+	if opts.Doctor {
+		open = func(dir, prefix string) (*file.Backend, error) { return file.OpenForDoctor(dir, prefix), nil }
+	}
+	b, err := open(u.Path, opts.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	b.SetLogger(opts.Log)
+	return b, nil
+}
+
+// cleanURLError drops the URL from url.Parse's error, since it may hold a password.
+func cleanURLError(err error) error {
+	if ue, ok := err.(*url.Error); ok {
+		return ue.Err
+	}
+	return err
 }

@@ -34,8 +34,8 @@ func TestCapsMatchEngines(t *testing.T) {
 func TestRegistryEntriesComplete(t *testing.T) {
 	seen := map[string]string{}
 	for _, e := range registry {
-		if e.open == nil || e.kind == nil || e.Name == "" || e.Guarantee == "" {
-			t.Errorf("%s: an entry needs open, kind, Name and Guarantee", e.Scheme)
+		if e.open == nil || e.kind == nil || e.Name == "" {
+			t.Errorf("%s: an entry needs open, kind and Name", e.Scheme)
 		}
 		if !strings.HasPrefix(e.Form, e.Scheme+"://") {
 			t.Errorf("%s: Form %q does not start with %s://", e.Scheme, e.Form, e.Scheme)

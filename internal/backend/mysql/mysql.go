@@ -139,7 +139,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 }
 
 // Guarantee is what MySQL and MariaDB promise, in one line (status's
-// engine: line; internal/backend's registry shows it too).
+// engine: line).
 const Guarantee = "MySQL/MariaDB: exclusive while this database (its primary) lives and its clock runs true; leases expire by the database's clock, tokens come from a counter row"
 
 // Close implements lock.Backend.
