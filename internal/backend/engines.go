@@ -19,7 +19,7 @@ var registry = []Engine{
 	// A lock directory on this machine, the default (openFile, open.go).
 	{
 		Scheme: "file", Form: "file:///DIR", Name: "a local file directory",
-		Caps:   Caps{Semaphore: true, Holds: true, Doctor: true},
+		Caps:   Caps{Semaphore: true},
 		Lists:  "reading the lock directory (a lock whose holder died is not listed)",
 		Checks: "local filesystem (not NFS/CIFS), writable (a directory that cannot be created is a problem, not exit 69), flock(2) works",
 		open:   openFile,
@@ -42,7 +42,6 @@ var registry = []Engine{
 	opens(Engine{
 		Scheme: "redlock", TLS: "redlocks", TLSParam: true,
 		Form: "redlock://HOST:PORT,HOST:PORT,HOST:PORT", Name: "Redlock over independent Redis masters",
-		Caps: Caps{Holds: true, Doctor: true},
 	}, redis.ParseRedlockURL, redis.OpenRedlock, redisSettings),
 	// The TLS files given by flags count where the URL names none.
 	opens(Engine{

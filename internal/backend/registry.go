@@ -49,15 +49,10 @@ type Caps struct {
 	// Fair: waiters are served in arrival order, for a mutex and a
 	// semaphore's slots alike (locktest.Options.Fair).
 	Fair bool
-	// Holds: --min-hold and handles (distlock acquire) keep the lock
-	// with no renewals.
-	Holds bool
-	// Doctor: distlock doctor runs the engine's own checks (lock.Doctor).
-	Doctor bool
 }
 
-// every is all four capabilities.
-var every = Caps{Semaphore: true, Fair: true, Holds: true, Doctor: true}
+// every is both capabilities.
+var every = Caps{Semaphore: true, Fair: true}
 
 // opens is e with its open and kind: open parses a URL with parse, sets in
 // the parsed config what the options decide (where fill points), and
