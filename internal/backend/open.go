@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock/internal/backend/file"
+	"github.com/distlock/distlock/internal/backend/urlx"
 	"github.com/distlock/distlock/internal/lock"
 )
 
@@ -73,7 +74,7 @@ func Describe(rawURL string) string {
 func openFile(_ context.Context, rawURL string, opts Options) (lock.Backend, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, lock.Invalidf("backend URL %q is malformed: %v", Redact(rawURL), cleanURLError(err))
+		return nil, lock.Invalidf("backend URL %q is malformed: %v", Redact(rawURL), urlx.Cause(err))
 	}
 	if u.Host != "" && !strings.EqualFold(u.Host, "localhost") {
 		return nil, lock.Invalidf("backend URL %q names the host %q, not a directory: use file:///abs/path (three slashes) for a lock directory", Redact(rawURL), u.Host)
@@ -91,12 +92,4 @@ func openFile(_ context.Context, rawURL string, opts Options) (lock.Backend, err
 	}
 	b.SetLogger(opts.Log)
 	return b, nil
-}
-
-// cleanURLError drops the URL from url.Parse's error, since it may hold a password.
-func cleanURLError(err error) error {
-	if ue, ok := err.(*url.Error); ok {
-		return ue.Err
-	}
-	return err
 }

@@ -18,7 +18,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -30,6 +29,7 @@ import (
 	mysqldrv "github.com/go-sql-driver/mysql"
 
 	"github.com/distlock/distlock/internal/backend/sqlstore"
+	"github.com/distlock/distlock/internal/backend/urlx"
 	"github.com/distlock/distlock/internal/lock"
 )
 
@@ -57,11 +57,7 @@ func ParseURL(raw string) (Config, error) {
 	const form = "mysql://user[:password]@host:port/database"
 	u, err := url.Parse(raw)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return Config{}, lock.Invalidf("mysql URL is malformed: %v (expected %s)", err, form)
+		return Config{}, lock.Invalidf("mysql URL is malformed: %v (expected %s)", urlx.Cause(err), form)
 	}
 	if !strings.EqualFold(u.Scheme, "mysql") || u.Host == "" {
 		return Config{}, lock.Invalidf("mysql URL needs a host: expected %s", form)

@@ -13,6 +13,7 @@
 package urlx
 
 import (
+	"errors"
 	"maps"
 	"net/url"
 	"slices"
@@ -232,4 +233,14 @@ func (spec Spec) CheckTLS(tls bool, cacert, cert, key string) error {
 		return lock.Invalidf("%s client certificate needs both cert and key files", spec.Name)
 	}
 	return nil
+}
+
+// Cause is err without the *url.Error around it (from url.Parse or a
+// client library's URL parser), whose URL may hold a password.
+func Cause(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
