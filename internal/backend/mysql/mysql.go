@@ -134,9 +134,5 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	return b, nil
 }
 
-// Guarantee is what MySQL and MariaDB promise, in one line (status's
-// engine: line).
-const Guarantee = "MySQL/MariaDB: exclusive while this database (its primary) lives and its clock runs true; leases expire by the database's clock, tokens come from a counter row"
-
 // Close implements lock.Backend.
 func (b *Backend) Close() error { return b.db.Close() }
