@@ -4,11 +4,13 @@ package backend
 import (
 	"context"
 	"log/slog"
+	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/distlock/distlock/internal/backend/file"
+	"github.com/distlock/distlock/internal/backend/urlx"
 	"github.com/distlock/distlock/internal/lock"
 )
 
@@ -66,4 +68,28 @@ func Describe(rawURL string) string {
 		return "file://" + file.DefaultDir()
 	}
 	return Redact(rawURL)
+}
+
+// openFile opens file:///DIR (file:// alone: the default directory).
+func openFile(_ context.Context, rawURL string, opts Options) (lock.Backend, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, lock.Invalidf("backend URL %q is malformed: %v", Redact(rawURL), urlx.Cause(err))
+	}
+	if u.Host != "" && !strings.EqualFold(u.Host, "localhost") {
+		return nil, lock.Invalidf("backend URL %q names the host %q, not a directory: use file:///abs/path (three slashes) for a lock directory", Redact(rawURL), u.Host)
+	}
+	if u.Path != "" && !strings.HasPrefix(u.Path, "/") {
+		return nil, lock.Invalidf("backend URL %q is a relative path: use file:///abs/path (three slashes) for a lock directory", Redact(rawURL))
+	}
+	open := file.Open
+	if opts.Doctor {
+		open = func(dir, prefix string) (*file.Backend, error) { return file.OpenForDoctor(dir, prefix), nil }
+	}
+	b, err := open(u.Path, opts.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	b.SetLogger(opts.Log)
+	return b, nil
 }

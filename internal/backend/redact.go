@@ -11,7 +11,6 @@ import (
 // error messages.
 func Redact(raw string) string {
 	if u, err := url.Parse(raw); err == nil {
-		_, hasPassword := u.User.Password()
 		q := u.Query()
 		secretQuery := false
 		for k := range q {
@@ -20,11 +19,10 @@ func Redact(raw string) string {
 				secretQuery = true
 			}
 		}
-		if !hasPassword && !secretQuery {
-			return raw
-		}
 		if secretQuery {
 			u.RawQuery = q.Encode()
+		} else if _, hasPassword := u.User.Password(); !hasPassword {
+			return raw // unchanged: Redacted would reorder the query
 		}
 		return u.Redacted()
 	}

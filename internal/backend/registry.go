@@ -12,12 +12,12 @@ import (
 )
 
 // Engine is one engine as distlock knows it: the schemes its URLs start
-// with, how to open one, what it promises and what it can do. Every list
+// with, how to open one and what it can do. Every list
 // of engines distlock shows (the --backend help and completion, doctor's
 // and list's help, the root help, Open's errors) is made from Engines(),
 // and the scenarios' [fair] and [semaphore] conditions read Caps. The
-// engine packages know nothing of it: each entry (engine_<name>.go) calls
-// its package's own parser and constructor.
+// engine packages know nothing of it: each entry (engines.go) calls its
+// package's own parser and constructor.
 type Engine struct {
 	// Scheme is what users write ("redis+sentinel"); TLS its TLS twin
 	// ("rediss+sentinel"; "" when it has none); Aliases other spellings
@@ -30,11 +30,7 @@ type Engine struct {
 	// --backend help ("redis+sentinel://HOST:PORT,…/MASTER"); Name says
 	// what it reaches ("Redis behind Sentinels").
 	Form, Name string
-	// Guarantee is status's engine: line for this scheme's plainest URL
-	// (Redis Sentinel without wait=, Redlock over three masters), the
-	// engine package's own wording.
-	Guarantee string
-	Caps      Caps
+	Caps       Caps
 	// Lists says how list finds the held locks and Checks what doctor's
 	// engine checks look at, for their help; "" on a topology that
 	// shares the entry's before it (Redis).
@@ -53,15 +49,10 @@ type Caps struct {
 	// Fair: waiters are served in arrival order, for a mutex and a
 	// semaphore's slots alike (locktest.Options.Fair).
 	Fair bool
-	// Holds: --min-hold and handles (distlock acquire) keep the lock
-	// with no renewals.
-	Holds bool
-	// Doctor: distlock doctor runs the engine's own checks (lock.Doctor).
-	Doctor bool
 }
 
-// every is all four capabilities.
-var every = Caps{Semaphore: true, Fair: true, Holds: true, Doctor: true}
+// every is both capabilities.
+var every = Caps{Semaphore: true, Fair: true}
 
 // opens is e with its open and kind: open parses a URL with parse, sets in
 // the parsed config what the options decide (where fill points), and
@@ -105,41 +96,18 @@ func (s settings) set(opts Options) {
 	*s.prefix, *s.timeout = opts.Prefix, opts.ConnectTimeout
 }
 
-// registry is every engine, in the order help lists them: the default
-// first. A new engine is one entry here and its engine_<name>.go.
-var registry = []*Engine{
-	&fileEngine,
-	&redisEngine, &sentinelEngine, &clusterEngine, &redlockEngine,
-	&etcdEngine,
-	&zkEngine,
-	&consulEngine,
-	&postgresEngine,
-	&mysqlEngine,
-}
-
 // Engines returns every engine, in the order help lists them.
-func Engines() []Engine {
-	out := make([]Engine, len(registry))
-	for i, e := range registry {
-		out[i] = *e
-	}
-	return out
-}
+func Engines() []Engine { return slices.Clone(registry) }
 
 // Lookup returns the engine whose URLs start with scheme:// (any case),
 // and whether there is one.
 func Lookup(scheme string) (Engine, bool) {
 	for _, e := range registry {
-		if e.has(scheme) {
-			return *e, true
+		if slices.ContainsFunc(e.Schemes(), func(s string) bool { return strings.EqualFold(s, scheme) }) {
+			return e, true
 		}
 	}
 	return Engine{}, false
-}
-
-// has reports whether scheme is one of e's (any case).
-func (e *Engine) has(scheme string) bool {
-	return slices.ContainsFunc(e.Schemes(), func(s string) bool { return strings.EqualFold(s, scheme) })
 }
 
 // Schemes are e's schemes as users write them: Scheme, then its TLS

@@ -11,17 +11,13 @@ import (
 
 // TestCapsMatchEngines: what the registry says an engine can do is what
 // its type implements: a semaphore's holders by slot (lock.SlotInspector)
-// and doctor's engine checks (lock.Doctor).
+// and a line of waiters (lock.LineCounter).
 func TestCapsMatchEngines(t *testing.T) {
 	for _, e := range registry {
 		_, slots := e.kind.(lock.SlotInspector)
-		_, doctor := e.kind.(lock.Doctor)
 		_, line := e.kind.(lock.LineCounter)
 		if e.Caps.Semaphore != slots {
 			t.Errorf("%s: Caps.Semaphore is %v, but its %T implements lock.SlotInspector: %v", e.Scheme, e.Caps.Semaphore, e.kind, slots)
-		}
-		if e.Caps.Doctor != doctor {
-			t.Errorf("%s: Caps.Doctor is %v, but its %T implements lock.Doctor: %v", e.Scheme, e.Caps.Doctor, e.kind, doctor)
 		}
 		if e.Caps.Fair != line {
 			t.Errorf("%s: Caps.Fair is %v, but its %T implements lock.LineCounter (status's waiting): %v", e.Scheme, e.Caps.Fair, e.kind, line)
@@ -34,8 +30,8 @@ func TestCapsMatchEngines(t *testing.T) {
 func TestRegistryEntriesComplete(t *testing.T) {
 	seen := map[string]string{}
 	for _, e := range registry {
-		if e.open == nil || e.kind == nil || e.Name == "" || e.Guarantee == "" {
-			t.Errorf("%s: an entry needs open, kind, Name and Guarantee", e.Scheme)
+		if e.open == nil || e.kind == nil || e.Name == "" {
+			t.Errorf("%s: an entry needs open, kind and Name", e.Scheme)
 		}
 		if !strings.HasPrefix(e.Form, e.Scheme+"://") {
 			t.Errorf("%s: Form %q does not start with %s://", e.Scheme, e.Form, e.Scheme)

@@ -28,24 +28,23 @@ var (
 // notifications, so waiters only poll.
 func (b *Backend) dialect(prefix, addr string) sqlstore.Dialect {
 	return sqlstore.Dialect{
-		Name: "mysql", Guarantee: Guarantee, Addr: addr, Prefix: prefix,
-		Driver: driver{b},
-		SQL:    queries,
+		Name: "mysql", Addr: addr, Prefix: prefix,
+		Guarantee: "MySQL/MariaDB: exclusive while this database (its primary) lives and its clock runs true; leases expire by the database's clock, tokens come from a counter row",
+		Driver:    driver{b},
+		SQL:       queries,
 		// A place lasts eight polls: only a waiter gone (or cut off) loses it.
 		PollCap: 250 * time.Millisecond, PlaceLasts: 2 * time.Second,
-		Classify:  classify,
-		Grants:    "create distlock_token, distlock_lease, distlock_waiter and distlock_ledger once (README, MySQL), then grant distlock's user SELECT, INSERT, UPDATE, DELETE on them",
-		TooMany:   "its max_connections (151 by default) are all in use; raise it (SET GLOBAL max_connections = N, and in the server's config file)",
-		ClockName: "SYSDATE(6)",
-		Connections: sqlstore.Connections{
-			Reads: "max_connections and Threads_connected",
-			Fix:   "raise it (SET GLOBAL max_connections = N, and in the server's config file)",
-			Read:  b.connections,
-		},
+		Classify:      classify,
+		Grants:        "create distlock_token, distlock_lease, distlock_waiter and distlock_ledger once (README, MySQL), then grant distlock's user SELECT, INSERT, UPDATE, DELETE on them",
+		TooMany:       "its max_connections (151 by default) are all in use; raise it (SET GLOBAL max_connections = N, and in the server's config file)",
+		ClockName:     "SYSDATE(6)",
+		Headroom:      b.connections,
+		HeadroomReads: "max_connections and Threads_connected",
+		HeadroomFix:   "raise it (SET GLOBAL max_connections = N, and in the server's config file)",
 	}
 }
 
-// connections implements sqlstore.Connections.Read: Threads_connected
+// connections implements sqlstore.Dialect.Headroom: Threads_connected
 // (its own connection among them) and max_connections, on one connection.
 func (b *Backend) connections(ctx context.Context) (setting string, used, limit int, err error) {
 	conn, err := b.db.Conn(ctx)
@@ -78,13 +77,9 @@ var failures = map[uint16]sqlstore.Kind{
 // never hold the password.
 func classify(err error) sqlstore.Failure {
 	var me *mysqldrv.MySQLError
-	var opErr *net.OpError
-	switch {
-	case errors.As(err, &me):
+	if errors.As(err, &me) {
 		return sqlstore.Failure{Kind: failures[me.Number], Msg: me.Message, Code: fmt.Sprintf("error %d", me.Number)}
-	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &opErr) && opErr.Timeout()):
-		return sqlstore.Failure{Kind: sqlstore.Timeout}
-	default:
-		return sqlstore.Failure{Kind: sqlstore.Unreachable, Msg: sqlstore.Cause(err, false)}
 	}
+	var opErr *net.OpError
+	return sqlstore.NoAnswer(err, errors.As(err, &opErr) && opErr.Timeout(), false)
 }

@@ -26,25 +26,20 @@ func (d driver) Exec(ctx context.Context, query string, args ...any) (int64, err
 	return n, nil
 }
 
-// Query implements sqlstore.Driver: every query goes through multi, for
-// break is a transaction of several statements.
-func (d driver) Query(ctx context.Context, query string, args []any, each func(sqlstore.Row) error) error {
-	return d.b.multi(ctx, query, args, each)
-}
-
 // Acquire implements sqlstore.Driver: acquire.sql is one multi-statement
 // transaction, serialized by the counter row distlock_token.
 func (d driver) Acquire(ctx context.Context, query string, args []any, each func(sqlstore.Row) error) error {
-	return d.b.multi(ctx, query, args, each)
+	return d.Query(ctx, query, args, each)
 }
 
-// multi runs a multi-statement query on a connection of its own and hands
-// the rows of every result set that has columns to each. If
-// anything fails, the connection is thrown away, never returned to the
+// Query implements sqlstore.Driver: every query runs as a multi-statement
+// one (break is a transaction of several statements), on a connection of
+// its own, and each gets the rows of every result set that has columns.
+// If anything fails, the connection is thrown away, never returned to the
 // pool: a transaction left open by a statement that failed half-way would
 // hold its locks (the server rolls it back when the connection closes).
-func (b *Backend) multi(ctx context.Context, query string, args []any, each func(sqlstore.Row) error) (err error) {
-	conn, err := b.db.Conn(ctx)
+func (d driver) Query(ctx context.Context, query string, args []any, each func(sqlstore.Row) error) (err error) {
+	conn, err := d.b.db.Conn(ctx)
 	if err != nil {
 		return err
 	}

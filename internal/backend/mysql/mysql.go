@@ -18,7 +18,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -30,6 +29,7 @@ import (
 	mysqldrv "github.com/go-sql-driver/mysql"
 
 	"github.com/distlock/distlock/internal/backend/sqlstore"
+	"github.com/distlock/distlock/internal/backend/urlx"
 	"github.com/distlock/distlock/internal/lock"
 )
 
@@ -57,11 +57,7 @@ func ParseURL(raw string) (Config, error) {
 	const form = "mysql://user[:password]@host:port/database"
 	u, err := url.Parse(raw)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return Config{}, lock.Invalidf("mysql URL is malformed: %v (expected %s)", err, form)
+		return Config{}, lock.Invalidf("mysql URL is malformed: %v (expected %s)", urlx.Cause(err), form)
 	}
 	if !strings.EqualFold(u.Scheme, "mysql") || u.Host == "" {
 		return Config{}, lock.Invalidf("mysql URL needs a host: expected %s", form)
@@ -137,10 +133,6 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	}
 	return b, nil
 }
-
-// Guarantee is what MySQL and MariaDB promise, in one line (status's
-// engine: line; internal/backend's registry shows it too).
-const Guarantee = "MySQL/MariaDB: exclusive while this database (its primary) lives and its clock runs true; leases expire by the database's clock, tokens come from a counter row"
 
 // Close implements lock.Backend.
 func (b *Backend) Close() error { return b.db.Close() }

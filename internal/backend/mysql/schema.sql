@@ -22,20 +22,20 @@ INSERT IGNORE INTO distlock_token (id, value) VALUES (1, 0);
 -- "job" and "job " are three locks (a text collation would make at least
 -- two of them one, on MySQL and MariaDB alike).
 CREATE TABLE IF NOT EXISTS distlock_lease (
-    prefix      VARBINARY(255) NOT NULL,
-    lock_key    VARBINARY(512) NOT NULL,
+    prefix      VARBINARY(255) NOT NULL,  -- --prefix (namespace)
+    lock_key    VARBINARY(512) NOT NULL,  -- --key
     slot        INT          NOT NULL,
-    lock_limit  INT          NOT NULL,
-    owner       VARBINARY(128) NOT NULL,
-    token       BIGINT UNSIGNED NOT NULL,
+    lock_limit  INT          NOT NULL,    -- 1 for a mutex
+    owner       VARBINARY(128) NOT NULL,  -- secret owner id of the holder
+    token       BIGINT UNSIGNED NOT NULL, -- fencing token
     acquired_us BIGINT       NOT NULL,
     expires_us  BIGINT       NOT NULL,
     ttl_ms      BIGINT       NOT NULL,
-    hold        VARCHAR(32)  NOT NULL,
+    hold        VARCHAR(32)  NOT NULL,    -- min-hold, handle: nobody renews it
     host        VARCHAR(255) NOT NULL,
     pid         INT          NOT NULL,
     username    VARCHAR(255) NOT NULL,
-    command     TEXT         NOT NULL,
+    command     TEXT         NOT NULL,    -- argv[0] only
     note        TEXT         NOT NULL,
     PRIMARY KEY (prefix, lock_key, slot)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
@@ -47,11 +47,11 @@ CREATE TABLE IF NOT EXISTS distlock_lease (
 CREATE TABLE IF NOT EXISTS distlock_waiter (
     prefix      VARBINARY(255)  NOT NULL,
     lock_key    VARBINARY(512)  NOT NULL,
-    owner       VARBINARY(128)  NOT NULL,
-    ticket      BIGINT UNSIGNED NOT NULL,
-    alive_us    BIGINT          NOT NULL,
+    owner       VARBINARY(128)  NOT NULL, -- secret owner id of the waiter
+    ticket      BIGINT UNSIGNED NOT NULL, -- arrival order
+    alive_us    BIGINT          NOT NULL, -- µs since 1970, by the database's clock
     host        VARCHAR(255)    NOT NULL,
-    pid         INT             NOT NULL,
+    pid         INT             NOT NULL, -- with host: names the waiter to those it keeps behind it
     PRIMARY KEY (prefix, lock_key, owner)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 

@@ -34,7 +34,7 @@ func closeConn(conn *pgx.Conn) {
 	_ = conn.Close(ctx)
 }
 
-// connections implements sqlstore.Connections.Read.
+// connections implements sqlstore.Dialect.Headroom.
 func (b *Backend) connections(ctx context.Context) (setting string, used, limit int, err error) {
 	err = b.with(ctx, func(c *pgx.Conn) error {
 		setting, used, limit, err = headroom(ctx, c)

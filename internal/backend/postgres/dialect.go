@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"context"
 	"embed"
 	"errors"
 	"time"
@@ -29,9 +28,10 @@ var (
 // break (notify.go); addr (host:port) names the server in messages.
 func (b *Backend) dialect(addr string) sqlstore.Dialect {
 	return sqlstore.Dialect{
-		Name: "postgres", Guarantee: Guarantee, Addr: addr, Prefix: b.prefix,
-		Driver: driver{b},
-		SQL:    queries,
+		Name: "postgres", Addr: addr, Prefix: b.prefix,
+		Guarantee: "PostgreSQL: exclusive while this database (its primary) lives and its clock runs true; leases expire by the database's clock, tokens follow it too",
+		Driver:    driver{b},
+		SQL:       queries,
 		// A place lasts three polls: only a waiter gone (or cut off) loses it.
 		PollCap: time.Second, PlaceLasts: 3 * time.Second,
 		Wake:     b.notify,
@@ -41,13 +41,11 @@ func (b *Backend) dialect(addr string) sqlstore.Dialect {
 		// Each request of a distlock process needs a connection (for the
 		// time of the request: conn.go), and a waiter one more, held, to
 		// listen for releases while the server has room (notify.go).
-		TooMany:   "its max_connections (100 by default) are all in use; raise max_connections in postgresql.conf and restart the server, put a pooler (PgBouncer, session mode) in front",
-		ClockName: "clock_timestamp()",
-		Connections: sqlstore.Connections{
-			Reads: "max_connections and pg_stat_activity",
-			Fix:   "raise max_connections in postgresql.conf and restart the server, or put a pooler (PgBouncer, session mode) in front",
-			Read:  b.connections,
-		},
+		TooMany:       "its max_connections (100 by default) are all in use; raise max_connections in postgresql.conf and restart the server, put a pooler (PgBouncer, session mode) in front",
+		ClockName:     "clock_timestamp()",
+		Headroom:      b.connections,
+		HeadroomReads: "max_connections and pg_stat_activity",
+		HeadroomFix:   "raise max_connections in postgresql.conf and restart the server, or put a pooler (PgBouncer, session mode) in front",
 	}
 }
 
@@ -66,12 +64,8 @@ var failures = map[string]sqlstore.Kind{
 // string.
 func classify(err error) sqlstore.Failure {
 	var pgErr *pgconn.PgError
-	switch {
-	case errors.As(err, &pgErr):
+	if errors.As(err, &pgErr) {
 		return sqlstore.Failure{Kind: failures[pgErr.Code], Msg: pgErr.Message, Code: "SQLSTATE " + pgErr.Code}
-	case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
-		return sqlstore.Failure{Kind: sqlstore.Timeout}
-	default:
-		return sqlstore.Failure{Kind: sqlstore.Unreachable, Msg: sqlstore.Cause(err, true)}
 	}
+	return sqlstore.NoAnswer(err, pgconn.Timeout(err), true)
 }

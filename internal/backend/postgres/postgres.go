@@ -119,10 +119,6 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	return b, nil
 }
 
-// Guarantee is what PostgreSQL promises, in one line (status's engine:
-// line; internal/backend's registry shows it too).
-const Guarantee = "PostgreSQL: exclusive while this database (its primary) lives and its clock runs true; leases expire by the database's clock, tokens follow it too"
-
 // Close implements lock.Backend: there is no connection to close, each
 // request closed its own.
 func (b *Backend) Close() error { return nil }

@@ -24,9 +24,9 @@ func (s *Store) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Check
 func (s *Store) headroomCheck(rctx lock.RequestContext) lock.Check {
 	ctx, cancel := rctx()
 	defer cancel()
-	setting, used, limit, err := s.d.Connections.Read(ctx)
+	setting, used, limit, err := s.d.Headroom(ctx)
 	if err != nil {
-		return lock.CannotCheck("connections", "read "+s.d.Connections.Reads, err, "run doctor again once the server answers")
+		return lock.CannotCheck("connections", "read "+s.d.HeadroomReads, err, "run doctor again once the server answers")
 	}
-	return lock.ConnectionHeadroomCheck(setting, used, limit, s.d.Connections.Fix)
+	return lock.ConnectionHeadroomCheck(setting, used, limit, s.d.HeadroomFix)
 }

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -58,17 +59,23 @@ func (s *Store) Unavailable(err error) error {
 		Msg: fmt.Sprintf(msg, s.d.Name+" at "+s.d.Addr, f.Msg, f.Code, s.d.Grants, s.d.TooMany)}
 }
 
-// Cause is the text of err's cause, for Unreachable: a network error told
-// by its system call ("connect: connection refused"), else the first line
-// of the innermost error when unwrap is set (client libraries wrap it in
-// messages that repeat the user, database and address), else of err.
-func Cause(err error, unwrap bool) string {
+// NoAnswer is the Failure of an error the server did not answer with
+// (the end of a Dialect.Classify): Timeout when the request's context
+// expired or timeout says so, else Unreachable with the cause: a network
+// error told by its system call ("connect: connection refused"), else the
+// first line of the innermost error when unwrap is set (client libraries
+// wrap it in messages that repeat the user, database and address), else
+// of err.
+func NoAnswer(err error, timeout, unwrap bool) Failure {
+	if timeout || errors.Is(err, context.DeadlineExceeded) {
+		return Failure{Kind: Timeout}
+	}
 	var opErr *net.OpError
 	if errors.As(err, &opErr) && opErr.Err != nil {
-		return opErr.Err.Error()
+		return Failure{Kind: Unreachable, Msg: opErr.Err.Error()}
 	}
 	for unwrap && errors.Unwrap(err) != nil {
 		err = errors.Unwrap(err)
 	}
-	return lock.FirstLine(err)
+	return Failure{Kind: Unreachable, Msg: lock.FirstLine(err)}
 }

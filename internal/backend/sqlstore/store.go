@@ -98,17 +98,13 @@ type Dialect struct {
 	// limit.
 	Grants, TooMany string
 	// ClockName is the clock Queries.Clock reads, as the doctor names it.
-	ClockName   string
-	Connections Connections
-}
-
-// Connections reads how many of the server's connections are in use.
-type Connections struct {
-	Reads string // what Read reads, for the doctor's warning
-	Fix   string // how to raise the limit
-	// Read returns the limit's setting (as the doctor names it), the
-	// connections in use and the limit.
-	Read func(ctx context.Context) (setting string, used, limit int, err error)
+	ClockName string
+	// Headroom returns the connection limit's setting (as the doctor
+	// names it), the connections in use and the limit; HeadroomReads is
+	// what it reads and HeadroomFix how to raise the limit, for the
+	// doctor.
+	Headroom                   func(ctx context.Context) (setting string, used, limit int, err error)
+	HeadroomReads, HeadroomFix string
 }
 
 // Settings are distlock's own settings of an SQL engine, which its Config

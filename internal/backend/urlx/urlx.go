@@ -3,9 +3,9 @@
 //	scheme://[user[:password]@]host[:port][,host[:port]...][/path][?query]
 //
 // once for every engine that lists several servers in one URL (Redis
-// Sentinel, Cluster and Redlock, etcd, ZooKeeper): the scheme and its TLS
-// twin, the user and password (percent-encoded), each host with the
-// engine's default port, the path and the query. An engine says how it
+// Sentinel, Cluster and Redlock, etcd, ZooKeeper, Consul): the scheme and
+// its TLS twin, the user and password (percent-encoded), each host with
+// the engine's default port, the path and the query. An engine says how it
 // reads them in a Spec and gives meaning to what comes back. Errors are
 // lock.ErrInvalid, one line, and never hold the password: at most a host
 // is echoed, since with a forgotten "@host" user:password reads as
@@ -13,6 +13,7 @@
 package urlx
 
 import (
+	"errors"
 	"maps"
 	"net/url"
 	"slices"
@@ -232,4 +233,14 @@ func (spec Spec) CheckTLS(tls bool, cacert, cert, key string) error {
 		return lock.Invalidf("%s client certificate needs both cert and key files", spec.Name)
 	}
 	return nil
+}
+
+// Cause is err without the *url.Error around it (from url.Parse or a
+// client library's URL parser), whose URL may hold a password.
+func Cause(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
