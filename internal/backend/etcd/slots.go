@@ -30,8 +30,6 @@ package etcd
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -69,13 +67,11 @@ func (b *Backend) slotIndex(key, etcdKey string) (int, bool) {
 
 // TryOnce implements lock.OnceTaker (each Try before the first Wait): on
 // a lease of its own and outside the line (no waiter key), it looks and
-// takes as a waiter does (step.go), but behind every waiter in line: it
-// takes the lowest free slot only while nobody is in line, and on a
-// conflict reads again, after a moment so that racing acquirers spread
-// out. When every slot is held, or others wait in line, the answer is
-// busy, naming the oldest holder (else the first waiter). On any answer
-// but the lease it revokes the lease: a put whose reply was lost goes with
-// it.
+// takes as a waiter does (step.go), but behind every waiter in line
+// (lock.TryOffLine). When every slot is held, or others wait in line, the
+// answer is busy, naming the oldest holder (else the first waiter). On any
+// answer but the lease it revokes the lease: a put whose reply was lost
+// goes with it.
 func (w *waiter) TryOnce(ctx context.Context) (lock.Lease, error) {
 	w.granted = time.Now()
 	e, err := w.grant(ctx)
@@ -83,28 +79,11 @@ func (w *waiter) TryOnce(ctx context.Context) (lock.Lease, error) {
 		return nil, err
 	}
 	w.e, w.free = e, -1
-	for {
-		look, err := w.Look(ctx)
-		var l lock.Lease
-		if err == nil && look.Ahead >= look.Free {
-			err = &lock.BusyError{Holder: look.Holder}
-		}
-		if err == nil {
-			l, err = w.Take(ctx)
-		}
-		if errors.Is(err, lock.ErrLookAgain) {
-			select {
-			case <-ctx.Done():
-				err = w.b.opError("take a slot of "+w.req.Key, ctx.Err())
-			case <-time.After(time.Duration(rand.Int64N(int64(5 * time.Millisecond)))):
-				continue
-			}
-		}
-		if err != nil {
-			w.Leave()
-		}
-		return l, err
+	l, err := lock.TryOffLine(ctx, w)
+	if err != nil && err == ctx.Err() {
+		return nil, w.b.opError("take a slot of "+w.req.Key, err)
 	}
+	return l, err
 }
 
 // slotsRead is what one read of a key's queue prefix says of its slots.
