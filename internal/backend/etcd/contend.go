@@ -32,6 +32,18 @@ type entry struct {
 	rec     slotRecord // with its fencing token once held (token.go)
 }
 
+// ours compares etcdKey's create revision with e.rev: the key is still the
+// one we put (a create revision is never reused). Before Join's put, rev 0:
+// no such key.
+func (e *entry) ours() clientv3.Cmp {
+	return clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", e.rev)
+}
+
+// readOurs says whether kvs, a read of etcdKey, finds the key still ours.
+func (e *entry) readOurs(kvs []*mvccpb.KeyValue) bool {
+	return len(kvs) > 0 && kvs[0].CreateRevision == e.rev
+}
+
 // Contend implements lock.Backend: a mutex is a semaphore of one.
 func (b *Backend) Contend(req lock.Request) lock.Contender {
 	req.Limit = max(req.Limit, 1)
@@ -72,10 +84,7 @@ func (w *waiter) Join(ctx context.Context) error {
 	}
 	e.line = w.b.linePrefix(e.key)
 	e.etcdKey = fmt.Sprintf("%s%x", e.line, int64(e.id))
-	resp, err := w.b.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", 0)).
-		Then(clientv3.OpPut(e.etcdKey, e.rec.value(), clientv3.WithLease(e.id))).
-		Commit()
+	resp, err := w.b.cli.Txn(ctx).If(e.ours()).Then(clientv3.OpPut(e.etcdKey, e.rec.value(), clientv3.WithLease(e.id))).Commit()
 	if err != nil || !resp.Succeeded {
 		// The put may have been applied: revoking the lease removes it.
 		w.b.revoke(ctx, e.id, e.etcdKey)
@@ -95,7 +104,7 @@ func (w *waiter) grant(ctx context.Context) (*entry, error) {
 	if err != nil {
 		return nil, w.b.opError("grant a lease for "+w.req.Key, err)
 	}
-	return &entry{key: w.req.Key, id: g.ID, rec: slotRecord{record: newRecord(w.req, time.Now())}}, nil
+	return &entry{key: w.req.Key, id: g.ID, rec: slotRecord{record: record{Record: lock.NewRecord(w.req, time.Now())}}}, nil
 }
 
 // Watch implements lock.LineStore: the deletion of the one just ahead of
@@ -152,12 +161,6 @@ func (w *waiter) Leave() {
 		w.b.revoke(context.Background(), w.e.id, w.e.etcdKey)
 	}
 	w.e, w.ahead, w.unread = nil, nil, false
-}
-
-// waiterHolder describes a waiter (its key kv) as the one a busy acquirer
-// waits for: who it is, holding nothing yet.
-func waiterHolder(key string, kv *mvccpb.KeyValue) lock.Holder {
-	return lock.Holder{Key: key, Meta: holderOf(key, kv).Meta, ExpiresIn: -1}
 }
 
 // QueueLen implements lock.LineCounter (status's waiting): how many

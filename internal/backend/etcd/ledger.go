@@ -75,16 +75,14 @@ func (b *Backend) Entries(ctx context.Context, key string) (map[string][]byte, e
 func (b *Backend) DeleteEntries(ctx context.Context, key string, ids []string) error {
 	lp := b.ledgerPrefix(key)
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
-	for len(ids) > 0 {
-		n := min(len(ids), deleteBatch)
-		ops := make([]clientv3.Op, n)
-		for i, id := range ids[:n] {
+	for batch := range slices.Chunk(ids, deleteBatch) {
+		ops := make([]clientv3.Op, len(batch))
+		for i, id := range batch {
 			ops[i] = clientv3.OpDelete(lp + id)
 		}
 		if _, err := b.cli.Txn(ctx).Then(ops...).Commit(); err != nil {
 			return b.opError("delete from the ledger of "+key, err)
 		}
-		ids = ids[n:]
 	}
 	return nil
 }

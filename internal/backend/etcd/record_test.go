@@ -34,3 +34,9 @@ func TestRecordBytes(t *testing.T) {
 		t.Errorf("bare record:\n got %s\nwant %s", got, wantBare)
 	}
 }
+
+// newRecord is a contender's record for req, as Join and a try-once write
+// it.
+func newRecord(req lock.Request, now time.Time) record {
+	return record{Record: lock.NewRecord(req, now)}
+}

@@ -1,18 +1,9 @@
 package etcd
 
-// The slots of a key on etcd: a mutex is a semaphore of one.
-//
-// # Layout
-//
-// Slot i of KEY (0..N-1, N the limit; 1 for a mutex) is one etcd key
-// attached to its holder's own lease:
-//
-//	<prefix>/<url.PathEscape(KEY)>/slot/<i>
-//
-// inside KEY's queue prefix. Its value is the holder's record (with its
-// fencing token) plus the limit and the slot (slotRecord); tokens come
-// from the key's one counter (token.go). Inspect, List, a busy answer and
-// Break name the oldest holder (lock.Oldest: the lowest token).
+// The slots of a key on etcd: a mutex is a semaphore of one. Slot i of
+// KEY (0..N-1, N the limit) is "<prefix>/<url.PathEscape(KEY)>/slot/<i>",
+// inside its queue prefix, on its holder's own lease; its value is the
+// holder's record with its token, the limit and the slot (slotRecord).
 //
 // Older builds kept a mutex as a queue of contenders in the same prefix,
 // "<prefix>/<url.PathEscape(KEY)>/<lease ID in hex>", the lowest create
@@ -21,15 +12,11 @@ package etcd
 // in its queue ahead of any key it puts after it, so waits for it (its
 // joinQueue takes only an empty queue, its takeover only when no key under
 // the prefix is older than its own).
-//
-// A take (step.go) reads the whole queue prefix, refuses with a
-// *lock.LimitMismatchError when a holder uses another limit, and puts the
-// lowest free slot in a transaction that requires no key under the prefix
-// put since its read.
 
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -96,13 +83,13 @@ type slotsRead struct {
 // readSlots reads the keys under the queue prefix qp for req, in create
 // revision order: a *lock.LimitMismatchError when a holder uses another
 // limit (lock.Refuse; the busy answer is the caller's, which minds the
-// line). A key that is no slot is an older build's
-// mutex contender: it holds slot 0 of a mutex, and refuses a semaphore.
+// line). A key that is no slot is an older build's mutex contender: it
+// holds slot 0 of a mutex, and refuses a semaphore.
 func readSlots(req lock.Request, qp string, kvs []*mvccpb.KeyValue) (slotsRead, error) {
 	n := req.Limit
 	held := make([]bool, n)
 	var limits []lock.SeenLimit
-	sr := slotsRead{free: -1}
+	var sr slotsRead
 	for _, kv := range kvs {
 		idx, isSlot := strings.CutPrefix(strings.TrimPrefix(string(kv.Key), qp), "slot/")
 		if !isSlot {
@@ -121,12 +108,7 @@ func readSlots(req lock.Request, qp string, kvs []*mvccpb.KeyValue) (slotsRead, 
 	if err := lock.Refuse(req.Key, n, nil, limits, false); err != nil {
 		return slotsRead{}, err
 	}
-	for i, h := range held {
-		if !h {
-			sr.free = i
-			break
-		}
-	}
+	sr.free = slices.Index(held, false)
 	return sr, nil
 }
 
