@@ -1,20 +1,14 @@
 package etcd
 
-// The run ledger on etcd (lock.Ledger).
-//
-// Each entry is one etcd key with no lease (it outlives every holder):
-//
-//	<prefix>/#ledger/<url.PathEscape(KEY)>/<id>    the entry's bytes
-//
-// inside the prefix (so the readwrite permission a deployment grants on
-// "<prefix>/" covers it) but never inside a lock's keys: an escaped key
-// never starts with '#' nor holds a '/', so "<prefix>/#ledger/" is no
-// key's queue prefix, counter or line, and the entries of two keys never
-// share a prefix. List passes over it (its first segment holds a '#'), and
-// its range starts past it (list.go). Entries are read with etcd's
-// default, linearizable Get: the holder of a key that reads its ledger
-// right after acquiring sees every entry written before the previous
-// holder released.
+// The run ledger on etcd (lock.Ledger): one key per entry, with no lease
+// (it outlives every holder), "<prefix>/#ledger/<url.PathEscape(KEY)>/<id>".
+// Inside the prefix, so the readwrite permission a deployment grants on
+// "<prefix>/" covers it, but in no lock's keys: an escaped key never
+// starts with '#' nor holds a '/', so "<prefix>/#ledger/" is no key's
+// queue prefix, counter or line. List passes over it (list.go). Entries
+// are read with etcd's default, linearizable Get: the holder of a key that
+// reads its ledger right after acquiring sees every entry written before
+// the previous holder released.
 
 import (
 	"context"
