@@ -13,6 +13,8 @@ package etcd
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -121,7 +123,7 @@ func (w *waiter) Watch(ctx context.Context) (lock.Retry, error) {
 	}
 	ch := w.b.cli.Watch(clientv3.WithRequireLeader(ctx), watched, opts...)
 	wake, freed := make(chan struct{}, 1), make(chan int, 1)
-	b, key, first := w.b, w.req.Key, w.ahead == nil && !w.legacy
+	slots, first := w.b.slotPrefix(w.req.Key), w.ahead == nil && !w.legacy
 	w.freed = freed
 	go func() {
 		defer func() { wake <- struct{}{} }()
@@ -137,7 +139,8 @@ func (w *waiter) Watch(ctx context.Context) (lock.Retry, error) {
 					return
 				}
 				if len(wr.Events) > 0 {
-					if i, ok := b.slotIndex(key, string(wr.Events[0].Kv.Key)); first && ok {
+					idx, ok := strings.CutPrefix(string(wr.Events[0].Kv.Key), slots)
+					if i, err := strconv.Atoi(idx); first && ok && err == nil {
 						freed <- i
 					}
 					return

@@ -37,20 +37,15 @@ type slotRecord struct {
 
 // value is how r is written: with the limit and the slot only on a slot.
 func (r slotRecord) value() string {
+	var v any = r
 	if r.Limit == 0 {
-		return encodeJSON(r.record)
+		v = r.record
 	}
-	return encodeJSON(r)
+	b, _ := json.Marshal(v) // plain fields: cannot fail
+	return string(b)
 }
 
 func (b *Backend) slotPrefix(key string) string { return b.queuePrefix(key) + "slot/" }
-
-// slotIndex is the slot etcdKey is of key; false for any other key.
-func (b *Backend) slotIndex(key, etcdKey string) (int, bool) {
-	idx, ok := strings.CutPrefix(etcdKey, b.slotPrefix(key))
-	i, err := strconv.Atoi(idx)
-	return i, ok && err == nil
-}
 
 // TryOnce implements lock.OnceTaker (each Try before the first Wait): on
 // a lease of its own and outside the line (no waiter key), it looks and
@@ -125,9 +120,4 @@ func seenLimit(kv *mvccpb.KeyValue, isSlot bool, i, n int) lock.SeenLimit {
 		return lock.SeenLimit{Have: rec.Limit}
 	}
 	return lock.SeenLimit{Have: i + 1, Bound: true}
-}
-
-func encodeJSON(v any) string {
-	b, _ := json.Marshal(v) // plain fields: cannot fail
-	return string(b)
 }
