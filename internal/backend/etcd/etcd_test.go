@@ -813,19 +813,19 @@ func TestGuaranteeAndBadRequests(t *testing.T) {
 // entry.readOurs).
 func TestBrokenHolderLeavesTheNextAlone(t *testing.T) {
 	eachServer(t, func(t *testing.T, s server) {
-		b := newBackend(t, s)
-		ctx := wait.Context(t, 10*time.Second)
-		alice, err := lock.TryOnce(ctx, b, request("re", "alice", 3*time.Second))
-		if err != nil {
-			t.Fatal(err)
+		ctx, b := wait.Context(t, 10*time.Second), newBackend(t, s)
+		take := func(owner string) lock.Lease {
+			l, err := lock.TryOnce(ctx, b, request("re", owner, 3*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l
 		}
+		alice := take("alice")
 		if _, err := b.Break(ctx, "re", alice.Token()); err != nil {
 			t.Fatal(err)
 		}
-		bob, err := lock.TryOnce(ctx, b, request("re", "bob", 3*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
+		bob := take("bob")
 		if storeOf(bob).e.etcdKey != storeOf(alice).e.etcdKey {
 			t.Fatalf("bob holds %s, alice held %s: want the same slot key", storeOf(bob).e.etcdKey, storeOf(alice).e.etcdKey)
 		}
