@@ -13,6 +13,8 @@ package etcd
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -30,6 +32,18 @@ type entry struct {
 	id      clientv3.LeaseID
 	rev     int64      // create revision of etcdKey: its place in the line
 	rec     slotRecord // with its fencing token once held (token.go)
+}
+
+// ours compares etcdKey's create revision with e.rev: the key is still the
+// one we put (a create revision is never reused). Before Join's put, rev 0:
+// no such key.
+func (e *entry) ours() clientv3.Cmp {
+	return clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", e.rev)
+}
+
+// readOurs says whether kvs, a read of etcdKey, finds the key still ours.
+func (e *entry) readOurs(kvs []*mvccpb.KeyValue) bool {
+	return len(kvs) > 0 && kvs[0].CreateRevision == e.rev
 }
 
 // Contend implements lock.Backend: a mutex is a semaphore of one.
@@ -72,10 +86,7 @@ func (w *waiter) Join(ctx context.Context) error {
 	}
 	e.line = w.b.linePrefix(e.key)
 	e.etcdKey = fmt.Sprintf("%s%x", e.line, int64(e.id))
-	resp, err := w.b.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", 0)).
-		Then(clientv3.OpPut(e.etcdKey, e.rec.value(), clientv3.WithLease(e.id))).
-		Commit()
+	resp, err := w.b.cli.Txn(ctx).If(e.ours()).Then(clientv3.OpPut(e.etcdKey, e.rec.value(), clientv3.WithLease(e.id))).Commit()
 	if err != nil || !resp.Succeeded {
 		// The put may have been applied: revoking the lease removes it.
 		w.b.revoke(ctx, e.id, e.etcdKey)
@@ -95,7 +106,7 @@ func (w *waiter) grant(ctx context.Context) (*entry, error) {
 	if err != nil {
 		return nil, w.b.opError("grant a lease for "+w.req.Key, err)
 	}
-	return &entry{key: w.req.Key, id: g.ID, rec: slotRecord{record: newRecord(w.req, time.Now())}}, nil
+	return &entry{key: w.req.Key, id: g.ID, rec: slotRecord{record: record{Record: lock.NewRecord(w.req, time.Now())}}}, nil
 }
 
 // Watch implements lock.LineStore: the deletion of the one just ahead of
@@ -112,7 +123,7 @@ func (w *waiter) Watch(ctx context.Context) (lock.Retry, error) {
 	}
 	ch := w.b.cli.Watch(clientv3.WithRequireLeader(ctx), watched, opts...)
 	wake, freed := make(chan struct{}, 1), make(chan int, 1)
-	b, key, first := w.b, w.req.Key, w.ahead == nil && !w.legacy
+	slots, first := w.b.slotPrefix(w.req.Key), w.ahead == nil && !w.legacy
 	w.freed = freed
 	go func() {
 		defer func() { wake <- struct{}{} }()
@@ -128,7 +139,8 @@ func (w *waiter) Watch(ctx context.Context) (lock.Retry, error) {
 					return
 				}
 				if len(wr.Events) > 0 {
-					if i, ok := b.slotIndex(key, string(wr.Events[0].Kv.Key)); first && ok {
+					idx, ok := strings.CutPrefix(string(wr.Events[0].Kv.Key), slots)
+					if i, err := strconv.Atoi(idx); first && ok && err == nil {
 						freed <- i
 					}
 					return
@@ -152,12 +164,6 @@ func (w *waiter) Leave() {
 		w.b.revoke(context.Background(), w.e.id, w.e.etcdKey)
 	}
 	w.e, w.ahead, w.unread = nil, nil, false
-}
-
-// waiterHolder describes a waiter (its key kv) as the one a busy acquirer
-// waits for: who it is, holding nothing yet.
-func waiterHolder(key string, kv *mvccpb.KeyValue) lock.Holder {
-	return lock.Holder{Key: key, Meta: holderOf(key, kv).Meta, ExpiresIn: -1}
 }
 
 // QueueLen implements lock.LineCounter (status's waiting): how many

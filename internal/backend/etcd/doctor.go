@@ -3,6 +3,7 @@ package etcd
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -22,7 +23,7 @@ func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Che
 		b.leaseTTLCheck(rctx, req.TTL),
 		b.authCheck(rctx),
 		tlsVerdict(b.cli.Endpoints()),
-		b.clockCheck(ctx, req.TimeoutOr(b.dialTO)),
+		b.clockCheck(ctx, rctx),
 	}
 }
 
@@ -177,37 +178,31 @@ const clockLease = 10
 // clockCheck measures how fast the leader's lease clock runs against ours:
 // it reports a lease's time left in whole seconds, truncated, counted by
 // its own (monotonic) clock.
-func (b *Backend) clockCheck(ctx context.Context, timeout time.Duration) lock.Check {
-	fail := func(err error) lock.Check {
-		return lock.CannotCheck("clock", "measure the leader's lease clock", err, "make sure the clocks of the etcd servers and of this machine are synchronised (NTP)")
-	}
-	gctx, cancel := context.WithTimeout(ctx, timeout)
+func (b *Backend) clockCheck(ctx context.Context, rctx reqCtx) lock.Check {
+	gctx, cancel := rctx()
 	sent := time.Now()
 	g, err := b.cli.Grant(gctx, clockLease)
 	cancel()
-	if err != nil {
-		return fail(err)
-	}
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		b.cli.Revoke(rctx, g.ID)
-	}()
-	// The first tick comes about a second after the grant.
-	fast, unc, secs, err := lock.MeasureTickRate(ctx, sent.Add(900*time.Millisecond), -1, func(ctx context.Context) (int64, error) {
-		rctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		r, err := b.cli.TimeToLive(rctx, g.ID)
-		if err == nil && r.TTL < 0 {
-			err = fmt.Errorf("the measuring lease expired early")
+	if err == nil {
+		defer b.revoke(ctx, g.ID, "")
+		var fast, unc float64
+		var secs int64
+		// The first tick comes about a second after the grant.
+		fast, unc, secs, err = lock.MeasureTickRate(ctx, sent.Add(900*time.Millisecond), -1, func(context.Context) (int64, error) {
+			tctx, cancel := rctx()
+			defer cancel()
+			r, err := b.cli.TimeToLive(tctx, g.ID)
+			switch {
+			case err != nil:
+				return 0, err
+			case r.TTL < 0:
+				return 0, errors.New("the measuring lease expired early")
+			}
+			return r.TTL, nil
+		})
+		if err == nil {
+			return lock.ClockRateCheck(fast, unc, fmt.Sprintf("a lease's countdown over %ds", secs))
 		}
-		if err != nil {
-			return 0, err
-		}
-		return r.TTL, nil
-	})
-	if err != nil {
-		return fail(err)
 	}
-	return lock.ClockRateCheck(fast, unc, fmt.Sprintf("a lease's countdown over %ds", secs))
+	return lock.CannotCheck("clock", "measure the leader's lease clock", err, "make sure the clocks of the etcd servers and of this machine are synchronised (NTP)")
 }

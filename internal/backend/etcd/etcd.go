@@ -257,10 +257,6 @@ type record struct {
 	Token uint64 `json:"token,omitempty"`
 }
 
-func newRecord(req lock.Request, now time.Time) record {
-	return record{Record: lock.NewRecord(req, now)}
-}
-
 // leaseSeconds is the TTL to grant: etcd leases count whole seconds, so
 // round up (never down: the lease must outlive the holder's validUntil).
 func leaseSeconds(ttl time.Duration) int64 {

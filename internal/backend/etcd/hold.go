@@ -11,18 +11,17 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// Hold implements lock.LeaseStore (for a mutex and a semaphore slot alike).
-// etcd cannot change a lease's TTL, so our key moves to a new lease of d (rounded up to whole seconds) in a
-// transaction that checks it is still ours; the key keeps its create
-// revision (the fencing token) and its place at the head of the queue.
-// The old lease is then revoked.
+// Hold implements lock.LeaseStore. etcd cannot change a lease's TTL, so
+// our key moves to a new lease of d (whole seconds, rounded up) in a
+// transaction that checks it is still ours (it keeps its create revision
+// and its record's token); the old lease is then revoked.
 //
 // A transaction whose reply is lost may still have been applied: the key
 // may now live on the new lease, and revoking that lease would delete the
 // lock. So after an error Hold reads the key back and acts on what is
 // there (see settle); it revokes a lease only once it knows no key of ours
 // is attached to it, and leaves both alone when it cannot tell.
-func (l *keyStore) Hold(ctx context.Context, _ *lock.Held, d time.Duration, mode string) (time.Duration, error) {
+func (l *keyStore) Hold(ctx context.Context, h *lock.Held, d time.Duration, mode string) (time.Duration, error) {
 	g, err := l.b.cli.Grant(ctx, leaseSeconds(d))
 	if err != nil {
 		// A grant whose reply was lost leaves a lease with no keys that
@@ -31,10 +30,7 @@ func (l *keyStore) Hold(ctx context.Context, _ *lock.Held, d time.Duration, mode
 	}
 	rec := l.e.rec
 	rec.Hold, rec.TTLms = mode, d.Milliseconds()
-	resp, err := l.b.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(l.e.etcdKey), "=", l.e.rev)).
-		Then(clientv3.OpPut(l.e.etcdKey, rec.value(), clientv3.WithLease(g.ID))).
-		Commit()
+	resp, err := l.b.cli.Txn(ctx).If(l.e.ours()).Then(clientv3.OpPut(l.e.etcdKey, rec.value(), clientv3.WithLease(g.ID))).Commit()
 	switch {
 	case err != nil:
 		if err := l.settle(ctx, g.ID, d, err); err != nil {
@@ -44,7 +40,7 @@ func (l *keyStore) Hold(ctx context.Context, _ *lock.Held, d time.Duration, mode
 		// The key is gone or is not ours; it can never be ours again (a
 		// create revision is never reused), so nothing can attach it to g.
 		l.b.revoke(ctx, g.ID, "")
-		return 0, fmt.Errorf("%s: %w", l.e.key, lock.ErrNotHeld)
+		return 0, h.NotOurs()
 	}
 	old := l.e.id
 	l.e.id, l.e.rec = g.ID, rec
@@ -67,7 +63,7 @@ func (l *keyStore) settle(ctx context.Context, g clientv3.LeaseID, d time.Durati
 	if err != nil {
 		return l.b.opError(fmt.Sprintf("hold %s (no answer, and the lock could not be read back: it is held either for %s more or until it was due to expire)", l.e.key, d), txnErr)
 	}
-	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != l.e.rev {
+	if !l.e.readOurs(resp.Kvs) {
 		// What the transaction compares can never match again.
 		l.b.revoke(ctx, g, "")
 		return fmt.Errorf("%s: %w", l.e.key, lock.ErrNotHeld)

@@ -12,19 +12,17 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// keyStore is the lock.LeaseStore of a held etcd lock: our contender key
-// at the head of the queue, or a semaphore's slot key, attached to our own
-// etcd lease. Renew, Release and Hold work on either, checked by its
-// create revision.
+// keyStore is the lock.LeaseStore of a held etcd lock: our slot key (or,
+// resumed, an older build's mutex key) on our own etcd lease, checked by
+// its create revision.
 type keyStore struct {
 	b *Backend
 	e *entry
 }
 
 // newLease makes the lease of e. granted is the monotonic time taken just
-// before the request that made the lease valid: the LeaseGrant when we
-// were first at once, or the final KeepAliveOnce of a waiter that reached
-// the head of the queue.
+// before the request that made the lease valid: a try-once's LeaseGrant,
+// a waiter's KeepAliveOnce sent with its take, or a Resume's read.
 func (b *Backend) newLease(e *entry, granted time.Time) lock.Lease {
 	r := e.rec
 	g := lock.Grant{Key: e.key, Owner: r.Owner, Token: r.Token, TTL: time.Duration(r.TTLms) * time.Millisecond, Granted: granted, Slot: r.Slot, Limit: r.Limit}
@@ -49,7 +47,7 @@ func (l *keyStore) Renew(ctx context.Context, _ *lock.Held) error {
 	switch {
 	case errors.Is(kaErr, lock.ErrNotHeld):
 		return fmt.Errorf("%s: %w", l.e.key, kaErr)
-	case err == nil && (len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != l.e.rev):
+	case err == nil && !l.e.readOurs(resp.Kvs):
 		return fmt.Errorf("%s: our lock key was deleted (broken?): %w", l.e.key, lock.ErrNotHeld)
 	case kaErr != nil:
 		return fmt.Errorf("etcd renew %s: %w", l.e.key, kaErr)
@@ -72,19 +70,16 @@ func (b *Backend) keepAlive(ctx context.Context, id clientv3.LeaseID) error {
 // Release deletes our key if it is still ours (compare on its create
 // revision) and revokes our lease. It returns lock.ErrNotHeld when the key
 // was already gone (expired, broken, released).
-func (l *keyStore) Release(ctx context.Context, _ *lock.Held) error {
-	resp, err := l.b.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(l.e.etcdKey), "=", l.e.rev)).
-		Then(clientv3.OpDelete(l.e.etcdKey)).
-		Commit()
+func (l *keyStore) Release(ctx context.Context, h *lock.Held) error {
+	resp, err := l.b.cli.Txn(ctx).If(l.e.ours()).Then(clientv3.OpDelete(l.e.etcdKey)).Commit()
 	// Revoke in any case (after a Break our lease still lives). A failed
 	// revoke only leaves a lease without keys until its TTL runs out.
 	_, _ = l.b.cli.Revoke(ctx, l.e.id)
-	if err != nil {
+	switch {
+	case err != nil:
 		return fmt.Errorf("etcd release %s: %w", l.e.key, err)
-	}
-	if !resp.Succeeded {
-		return fmt.Errorf("%s: %w", l.e.key, lock.ErrNotHeld)
+	case !resp.Succeeded:
+		return h.NotOurs()
 	}
 	return nil
 }

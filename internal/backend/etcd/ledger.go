@@ -1,20 +1,14 @@
 package etcd
 
-// The run ledger on etcd (lock.Ledger).
-//
-// Each entry is one etcd key with no lease (it outlives every holder):
-//
-//	<prefix>/#ledger/<url.PathEscape(KEY)>/<id>    the entry's bytes
-//
-// inside the prefix (so the readwrite permission a deployment grants on
-// "<prefix>/" covers it) but never inside a lock's keys: an escaped key
-// never starts with '#' nor holds a '/', so "<prefix>/#ledger/" is no
-// key's queue prefix, counter or line, and the entries of two keys never
-// share a prefix. List passes over it (its first segment holds a '#'), and
-// its range starts past it (list.go). Entries are read with etcd's
-// default, linearizable Get: the holder of a key that reads its ledger
-// right after acquiring sees every entry written before the previous
-// holder released.
+// The run ledger on etcd (lock.Ledger): one key per entry, with no lease
+// (it outlives every holder), "<prefix>/#ledger/<url.PathEscape(KEY)>/<id>".
+// Inside the prefix, so the readwrite permission a deployment grants on
+// "<prefix>/" covers it, but in no lock's keys: an escaped key never
+// starts with '#' nor holds a '/', so "<prefix>/#ledger/" is no key's
+// queue prefix, counter or line. List passes over it (list.go). Entries
+// are read with etcd's default, linearizable Get: the holder of a key that
+// reads its ledger right after acquiring sees every entry written before
+// the previous holder released.
 
 import (
 	"context"
@@ -75,16 +69,14 @@ func (b *Backend) Entries(ctx context.Context, key string) (map[string][]byte, e
 func (b *Backend) DeleteEntries(ctx context.Context, key string, ids []string) error {
 	lp := b.ledgerPrefix(key)
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
-	for len(ids) > 0 {
-		n := min(len(ids), deleteBatch)
-		ops := make([]clientv3.Op, n)
-		for i, id := range ids[:n] {
+	for batch := range slices.Chunk(ids, deleteBatch) {
+		ops := make([]clientv3.Op, len(batch))
+		for i, id := range batch {
 			ops[i] = clientv3.OpDelete(lp + id)
 		}
 		if _, err := b.cli.Txn(ctx).Then(ops...).Commit(); err != nil {
 			return b.opError("delete from the ledger of "+key, err)
 		}
-		ids = ids[n:]
 	}
 	return nil
 }

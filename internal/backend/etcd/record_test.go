@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -20,17 +21,29 @@ func TestRecordBytes(t *testing.T) {
 	const wantFull = `{"owner":"o1","host":"h","pid":42,"user":"u","command":"cmd","note":"n",` +
 		`"acquired_at":"2024-05-06T07:08:09.123456789Z","queued_at":"2024-05-06T07:08:09.123456789Z",` +
 		`"ttl_ms":30000,"hold":"min-hold","token":77}`
-	if got := encodeJSON(full); got != wantFull {
+	if got := (slotRecord{record: full}).value(); got != wantFull {
 		t.Errorf("full record:\n got %s\nwant %s", got, wantFull)
 	}
 	slot := slotRecord{record: full, Limit: 3, Slot: 0}
 	wantSlot := wantFull[:len(wantFull)-1] + `,"limit":3,"slot":0}`
-	if got := encodeJSON(slot); got != wantSlot {
+	if got := slot.value(); got != wantSlot {
 		t.Errorf("slot record:\n got %s\nwant %s", got, wantSlot)
 	}
 	bare := newRecord(lock.Request{Owner: "o2", TTL: time.Second}, time.Time{})
 	const wantBare = `{"owner":"o2","acquired_at":"0001-01-01T00:00:00Z","ttl_ms":1000}`
-	if got := encodeJSON(bare); got != wantBare {
+	if got := (slotRecord{record: bare}).value(); got != wantBare {
 		t.Errorf("bare record:\n got %s\nwant %s", got, wantBare)
 	}
+}
+
+// newRecord is a contender's record for req, as Join and a try-once write
+// it.
+func newRecord(req lock.Request, now time.Time) record {
+	return record{Record: lock.NewRecord(req, now)}
+}
+
+// encodeJSON is v as JSON, for records written as another build would.
+func encodeJSON(v any) string {
+	b, _ := json.Marshal(v) // plain fields: cannot fail
+	return string(b)
 }

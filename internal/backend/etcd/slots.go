@@ -1,18 +1,9 @@
 package etcd
 
-// The slots of a key on etcd: a mutex is a semaphore of one.
-//
-// # Layout
-//
-// Slot i of KEY (0..N-1, N the limit; 1 for a mutex) is one etcd key
-// attached to its holder's own lease:
-//
-//	<prefix>/<url.PathEscape(KEY)>/slot/<i>
-//
-// inside KEY's queue prefix. Its value is the holder's record (with its
-// fencing token) plus the limit and the slot (slotRecord); tokens come
-// from the key's one counter (token.go). Inspect, List, a busy answer and
-// Break name the oldest holder (lock.Oldest: the lowest token).
+// The slots of a key on etcd: a mutex is a semaphore of one. Slot i of
+// KEY (0..N-1, N the limit) is "<prefix>/<url.PathEscape(KEY)>/slot/<i>",
+// inside its queue prefix, on its holder's own lease; its value is the
+// holder's record with its token, the limit and the slot (slotRecord).
 //
 // Older builds kept a mutex as a queue of contenders in the same prefix,
 // "<prefix>/<url.PathEscape(KEY)>/<lease ID in hex>", the lowest create
@@ -21,17 +12,11 @@ package etcd
 // in its queue ahead of any key it puts after it, so waits for it (its
 // joinQueue takes only an empty queue, its takeover only when no key under
 // the prefix is older than its own).
-//
-// A take (step.go) reads the whole queue prefix, refuses with a
-// *lock.LimitMismatchError when a holder uses another limit, and puts the
-// lowest free slot in a transaction that requires no key under the prefix
-// put since its read.
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,30 +37,23 @@ type slotRecord struct {
 
 // value is how r is written: with the limit and the slot only on a slot.
 func (r slotRecord) value() string {
+	var v any = r
 	if r.Limit == 0 {
-		return encodeJSON(r.record)
+		v = r.record
 	}
-	return encodeJSON(r)
+	b, _ := json.Marshal(v) // plain fields: cannot fail
+	return string(b)
 }
 
 func (b *Backend) slotPrefix(key string) string { return b.queuePrefix(key) + "slot/" }
 
-// slotIndex is the slot etcdKey is of key; false for any other key.
-func (b *Backend) slotIndex(key, etcdKey string) (int, bool) {
-	idx, ok := strings.CutPrefix(etcdKey, b.slotPrefix(key))
-	i, err := strconv.Atoi(idx)
-	return i, ok && err == nil
-}
-
 // TryOnce implements lock.OnceTaker (each Try before the first Wait): on
 // a lease of its own and outside the line (no waiter key), it looks and
-// takes as a waiter does (step.go), but behind every waiter in line: it
-// takes the lowest free slot only while nobody is in line, and on a
-// conflict reads again, after a moment so that racing acquirers spread
-// out. When every slot is held, or others wait in line, the answer is
-// busy, naming the oldest holder (else the first waiter). On any answer
-// but the lease it revokes the lease: a put whose reply was lost goes with
-// it.
+// takes as a waiter does (step.go), but behind every waiter in line
+// (lock.TryOffLine). When every slot is held, or others wait in line, the
+// answer is busy, naming the oldest holder (else the first waiter). On any
+// answer but the lease it revokes the lease: a put whose reply was lost
+// goes with it.
 func (w *waiter) TryOnce(ctx context.Context) (lock.Lease, error) {
 	w.granted = time.Now()
 	e, err := w.grant(ctx)
@@ -83,28 +61,11 @@ func (w *waiter) TryOnce(ctx context.Context) (lock.Lease, error) {
 		return nil, err
 	}
 	w.e, w.free = e, -1
-	for {
-		look, err := w.Look(ctx)
-		var l lock.Lease
-		if err == nil && look.Ahead >= look.Free {
-			err = &lock.BusyError{Holder: look.Holder}
-		}
-		if err == nil {
-			l, err = w.Take(ctx)
-		}
-		if errors.Is(err, lock.ErrLookAgain) {
-			select {
-			case <-ctx.Done():
-				err = w.b.opError("take a slot of "+w.req.Key, ctx.Err())
-			case <-time.After(time.Duration(rand.Int64N(int64(5 * time.Millisecond)))):
-				continue
-			}
-		}
-		if err != nil {
-			w.Leave()
-		}
-		return l, err
+	l, err := lock.TryOffLine(ctx, w)
+	if err != nil && err == ctx.Err() {
+		return nil, w.b.opError("take a slot of "+w.req.Key, err)
 	}
+	return l, err
 }
 
 // slotsRead is what one read of a key's queue prefix says of its slots.
@@ -117,13 +78,13 @@ type slotsRead struct {
 // readSlots reads the keys under the queue prefix qp for req, in create
 // revision order: a *lock.LimitMismatchError when a holder uses another
 // limit (lock.Refuse; the busy answer is the caller's, which minds the
-// line). A key that is no slot is an older build's
-// mutex contender: it holds slot 0 of a mutex, and refuses a semaphore.
+// line). A key that is no slot is an older build's mutex contender: it
+// holds slot 0 of a mutex, and refuses a semaphore.
 func readSlots(req lock.Request, qp string, kvs []*mvccpb.KeyValue) (slotsRead, error) {
 	n := req.Limit
 	held := make([]bool, n)
 	var limits []lock.SeenLimit
-	sr := slotsRead{free: -1}
+	var sr slotsRead
 	for _, kv := range kvs {
 		idx, isSlot := strings.CutPrefix(strings.TrimPrefix(string(kv.Key), qp), "slot/")
 		if !isSlot {
@@ -142,12 +103,7 @@ func readSlots(req lock.Request, qp string, kvs []*mvccpb.KeyValue) (slotsRead, 
 	if err := lock.Refuse(req.Key, n, nil, limits, false); err != nil {
 		return slotsRead{}, err
 	}
-	for i, h := range held {
-		if !h {
-			sr.free = i
-			break
-		}
-	}
+	sr.free = slices.Index(held, false)
 	return sr, nil
 }
 
@@ -164,9 +120,4 @@ func seenLimit(kv *mvccpb.KeyValue, isSlot bool, i, n int) lock.SeenLimit {
 		return lock.SeenLimit{Have: rec.Limit}
 	}
 	return lock.SeenLimit{Have: i + 1, Bound: true}
-}
-
-func encodeJSON(v any) string {
-	b, _ := json.Marshal(v) // plain fields: cannot fail
-	return string(b)
 }

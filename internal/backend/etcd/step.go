@@ -21,10 +21,6 @@ import (
 // or an older build's mutex contender: the read that follows tells).
 // Otherwise it reads who is just ahead of us, our own key, the token
 // counter and the slots (reads), at one revision.
-//
-// Waiters are woken only by the deletion of the one just ahead, so at a
-// handover one waiter asks, not all of them; the progress line asks the
-// engine for the holder on its own (cmd/progress.go).
 func (w *waiter) Look(ctx context.Context) (lock.LineLook, error) {
 	select {
 	case i := <-w.freed:
@@ -110,7 +106,7 @@ func (w *waiter) take(ctx context.Context) (*entry, error) {
 	ops := []clientv3.Op{clientv3.OpPut(held.etcdKey, r.value(), clientv3.WithLease(e.id)), clientv3.OpPut(tk, tokenValue(r.Token))}
 	if e.line != "" {
 		cmps[2] = clientv3.Compare(clientv3.CreateRevision(e.line), ">", e.rev-1).WithPrefix() // every key of the line created at or after ours
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", e.rev))
+		cmps = append(cmps, e.ours())
 		ops = append(ops, clientv3.OpDelete(e.etcdKey))
 	}
 	resp, err := b.cli.Txn(ctx).If(cmps...).Then(ops...).Else(w.reads()...).Commit()
@@ -152,7 +148,7 @@ func (w *waiter) reads() []clientv3.Op {
 func (w *waiter) read(ctx context.Context, resp *clientv3.TxnResponse) error {
 	r := resp.Responses
 	if w.e.line != "" {
-		if mine := r[3].GetResponseRange().Kvs; len(mine) == 0 || mine[0].CreateRevision != w.e.rev {
+		if !w.e.readOurs(r[3].GetResponseRange().Kvs) {
 			w.Leave() // our key was deleted: join again at once
 			return nil
 		}
@@ -176,8 +172,8 @@ func (w *waiter) read(ctx context.Context, resp *clientv3.TxnResponse) error {
 	switch {
 	case sr.oldest != nil:
 		w.name(ctx, sr.oldest)
-	case w.ahead != nil && w.e.line == "": // a try-once names the first waiter
-		w.shown, w.holder = nil, waiterHolder(w.req.Key, w.ahead)
+	case w.ahead != nil && w.e.line == "": // a try-once names the first waiter, who holds nothing yet
+		w.shown, w.holder = nil, lock.Holder{Key: w.req.Key, Meta: holderOf(w.req.Key, w.ahead).Meta, ExpiresIn: -1}
 	}
 	return nil
 }

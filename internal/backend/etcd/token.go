@@ -5,21 +5,11 @@ package etcd
 // The line keeps its order by create revision (fairness), but revisions
 // start again at 1 when etcd loses its data (a rebuilt cluster, a restore
 // from an older snapshot, a wiped server), so they are not the token. The
-// token follows lock.NextToken: max(last token of KEY + 1, distlock's wall
-// clock at the grant, in µs). The last token of KEY lives in a counter key
-// with no lease, so that it outlives every holder:
-//
-//	<prefix>/<url.PathEscape(KEY)>#token    the last token, 20 decimal digits
-//
-// outside the key's queue prefix (like its line, '#' cannot
-// appear in an escaped key, and List skips it). A take reads the counter
-// (last) with the slots, and its transaction writes the counter and the
-// holder's record (which carries the token, for status, list, break
-// --token and handles) only if the counter's ModRevision is still at or
-// below that read's revision (step.go): a compare-and-set, so tokens
-// strictly rise even if two takes raced; a counter changed since makes the
-// take read again. Fixed-width digits: an older build's grant compares the
-// values byte by byte, which then compares the numbers.
+// token follows lock.NextToken from the last token of KEY, kept in a
+// counter key with no lease (it outlives every holder), "...#token"
+// (# Layout in etcd.go). A take writes the counter and the holder's record
+// only if the counter is unchanged since its read (step.go): tokens
+// strictly rise even if two takes raced.
 
 import (
 	"fmt"
@@ -28,12 +18,12 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
-// tokenValue is how a token is stored: fixed width, so that comparing
-// values byte by byte compares the numbers.
+// tokenValue is how a token is stored: 20 digits, fixed width, so that an
+// older build's grant, which compares the values byte by byte, compares
+// the numbers.
 func tokenValue(t uint64) string { return fmt.Sprintf("%020d", t) }
 
-// parseCounter reads the counter from a read of tokenKey (0 when
-// missing).
+// parseCounter reads the counter from a read of tokenKey (0 when missing).
 func parseCounter(key string, kvs []*mvccpb.KeyValue) (uint64, error) {
 	if len(kvs) == 0 {
 		return 0, nil

@@ -49,25 +49,24 @@ type Config struct {
 // String describes the configuration as a URL, without the password, so
 // that printing a Config (even with %+v) never shows it.
 func (c Config) String() string {
-	scheme := "etcd://"
+	s := "etcd://"
 	if c.TLS {
-		scheme = "etcds://"
+		s = "etcds://"
 	}
-	user := ""
 	if c.Username != "" {
-		user = url.PathEscape(c.Username)
+		s += url.PathEscape(c.Username)
 		if c.Password != "" {
-			user += ":xxxxx"
+			s += ":xxxxx"
 		}
-		user += "@"
+		s += "@"
 	}
+	s += strings.Join(c.Endpoints, ",")
 	q := url.Values{}
 	for k, v := range map[string]string{"cacert": c.CACert, "cert": c.Cert, "key": c.Key} {
 		if v != "" {
 			q.Set(k, v)
 		}
 	}
-	s := scheme + user + strings.Join(c.Endpoints, ",")
 	if len(q) > 0 {
 		s += "?" + q.Encode()
 	}
