@@ -224,8 +224,7 @@ func (b *Backend) refusal(err error) string {
 // Guarantee is one line on what the engine promises.
 func (b *Backend) Guarantee() string { return Guarantee }
 
-// Guarantee is what etcd promises, in one line (status's engine: line;
-// internal/backend's registry shows it too).
+// Guarantee is what etcd promises, in one line (status's engine: line).
 const Guarantee = "etcd: linearizable; exclusive through leader failover (leases expire on the server)"
 
 // Close closes the client (idempotent).

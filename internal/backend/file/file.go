@@ -62,7 +62,7 @@ func (b *Backend) SetLogger(log *slog.Logger) {
 }
 
 // Guarantee is what the file engine promises, in one line (status's
-// engine: line; internal/backend's registry shows it too).
+// engine: line).
 const Guarantee = "file: exclusive among processes sharing this directory on one machine; the kernel frees the lock when its holder dies"
 
 // Guarantee implements lock.Backend.
