@@ -36,10 +36,11 @@ var errStuck = errors.New("a distlock process holding it is stuck (stopped?)")
 // flock cannot be cancelled), after delays doubling up to most, until ctx
 // is done or wait has passed (errStuck). The file is opened read-only (a
 // flock needs no write access), so that a lock directory that has become
-// read-only still lets renewals check their record. Errors are
-// *lock.UnavailableError, except the context's own.
-func lockBrief(ctx context.Context, path string, wait, delay, most time.Duration) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
+// read-only still lets renewals check their record; create is os.O_CREATE
+// to make a missing file, else 0. Errors are *lock.UnavailableError,
+// except the context's own.
+func lockBrief(ctx context.Context, path string, create int, wait, delay, most time.Duration) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|create, 0o600)
 	deadline := time.Now().Add(wait)
 	for ; err == nil; delay = min(2*delay, most) {
 		var taken bool

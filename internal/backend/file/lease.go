@@ -198,9 +198,10 @@ const resumeWait = 100 * time.Millisecond
 func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
 	p := b.keyPaths(h.Key)
 	granted := time.Now()
-	f, err := lockBrief(ctx, p.lock(), resumeWait, 2*time.Millisecond, 2*time.Millisecond)
-	if errors.Is(err, errStuck) {
-		return nil, lock.ErrNotHeld // held by a live run: not a hold of ours
+	// A key with no lock file has no hold to resume; none is made for it.
+	f, err := lockBrief(ctx, p.lock(), 0, resumeWait, 2*time.Millisecond, 2*time.Millisecond)
+	if errors.Is(err, errStuck) || errors.Is(err, os.ErrNotExist) {
+		return nil, lock.ErrNotHeld // held by a live run, or never: not a hold of ours
 	}
 	if err != nil {
 		return nil, err

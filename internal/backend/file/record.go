@@ -27,7 +27,7 @@ const recordLockWait = time.Second
 
 // lockRecord takes the key's record lock at path.
 func lockRecord(ctx context.Context, path string) (*os.File, error) {
-	return lockBrief(ctx, path, recordLockWait, 20*time.Microsecond, 5*time.Millisecond)
+	return lockBrief(ctx, path, os.O_CREATE, recordLockWait, 20*time.Microsecond, 5*time.Millisecond)
 }
 
 // withRecordLock runs fn under the record lock at path.

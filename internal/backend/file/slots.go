@@ -30,7 +30,7 @@ const maxLimit = 1000
 
 // lockShort takes the key's short flock.
 func lockShort(ctx context.Context, p keyPaths) (*os.File, error) {
-	return lockBrief(ctx, p.semLock(), shortLockWait, 100*time.Microsecond, 10*time.Millisecond)
+	return lockBrief(ctx, p.semLock(), os.O_CREATE, shortLockWait, 100*time.Microsecond, 10*time.Millisecond)
 }
 
 // tryOnce makes one attempt at req: the lowest free slot of req.Limit (a
