@@ -371,11 +371,12 @@ type counterRead struct {
 }
 
 // readCounter reads the key's counter on its own goroutine, so that the
-// read can go out with Look's read of the line.
+// read can go out with Look's read of the line. The session is the one
+// at the call: Take or Leave may drop c.s before the goroutine runs.
 func (c *contender) readCounter(ctx context.Context) <-chan counterRead {
-	ch, path := make(chan counterRead, 1), c.b.tokenPath(c.req.Key)
+	ch, path, s := make(chan counterRead, 1), c.b.tokenPath(c.req.Key), c.s
 	go func() {
-		d, ok, err := c.s.get(ctx, path)
+		d, ok, err := s.get(ctx, path)
 		last, perr := strconv.ParseUint(string(d.raw), 10, 64)
 		switch {
 		case err != nil || !ok:
