@@ -13,9 +13,9 @@ import (
 const (
 	rateStep = 2 * time.Second // of the server's clock between ticks
 	// rateSpan bounds the server seconds from the first tick to the one
-	// that starts the last wait; that wait aims just before a tick by our
-	// clock, so a fast server clock can make it end on the next one: a
-	// measurement spans at most rateSpan+1 server seconds.
+	// before the last wait; that wait aims just before a tick by our
+	// clock, so a fast server clock can make it end on the next one (and
+	// a process stalled for a second or more, later still).
 	rateSpan = 6
 )
 
@@ -34,9 +34,8 @@ func TickRate(a, b Tick) (fast, uncertainty float64) {
 // MeasureTickRate measures the rate of a counter that moves by step (+1 or
 // −1) each server second (read reads it): the first tick is awaited from
 // firstAt, later ones rateStep apart, until the rate is known to within a
-// quarter of ClockDrift or rateSpan server seconds have passed (rateSpan+1
-// at most: see rateSpan). seconds is how many server seconds the
-// measurement spanned.
+// quarter of ClockDrift or rateSpan server seconds have passed (see
+// rateSpan). seconds is how many server seconds the measurement spanned.
 func MeasureTickRate(ctx context.Context, firstAt time.Time, step int64, read func(context.Context) (int64, error)) (fast, uncertainty float64, seconds int64, err error) {
 	next := func(at time.Time) (Tick, error) {
 		select {

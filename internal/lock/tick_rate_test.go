@@ -28,16 +28,16 @@ func TestTickRate(t *testing.T) {
 
 // TestMeasureTickRate: a countdown whose seconds are 0.97 of ours (its
 // clock 3.1 % fast) measures so, over the server seconds it spanned (at
-// most rateSpan+1: under load the brackets are wide, the measurement runs
-// to its end, and its last wait can end one tick late); a failed read or
-// an ended context is the error.
+// least one step; how many more depends on how wide load makes the
+// brackets, and a stall can add a tick); a failed read or an ended
+// context is the error.
 func TestMeasureTickRate(t *testing.T) {
 	start := time.Now()
 	countdown := func(context.Context) (int64, error) {
 		return 100 - int64(float64(time.Since(start))/(0.97*float64(time.Second))), nil
 	}
 	fast, unc, secs, err := MeasureTickRate(context.Background(), start.Add(900*time.Millisecond), -1, countdown)
-	if want := 1/0.97 - 1; err != nil || math.Abs(fast-want) > unc+0.002 || secs < 2 || secs > rateSpan+1 {
+	if want := 1/0.97 - 1; err != nil || math.Abs(fast-want) > unc+0.002 || secs < 2 {
 		t.Errorf("a 3.1%% fast countdown: %v ± %v over %ds, %v", fast, unc, secs, err)
 	}
 	refused := errors.New("refused")
