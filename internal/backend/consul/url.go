@@ -22,11 +22,9 @@ type Config struct {
 	Addrs []string
 	// Token is the ACL token ("" = the agent's default).
 	Token string
-	// TLS selects https (consuls://). CACert, Cert and Key are PEM file
-	// paths; CACert empty means the system roots, Cert and Key (both or
-	// neither) are the client certificate.
-	TLS               bool
-	CACert, Cert, Key string
+	// TLS selects https (consuls://), with the TLS files.
+	TLS bool
+	urlx.TLSFiles
 	// Path is the URL's path: a KV prefix under which Prefix lives.
 	Path string
 	// Prefix namespaces the lock keys ("distlock" when empty).
@@ -91,16 +89,11 @@ func ParseURL(raw string) (Config, error) {
 	if err != nil || strings.Contains(path, "//") {
 		return Config{}, lock.Invalidf("consul URL path is not a KV prefix (segments separated by single '/')")
 	}
-	files, err := u.Single(urlSpec)
+	files, err := u.TLSFiles(urlSpec)
 	if err != nil {
 		return Config{}, err
 	}
-	cfg := Config{Addrs: u.Hosts, Token: u.Password, TLS: u.TLS, Path: path,
-		CACert: files["cacert"], Cert: files["cert"], Key: files["key"]}
-	if err := urlSpec.CheckTLS(cfg.TLS, cfg.CACert, cfg.Cert, cfg.Key); err != nil {
-		return Config{}, err
-	}
-	return cfg, nil
+	return Config{Addrs: u.Hosts, Token: u.Password, TLS: u.TLS, Path: path, TLSFiles: files}, nil
 }
 
 // urlSpec is how Consul reads its URLs: agents or servers of one

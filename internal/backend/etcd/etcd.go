@@ -24,11 +24,9 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -80,7 +78,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if len(cfg.Endpoints) == 0 {
 		return nil, lock.Invalidf("etcd: no endpoints given: use etcd://host:port")
 	}
-	if err := cfg.checkTLS(); err != nil {
+	if err := cfg.TLSFiles.Check(urlSpec, cfg.TLS); err != nil {
 		return nil, err
 	}
 	if cfg.Username != "" && cfg.Password == "" {
@@ -159,15 +157,10 @@ func loadTLS(cfg Config) (*tls.Config, error) {
 	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	if cfg.CACert != "" {
-		pem, err := os.ReadFile(cfg.CACert)
-		if err != nil {
-			return nil, lock.Invalidf("cannot read the etcd CA file: %v", err)
+		var err error
+		if tc.RootCAs, err = urlx.CAPool(cfg.CACert, "cannot read the etcd CA file: %v", "etcd CA file %s holds no PEM certificate"); err != nil {
+			return nil, err
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, lock.Invalidf("etcd CA file %s holds no PEM certificate", cfg.CACert)
-		}
-		tc.RootCAs = pool
 	}
 	if cfg.Cert != "" {
 		pair, err := tls.LoadX509KeyPair(cfg.Cert, cfg.Key)

@@ -30,11 +30,9 @@ type Config struct {
 	// Username and Password authenticate against etcd's auth; both empty
 	// means no auth (or client-certificate auth).
 	Username, Password string
-	// TLS selects https to every endpoint (etcds://). CACert, Cert and Key
-	// are PEM file paths; CACert empty means the system roots, Cert and Key
-	// (both or neither) are the client certificate.
-	TLS               bool
-	CACert, Cert, Key string
+	// TLS selects https to every endpoint (etcds://), with the TLS files.
+	TLS bool
+	urlx.TLSFiles
 	// Prefix namespaces the lock keys ("distlock" when empty).
 	Prefix string
 	// DialTimeout bounds New's connection check and the clean-up requests
@@ -88,16 +86,11 @@ func ParseURL(raw string) (Config, error) {
 	if u.User == "" && u.Password != "" {
 		return Config{}, lock.Invalidf("etcd URL has a password but no user name: use etcd://USER:PASSWORD@host:port")
 	}
-	files, err := u.Single(urlSpec)
+	files, err := u.TLSFiles(urlSpec)
 	if err != nil {
 		return Config{}, err
 	}
-	cfg := Config{Endpoints: u.Hosts, Username: u.User, Password: u.Password, TLS: u.TLS,
-		CACert: files["cacert"], Cert: files["cert"], Key: files["key"]}
-	if err := cfg.checkTLS(); err != nil {
-		return Config{}, err
-	}
-	return cfg, nil
+	return Config{Endpoints: u.Hosts, Username: u.User, Password: u.Password, TLS: u.TLS, TLSFiles: files}, nil
 }
 
 // urlSpec is how etcd reads its URLs: members of one cluster, a bare
@@ -112,6 +105,3 @@ var urlSpec = urlx.Spec{
 
 // urlForm is the shape of an etcd URL, for the errors that show it.
 const urlForm = "etcd://[user[:password]@]host:port[,host:port...][?cacert=FILE&cert=FILE&key=FILE]"
-
-// checkTLS validates the TLS file settings (shared by ParseURL and New).
-func (c Config) checkTLS() error { return urlSpec.CheckTLS(c.TLS, c.CACert, c.Cert, c.Key) }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/distlock/distlock/internal/backend/urlx"
 	"github.com/distlock/distlock/internal/lock"
 )
 
@@ -27,8 +28,8 @@ func TestParseURL(t *testing.T) {
 		{"etcd://alice:p:a:ss@h:1", Config{Endpoints: []string{"h:1"}, Username: "alice", Password: "p:a:ss"}},
 		{"etcds://h:2379", Config{Endpoints: []string{"h:2379"}, TLS: true}},
 		{"etcds://u:pw@h1:1,h2:2/?cacert=/ca.pem&cert=/c.pem&key=/k.pem",
-			Config{Endpoints: []string{"h1:1", "h2:2"}, Username: "u", Password: "pw", TLS: true, CACert: "/ca.pem", Cert: "/c.pem", Key: "/k.pem"}},
-		{"etcds://h?cacert=/etc/ssl/ca.pem", Config{Endpoints: []string{"h:2379"}, TLS: true, CACert: "/etc/ssl/ca.pem"}},
+			Config{Endpoints: []string{"h1:1", "h2:2"}, Username: "u", Password: "pw", TLS: true, TLSFiles: urlx.TLSFiles{CACert: "/ca.pem", Cert: "/c.pem", Key: "/k.pem"}}},
+		{"etcds://h?cacert=/etc/ssl/ca.pem", Config{Endpoints: []string{"h:2379"}, TLS: true, TLSFiles: urlx.TLSFiles{CACert: "/etc/ssl/ca.pem"}}},
 	}
 	for _, tc := range good {
 		got, err := ParseURL(tc.raw)

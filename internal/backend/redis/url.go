@@ -2,10 +2,6 @@ package redis
 
 import (
 	"crypto/tls"
-	"crypto/x509"
-	"errors"
-	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -44,11 +40,7 @@ func (c Config) String() string { return c.addr + " (prefix " + strconv.Quote(c.
 func ParseURL(raw string) (Config, error) {
 	opts, err := goredis.ParseURL(raw)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return Config{}, lock.Invalidf("redis URL is malformed: %v (expected redis://[user:password@]host:port[/db])", err)
+		return Config{}, lock.Invalidf("redis URL is malformed: %v (expected redis://[user:password@]host:port[/db])", urlx.Cause(err))
 	}
 	return Config{Options: opts, Password: opts.Password, addr: "redis at " + opts.Addr}, nil
 }
@@ -177,15 +169,10 @@ func parseTLS(raw string, spec urlx.Spec) (urlx.URL, *tls.Config, error) {
 				on = b
 			}
 		case "tls_ca":
-			pem, err := os.ReadFile(v)
-			if err != nil {
-				return u, nil, lock.Invalidf("%s URL: cannot read tls_ca: %v", spec.Name, err)
+			if cfg.RootCAs, err = urlx.CAPool(v, spec.Name+" URL: cannot read tls_ca: %v", spec.Name+" URL: tls_ca %s holds no PEM certificate"); err != nil {
+				return u, nil, err
 			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return u, nil, lock.Invalidf("%s URL: tls_ca %s holds no PEM certificate", spec.Name, v)
-			}
-			cfg.RootCAs, tuned = pool, true
+			tuned = true
 		case "tls_server_name":
 			cfg.ServerName, tuned = v, true
 		default:

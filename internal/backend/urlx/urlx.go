@@ -209,32 +209,6 @@ func (spec Spec) invalid(format string, args ...any) error {
 	return lock.Invalidf("%s URL"+format, append([]any{spec.Name}, args...)...)
 }
 
-// Single returns the query's parameters, each of which must have exactly
-// one non-empty value (the TLS files of etcd and Consul).
-func (u URL) Single(spec Spec) (map[string]string, error) {
-	out := make(map[string]string, len(u.Query))
-	for _, name := range slices.Sorted(maps.Keys(u.Query)) {
-		vals := u.Query[name]
-		if len(vals) != 1 || vals[0] == "" {
-			return nil, spec.invalid(" parameter %q needs exactly one non-empty value", name)
-		}
-		out[name] = vals[0]
-	}
-	return out, nil
-}
-
-// CheckTLS checks an engine's TLS files: they need the TLS scheme, and a
-// client certificate needs both its cert and its key.
-func (spec Spec) CheckTLS(tls bool, cacert, cert, key string) error {
-	if !tls && (cacert != "" || cert != "" || key != "") {
-		return lock.Invalidf("%s TLS files (cacert, cert, key) need TLS: use %s:// instead of %s://", spec.Name, spec.TLSScheme, spec.Scheme)
-	}
-	if (cert == "") != (key == "") {
-		return lock.Invalidf("%s client certificate needs both cert and key files", spec.Name)
-	}
-	return nil
-}
-
 // Cause is err without the *url.Error around it (from url.Parse or a
 // client library's URL parser), whose URL may hold a password.
 func Cause(err error) error {
