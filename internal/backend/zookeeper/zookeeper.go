@@ -173,13 +173,6 @@ func (s *session) remove(ctx context.Context, path string, version int32) error 
 	return err
 }
 
-// createTTL creates a TTL node, which the server deletes once it has had
-// no change (and no children) for ttl.
-func (s *session) createTTL(ctx context.Context, path string, data []byte, ttl time.Duration) error {
-	_, err := call(ctx, func() (string, error) { return s.conn.CreateTTL(path, data, zk.FlagTTL, acl, ttl) })
-	return err
-}
-
 // get reads a node, its data decoded as a record; ok is false when it is
 // gone.
 func (s *session) get(ctx context.Context, path string) (d described, ok bool, err error) {
@@ -205,24 +198,6 @@ func (s *session) children(ctx context.Context, dir string) ([]string, int32, er
 		return nil, -1, ignore(err, zk.ErrNoNode)
 	}
 	return names, st.Cversion, nil
-}
-
-// stat is path's stat, nil when it is gone.
-func (s *session) stat(ctx context.Context, path string) (*zk.Stat, error) {
-	ok, st, err := call2(ctx, func() (bool, *zk.Stat, error) { return s.conn.Exists(path) })
-	if !ok {
-		return nil, err
-	}
-	return st, err
-}
-
-// watch sets an exists watch on path (which any change of it fires);
-// ok is false when it is gone.
-func (s *session) watch(ctx context.Context, path string) (ok bool, ev <-chan zk.Event, err error) {
-	return call2(ctx, func() (bool, <-chan zk.Event, error) {
-		ok, _, ev, err := s.conn.ExistsW(path)
-		return ok, ev, err
-	})
 }
 
 // multi runs ops in one transaction; the error is the failing op's (the
@@ -253,8 +228,8 @@ func (b *Backend) ensurePath(ctx context.Context, s *session, path string) error
 	p := ""
 	for _, part := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
 		p += "/" + part
-		st, err := s.stat(ctx, p)
-		if err == nil && st == nil {
+		ok, _, err := call2(ctx, func() (bool, *zk.Stat, error) { return s.conn.Exists(p) })
+		if err == nil && !ok {
 			_, err = s.create(ctx, p, nil, zk.FlagPersistent)
 		}
 		if ignore(err, zk.ErrNodeExists) != nil {
