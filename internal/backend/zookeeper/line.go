@@ -113,35 +113,30 @@ type holdersRead struct {
 }
 
 // readHolders reads the node that stands for each entry of line (its lock
-// node while it has one, else its hold node), in order, and judges the
+// node while it has one, else its hold node), all at once, and judges the
 // holds among them by clock (ms: the server's, or this machine's; nil:
-// none has expired), read once the nodes are, when one is a live hold. A
+// none has expired), read once the nodes are, if one is a live hold. A
 // hold lives until its mtime plus its length.
 func (b *Backend) readHolders(ctx context.Context, s *session, key string, line []entry, clock func(context.Context) (int64, error)) (holdersRead, error) {
-	r := holdersRead{left: -1}
-	var read []holding
-	for _, e := range line {
-		d, ok, err := s.get(ctx, b.keyDir(key)+"/"+e.node())
-		switch {
-		case err != nil:
-			return holdersRead{}, b.opError("read "+key, err)
-		case ok:
-			read = append(read, holding{e, d})
-		default:
+	ds, err := getAll(ctx, s, line, func(e entry) string { return b.keyDir(key) + "/" + e.node() })
+	if err != nil {
+		return holdersRead{}, b.opError("read "+key, err)
+	}
+	r, now := holdersRead{left: -1}, int64(-1) // now: read at the first live hold
+	for i, e := range line {
+		h := holding{e, ds[i]}
+		if h.stat == nil {
 			r.gone = append(r.gone, e)
+			continue
 		}
-	}
-	var now int64
-	if clock != nil && slices.ContainsFunc(read, func(h holding) bool { return h.lock == "" }) {
-		var err error
-		if now, err = clock(ctx); err != nil {
-			return holdersRead{}, err
+		if e.lock == "" && clock != nil && now < 0 {
+			if now, err = clock(ctx); err != nil {
+				return holdersRead{}, err
+			}
 		}
-	}
-	for _, h := range read {
 		left := time.Duration(holdExpiry(h.described)-now) * time.Millisecond
 		switch {
-		case h.lock != "" || clock == nil:
+		case e.lock != "" || clock == nil:
 			r.hs = append(r.hs, h)
 		case left <= 0:
 			r.expired = append(r.expired, h)

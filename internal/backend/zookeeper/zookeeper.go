@@ -183,6 +183,19 @@ func (s *session) get(ctx context.Context, path string) (d described, ok bool, e
 	return described{rec: decodeRecord(data), raw: data, stat: stat}, true, nil
 }
 
+// getAll reads the node at path(item) of each item all at once
+// (go-zookeeper pipelines requests on one connection); one gone has a nil
+// stat. The error is the first one's in items' order.
+func getAll[T any](ctx context.Context, s *session, items []T, path func(T) string) ([]described, error) {
+	ds, errs := make([]described, len(items)), make([]error, len(items))
+	var wg sync.WaitGroup
+	for i, item := range items {
+		wg.Go(func() { ds[i], _, errs[i] = s.get(ctx, path(item)) })
+	}
+	wg.Wait()
+	return ds, cmp.Or(errs...)
+}
+
 // described is a node as get read it.
 type described struct {
 	rec  record
