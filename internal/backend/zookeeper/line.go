@@ -108,7 +108,7 @@ type holding struct {
 type holdersRead struct {
 	hs      []holding     // in line order: the lock nodes, and the holds live by the clock
 	expired []holding     // the holds whose time is up by the clock
-	gone    []entry       // the entries whose node went between the two reads
+	gone    []entry       // the entries whose node went since the line was read
 	left    time.Duration // the least time left of the live holds (-1: none)
 }
 
@@ -151,8 +151,8 @@ func (b *Backend) readHolders(ctx context.Context, s *session, key string, line 
 }
 
 // describeAll describes the holders hs of key (a semaphore's with its
-// limit and slot). A session's time left is the
-// server's alone to know (ExpiresIn -1); a hold's is its expiry's.
+// limit and slot). A session's time left is the server's alone to know
+// (ExpiresIn -1); a hold's is its expiry's.
 func describeAll(key string, hs []holding) []lock.Holder {
 	var out []lock.Holder
 	now := time.Now()
