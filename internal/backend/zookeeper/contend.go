@@ -1,10 +1,10 @@
 package zookeeper
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -58,8 +58,8 @@ func (c *contender) Join(ctx context.Context) error {
 
 // Look implements lock.LineStore: read the line (and the key's token
 // counter alongside, in one round trip: if we take over, the grant needs
-// it), then the nodes of the other holders (others), whose holds
-// expireHolds expires; note what Watch is to watch. A busy answer
+// it), then the nodes of the other holders (others), whose expired holds
+// it deletes (expireHolds); note what Watch is to watch. A busy answer
 // names the oldest holder (lock.Oldest).
 func (c *contender) Look(ctx context.Context) (lock.LineLook, error) {
 	c.counter = c.readCounter(ctx)
@@ -73,18 +73,22 @@ func (c *contender) Look(ctx context.Context) (lock.LineLook, error) {
 		c.node, c.attempted = "", false
 		return lock.LineLook{Lost: true}, nil
 	}
-	ahead, err := c.b.read(ctx, c.s, c.req.Key, c.others(line, mine))
+	var clock func(context.Context) (int64, error)
+	if mine <= c.limit {
+		clock = c.serverClock // a later waiter leaves the holds to the first
+	}
+	ahead, err := c.b.readHolders(ctx, c.s, c.req.Key, c.others(line, mine), clock)
+	if err == nil && clock != nil {
+		err = c.expireHolds(ctx, ahead)
+	}
 	if err != nil {
 		return lock.LineLook{}, err
 	}
-	if expired, err := c.expireHolds(ctx, ahead, mine); err != nil || expired {
-		return lock.LineLook{}, cmp.Or(err, lock.ErrLookAgain)
-	}
-	c.holds, c.watch = ahead, nil
+	c.holds, c.holdLeft, c.watch = ahead.hs, ahead.left, nil
 	look := lock.LineLook{Ahead: mine, Free: c.limit}
 	if mine >= c.limit {
 		c.watch = watchList(line, mine, c.limit)
-		if hs := describeAll(c.req.Key, ahead); len(hs) > 0 {
+		if hs := describeAll(c.req.Key, ahead.hs); len(hs) > 0 {
 			look.Holder = lock.Oldest(hs) // none: the last one named
 		}
 	}
@@ -275,78 +279,57 @@ func (c *contender) claimSlot(ctx context.Context) (int, error) {
 }
 
 // heldSlots reads the line again, and the slots kept by the hold nodes
-// among its holders (ours is a lock node: Take runs only among them). A
-// holder still making its hold (its lock node is still there) is passed
-// over: it keeps its slot node until it deletes that with its lock node,
-// in one multi, so a slot taken after that is given back when claimSlot
-// reads the holds again.
+// among its holders (ours is a lock node: Take runs only among them),
+// expired or not. A holder still making its hold (its lock node is still
+// there) is passed over: it keeps its slot node until it deletes that
+// with its lock node, in one multi, so a slot taken after that is given
+// back when claimSlot reads the holds again.
 func (c *contender) heldSlots(ctx context.Context) (map[int]bool, error) {
 	line, _, err := c.b.lineOf(ctx, c.s, c.req.Key, "read the line of ")
 	if err != nil {
 		return nil, err
 	}
-	hs, err := c.b.read(ctx, c.s, c.req.Key, c.others(line, -1))
-	return slotsOf(hs), err
+	r, err := c.b.readHolders(ctx, c.s, c.req.Key, c.others(line, -1), nil)
+	return slotsOf(r.hs), err
 }
 
-// slotsOf is the slots kept by the holds hs, those gone aside.
+// slotsOf is the slots kept by the holds hs.
 func slotsOf(hs []holding) map[int]bool {
 	used := map[int]bool{}
 	for _, h := range hs {
-		if h.stat != nil {
-			used[h.rec.Slot] = true
-		}
+		used[h.rec.Slot] = true
 	}
 	return used
 }
 
-// expireHolds looks at the holds among the other holders (read by Look)
-// and the server's clock (the mtime of a write of our own node): an
-// expired hold is deleted (compare-and-delete on its version; expired
-// says so, as it does when a hold was gone already: read the line again);
-// the least time left of the live ones bounds our wait (holdLeft). A
-// later waiter leaves them to the first: it moves up only once the one
-// ahead of it did, which wakes it (wait.go).
-func (c *contender) expireHolds(ctx context.Context, ahead []holding, mine int) (expired bool, err error) {
-	c.holdLeft = -1
-	if mine > c.limit {
-		return false, nil
-	}
-	var holds []holding
-	for _, h := range ahead {
-		switch {
-		case h.lock != "":
-		case h.stat == nil:
-			c.holdLeft = 0 // a hold went meanwhile: read the line again
-			return true, nil
-		default:
-			holds = append(holds, h)
-		}
-	}
-	if len(holds) == 0 {
-		return false, nil
-	}
+// serverClock reads the server's clock: the mtime of a write of our own
+// node (lock.ErrLookAgain if it is gone: the next Look finds our place
+// lost).
+func (c *contender) serverClock(ctx context.Context) (int64, error) {
 	st, err := c.s.set(ctx, c.dir+"/"+c.node, c.rec.encode())
-	if errors.Is(err, zk.ErrNoNode) {
-		c.holdLeft = 0
-		return true, nil // we lost our place: the next Look finds out
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return 0, lock.ErrLookAgain
+	case err != nil:
+		return 0, c.b.opError("read the server's clock", err)
 	}
-	if err != nil {
-		return false, c.b.opError("read the server's clock", err)
-	}
-	for _, h := range holds {
-		if left := time.Duration(holdExpiry(h.described)-st.Mtime) * time.Millisecond; left > 0 {
-			if c.holdLeft < 0 || left < c.holdLeft {
-				c.holdLeft = left
-			}
-			continue
-		}
+	return st.Mtime, nil
+}
+
+// expireHolds deletes the expired holds among the other holders, as Look
+// read them by the server's clock, by compare-and-delete on the version
+// read. Having deleted one, or found one gone since the line was read, it
+// answers lock.ErrLookAgain: read the line again.
+func (c *contender) expireHolds(ctx context.Context, r holdersRead) error {
+	for _, h := range r.expired {
 		if err := ignore(c.s.remove(ctx, c.dir+"/"+h.hold, h.stat.Version), zk.ErrNoNode, zk.ErrBadVersion); err != nil {
-			return false, c.b.opError("delete the expired hold on "+c.req.Key, err)
+			return c.b.opError("delete the expired hold on "+c.req.Key, err)
 		}
-		expired = true
 	}
-	return expired, nil
+	if len(r.expired) > 0 || slices.ContainsFunc(r.gone, func(e entry) bool { return e.lock == "" }) {
+		return lock.ErrLookAgain
+	}
+	return nil
 }
 
 // Fencing tokens. Sequence numbers and zxids start again when ZooKeeper

@@ -14,7 +14,6 @@ package zookeeper
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/go-zookeeper/zk"
 
@@ -77,18 +76,12 @@ func (b *Backend) Entries(ctx context.Context, key string) (map[string][]byte, e
 	if err != nil {
 		return nil, b.ledgerError("read", key, err)
 	}
-	// All at once: go-zookeeper pipelines requests on one connection.
-	ds, errs := make([]described, len(ids)), make([]error, len(ids))
-	var wg sync.WaitGroup
-	for i, id := range ids {
-		wg.Go(func() { ds[i], _, errs[i] = s.get(ctx, dir+"/"+id) })
+	ds, err := getAll(ctx, s, ids, func(id string) string { return dir + "/" + id })
+	if err != nil {
+		return nil, b.ledgerError("read", key, err)
 	}
-	wg.Wait()
 	out := make(map[string][]byte, len(ids))
 	for i, id := range ids {
-		if errs[i] != nil {
-			return nil, b.ledgerError("read", key, errs[i])
-		}
 		if ds[i].stat != nil { // not deleted meanwhile
 			out[id] = ds[i].raw
 		}

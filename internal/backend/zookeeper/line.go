@@ -103,31 +103,60 @@ type holding struct {
 	described
 }
 
-// read reads the node that stands for each entry of line (its lock node
-// while it has one, else its hold node), in order; one gone by the time
-// it was read has a nil stat.
-func (b *Backend) read(ctx context.Context, s *session, key string, line []entry) ([]holding, error) {
-	hs := make([]holding, len(line))
-	for i, e := range line {
-		d, _, err := s.get(ctx, b.keyDir(key)+"/"+e.node())
-		if err != nil {
-			return nil, b.opError("read "+key, err)
-		}
-		hs[i] = holding{e, d}
+// holdersRead is one reading of the nodes of some entries of a key's line
+// (readHolders).
+type holdersRead struct {
+	hs      []holding     // in line order: the lock nodes, and the holds live by the clock
+	expired []holding     // the holds whose time is up by the clock
+	gone    []entry       // the entries whose node went since the line was read
+	left    time.Duration // the least time left of the live holds (-1: none)
+}
+
+// readHolders reads the node that stands for each entry of line (its lock
+// node while it has one, else its hold node), all at once, and judges the
+// holds among them by clock (ms: the server's, or this machine's; nil:
+// none has expired), read once the nodes are, if one is a live hold. A
+// hold lives until its mtime plus its length.
+func (b *Backend) readHolders(ctx context.Context, s *session, key string, line []entry, clock func(context.Context) (int64, error)) (holdersRead, error) {
+	ds, err := getAll(ctx, s, line, func(e entry) string { return b.keyDir(key) + "/" + e.node() })
+	if err != nil {
+		return holdersRead{}, b.opError("read "+key, err)
 	}
-	return hs, nil
+	r, now := holdersRead{left: -1}, int64(-1) // now: read at the first live hold
+	for i, e := range line {
+		h := holding{e, ds[i]}
+		if h.stat == nil {
+			r.gone = append(r.gone, e)
+			continue
+		}
+		if e.lock == "" && clock != nil && now < 0 {
+			if now, err = clock(ctx); err != nil {
+				return holdersRead{}, err
+			}
+		}
+		left := time.Duration(holdExpiry(h.described)-now) * time.Millisecond
+		switch {
+		case e.lock != "" || clock == nil:
+			r.hs = append(r.hs, h)
+		case left <= 0:
+			r.expired = append(r.expired, h)
+		default:
+			r.hs = append(r.hs, h)
+			if r.left < 0 || left < r.left {
+				r.left = left
+			}
+		}
+	}
+	return r, nil
 }
 
 // describeAll describes the holders hs of key (a semaphore's with its
-// limit and slot), passing over those gone. A session's time left is the
-// server's alone to know (ExpiresIn -1); a hold's is its expiry's.
+// limit and slot). A session's time left is the server's alone to know
+// (ExpiresIn -1); a hold's is its expiry's.
 func describeAll(key string, hs []holding) []lock.Holder {
 	var out []lock.Holder
 	now := time.Now()
 	for _, h := range hs {
-		if h.stat == nil {
-			continue
-		}
 		d := h.rec.Holder(key)
 		d.Token = h.rec.Token // 0 for a contender still waiting (contend.go)
 		if h.lock == "" || h.rec.Hold != "" {
@@ -166,22 +195,9 @@ func (b *Backend) holders(ctx context.Context, s *session, key string) ([]holdin
 		if len(line) > 0 {
 			line = line[:min(len(line), line[0].limit)]
 		}
-		read, err := b.read(ctx, s, key, line)
-		if err != nil {
-			return nil, err
-		}
-		var hs []holding
-		gone, now := false, time.Now()
-		for _, h := range read {
-			switch {
-			case h.stat == nil:
-				gone = true
-			case h.lock != "" || now.Before(time.UnixMilli(holdExpiry(h.described))):
-				hs = append(hs, h)
-			}
-		}
-		if !gone || attempt >= 3 {
-			return hs, nil
+		r, err := b.readHolders(ctx, s, key, line, func(context.Context) (int64, error) { return time.Now().UnixMilli(), nil })
+		if err != nil || len(r.gone) == 0 || attempt >= 3 {
+			return r.hs, err
 		}
 	}
 }

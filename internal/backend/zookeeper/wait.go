@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/distlock/distlock/internal/lock"
 )
 
@@ -47,15 +49,18 @@ func (c *contender) Watch(ctx context.Context) (lock.Retry, error) {
 	return lock.Retry{Wake: wake, After: bound}, nil
 }
 
-// watchAll sets an exists watch on every node of c.watch, at once; each
-// one's first event wakes wake. false: one of them is gone already (or
-// could not be watched).
+// watchAll sets an exists watch (which any change of the node fires) on
+// every node of c.watch, at once; each one's first event wakes wake.
+// false: one of them is gone already (or could not be watched).
 func (c *contender) watchAll(ctx context.Context, wake chan struct{}) bool {
 	var wg sync.WaitGroup
 	var missed atomic.Bool
 	for _, name := range c.watch {
 		wg.Go(func() {
-			ok, ch, err := c.s.watch(ctx, c.dir+"/"+name)
+			ok, ch, err := call2(ctx, func() (bool, <-chan zk.Event, error) {
+				ok, _, ch, err := c.s.conn.ExistsW(c.dir + "/" + name)
+				return ok, ch, err
+			})
 			if err != nil || !ok {
 				missed.Store(true)
 				return
@@ -81,8 +86,8 @@ func (c *contender) lineAsRead(ctx context.Context) bool {
 	if c.limit == 1 || len(c.watch) == c.limit {
 		return true
 	}
-	st, err := c.s.stat(ctx, c.dir)
-	return err == nil && st != nil && st.Cversion == c.seen
+	ok, st, err := call2(ctx, func() (bool, *zk.Stat, error) { return c.s.conn.Exists(c.dir) })
+	return err == nil && ok && st.Cversion == c.seen
 }
 
 // notify sends on ch unless a value is waiting there already.

@@ -173,13 +173,6 @@ func (s *session) remove(ctx context.Context, path string, version int32) error 
 	return err
 }
 
-// createTTL creates a TTL node, which the server deletes once it has had
-// no change (and no children) for ttl.
-func (s *session) createTTL(ctx context.Context, path string, data []byte, ttl time.Duration) error {
-	_, err := call(ctx, func() (string, error) { return s.conn.CreateTTL(path, data, zk.FlagTTL, acl, ttl) })
-	return err
-}
-
 // get reads a node, its data decoded as a record; ok is false when it is
 // gone.
 func (s *session) get(ctx context.Context, path string) (d described, ok bool, err error) {
@@ -188,6 +181,19 @@ func (s *session) get(ctx context.Context, path string) (d described, ok bool, e
 		return described{}, false, ignore(err, zk.ErrNoNode)
 	}
 	return described{rec: decodeRecord(data), raw: data, stat: stat}, true, nil
+}
+
+// getAll reads the node at path(item) of each item all at once
+// (go-zookeeper pipelines requests on one connection); one gone has a nil
+// stat. The error is the first one's in items' order.
+func getAll[T any](ctx context.Context, s *session, items []T, path func(T) string) ([]described, error) {
+	ds, errs := make([]described, len(items)), make([]error, len(items))
+	var wg sync.WaitGroup
+	for i, item := range items {
+		wg.Go(func() { ds[i], _, errs[i] = s.get(ctx, path(item)) })
+	}
+	wg.Wait()
+	return ds, cmp.Or(errs...)
 }
 
 // described is a node as get read it.
@@ -205,24 +211,6 @@ func (s *session) children(ctx context.Context, dir string) ([]string, int32, er
 		return nil, -1, ignore(err, zk.ErrNoNode)
 	}
 	return names, st.Cversion, nil
-}
-
-// stat is path's stat, nil when it is gone.
-func (s *session) stat(ctx context.Context, path string) (*zk.Stat, error) {
-	ok, st, err := call2(ctx, func() (bool, *zk.Stat, error) { return s.conn.Exists(path) })
-	if !ok {
-		return nil, err
-	}
-	return st, err
-}
-
-// watch sets an exists watch on path (which any change of it fires);
-// ok is false when it is gone.
-func (s *session) watch(ctx context.Context, path string) (ok bool, ev <-chan zk.Event, err error) {
-	return call2(ctx, func() (bool, <-chan zk.Event, error) {
-		ok, _, ev, err := s.conn.ExistsW(path)
-		return ok, ev, err
-	})
 }
 
 // multi runs ops in one transaction; the error is the failing op's (the
@@ -253,8 +241,8 @@ func (b *Backend) ensurePath(ctx context.Context, s *session, path string) error
 	p := ""
 	for _, part := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
 		p += "/" + part
-		st, err := s.stat(ctx, p)
-		if err == nil && st == nil {
+		ok, _, err := call2(ctx, func() (bool, *zk.Stat, error) { return s.conn.Exists(p) })
+		if err == nil && !ok {
 			_, err = s.create(ctx, p, nil, zk.FlagPersistent)
 		}
 		if ignore(err, zk.ErrNodeExists) != nil {

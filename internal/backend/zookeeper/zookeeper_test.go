@@ -3,10 +3,13 @@ package zookeeper
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/distlock/distlock/internal/acquire"
 	"github.com/distlock/distlock/internal/lock"
@@ -218,6 +221,66 @@ func TestHoldKeepsPlaceAndExpires(t *testing.T) {
 		t.Fatalf("bob's token %d not greater than the hold's %d", w.Token(), l.Token())
 	}
 	w.Release(ctx(t))
+}
+
+// TestHoldJudgedByItsRecord: a hold lives until its mtime plus the length
+// in its record, whatever its node's own TTL (an hour here, so the
+// server's reaper is out of the picture): while it lives it holds its
+// place (a contender is busy, naming it); once over, status passes over it
+// by this machine's clock (leaving it in place) and a contender deletes it
+// by the server's clock and takes the place. Fails if either clock's
+// judgement (readHolders) or Look's delete (expireHolds) is lost.
+func TestHoldJudgedByItsRecord(t *testing.T) {
+	p := startServer(t)
+	b := open(t, p.Addr(), "judged")
+	s := b.testAdmin(t)
+	for _, limit := range []int{1, 2} {
+		t.Run(fmt.Sprint("limit", limit), func(t *testing.T) {
+			ctx, key := ctx(t), fmt.Sprint("k", limit)
+			if err := b.ensureDir(ctx, s, b.keyDir(key)); err != nil {
+				t.Fatal(err)
+			}
+			rec := newRecord(limited(key, "gone", limit), time.Now())
+			rec.Hold, rec.HoldMs, rec.Token = lock.HoldHandle, time.Minute.Milliseconds(), 7
+			path := b.keyDir(key) + "/" + holdName(limit, newNonce(), 0, 0)
+			if _, err := s.conn.CreateTTL(path, rec.encode(), zk.FlagTTL, acl, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			var held []lock.Lease // the other places
+			for range limit - 1 {
+				l, err := lock.TryOnce(ctx, b, limited(key, "other", limit))
+				if err != nil {
+					t.Fatal(err)
+				}
+				held = append(held, l)
+			}
+			var busy *lock.BusyError
+			if _, err := lock.TryOnce(ctx, b, limited(key, "early", limit)); !errors.As(err, &busy) || busy.Holder.Owner != "gone" {
+				t.Fatalf("a contender while the hold lives: %v, want busy naming the hold", err)
+			}
+			rec.HoldMs = 1 // over 1ms after this write's mtime
+			if _, err := s.conn.Set(path, rec.encode(), -1); err != nil {
+				t.Fatal(err)
+			}
+			wait.Until(t, 5*time.Second, "status passes over the hold", func() bool {
+				hs, err := b.InspectSlots(ctx, key)
+				return err == nil && len(hs) == limit-1
+			})
+			if ok, _, err := s.conn.Exists(path); err != nil || !ok {
+				t.Fatalf("status deleted the hold (%v)", err)
+			}
+			l, err := lock.TryOnce(ctx, b, limited(key, "late", limit))
+			if err != nil {
+				t.Fatalf("a contender once the hold is over: %v", err)
+			}
+			if ok, _, err := s.conn.Exists(path); err != nil || ok {
+				t.Fatalf("the hold is still there once a contender took its place (%v)", err)
+			}
+			for _, l := range append(held, l) {
+				l.Release(ctx)
+			}
+		})
+	}
 }
 
 // TestHoldWithoutTTLNodesRefused: on servers that refuse TTL nodes (the
