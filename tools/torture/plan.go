@@ -41,8 +41,8 @@ var singleNode = []string{"redis", "redis-sentinel", "redis-sentinel-wait1", "et
 // expect is the documented expectation for a row.
 func expect(engine, fault, mode string) expectation {
 	switch {
-	case mode == "handle" && slices.Contains([]string{"pause-server", "partition-client", "stop-holder"}, fault):
-		return expectation{[]string{propOverlap}, "a handle's lock is not renewed and nothing stops the process using it: a step still running when the lease lapses (its extend blocked by the outage) overlaps the next holder (distlock acquire --help); the fenced register must still reject its writes"}
+	case mode == "handle" && slices.Contains([]string{"pause-server", "partition-client", "restart-server", "kill-leader", "stop-holder"}, fault):
+		return expectation{[]string{propOverlap}, "a handle's lock is not renewed and nothing stops the process using it: a step still running when the lease lapses (its extend blocked by the outage: a paused, cut off, restarting or re-electing server) overlaps the next holder (distlock acquire --help); the fenced register must still reject its writes"}
 	case fault == "restart-server" && engine == "consul":
 		return expectation{[]string{propOverlap}, "a Consul dev agent keeps its data in memory: a restart empties it, as wipe-server does (below); tokens must still rise"}
 	case fault == "wipe-server" && slices.Contains(singleNode, engine):
