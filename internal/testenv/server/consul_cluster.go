@@ -48,9 +48,13 @@ func StartConsulCluster(dir string, n int) (*ConsulCluster, error) {
 }
 
 // startConsulServers launches n servers on newly chosen free ports and
-// waits until each knows the leader (elected only once all n joined).
+// waits until each knows the leader (elected only once all n joined). A
+// join that found its peer not listening yet is retried after a second,
+// not Consul's 30 s; and the wait is the ZooKeeper ensemble's, three
+// starts' worth: under the full matrix's load a server once had no leader
+// 20 s after its start (CI, consul3).
 func startConsulServers(bin, dir string, n int) ([]*Process, error) {
-	return startGroup(n, 3, startTimeout, func(i int, ports []int) (spec, error) {
+	return startGroup(n, 3, 3*startTimeout, func(i int, ports []int) (spec, error) {
 		var join []string
 		for j := range n {
 			join = append(join, "-retry-join", net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[3*j+1])))
@@ -59,7 +63,7 @@ func startConsulServers(bin, dir string, n int) ([]*Process, error) {
 		if err != nil {
 			return spec{}, err
 		}
-		extra := append([]string{"-server", "-bootstrap-expect", strconv.Itoa(n), "-data-dir", filepath.Join(sdir, "data")}, join...)
+		extra := append([]string{"-server", "-bootstrap-expect", strconv.Itoa(n), "-data-dir", filepath.Join(sdir, "data"), "-retry-interval", "1s"}, join...)
 		return consulSpec(bin, sdir, "consul server "+strconv.Itoa(i), ports[3*i:3*i+3], extra), nil
 	})
 }

@@ -312,6 +312,7 @@ func (p *Process) launchLocked() error {
 func waitReady(ctx context.Context, s spec, pid int, exited <-chan struct{}) error {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
+	start := time.Now()
 	var last error
 	for {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -326,7 +327,7 @@ func waitReady(ctx context.Context, s spec, pid int, exited <-chan struct{}) err
 				s.name, errExited, s.addr, s.logPath, logTail(s.logPath))
 		case <-ctx.Done():
 			return fmt.Errorf("%s did not answer on %s within %v (last: %v); log %s:\n%s",
-				s.name, s.addr, startTimeout, last, s.logPath, logTail(s.logPath))
+				s.name, s.addr, time.Since(start).Round(time.Second), last, s.logPath, logTail(s.logPath))
 		case <-tick.C:
 		}
 	}
