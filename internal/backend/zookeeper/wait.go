@@ -86,7 +86,7 @@ func (c *contender) lineAsRead(ctx context.Context) bool {
 	if c.limit == 1 || len(c.watch) == c.limit {
 		return true
 	}
-	ok, st, err := call2(ctx, func() (bool, *zk.Stat, error) { return c.s.conn.Exists(c.dir) })
+	ok, st, err := c.s.exists(ctx, c.dir)
 	return err == nil && ok && st.Cversion == c.seen
 }
 

@@ -167,6 +167,11 @@ func (s *session) set(ctx context.Context, path string, data []byte) (*zk.Stat, 
 	return call(ctx, func() (*zk.Stat, error) { return s.conn.Set(path, data, -1) })
 }
 
+// exists stats a node; ok is false when it is missing.
+func (s *session) exists(ctx context.Context, path string) (ok bool, st *zk.Stat, err error) {
+	return call2(ctx, func() (bool, *zk.Stat, error) { return s.conn.Exists(path) })
+}
+
 // remove deletes path at version (-1: any).
 func (s *session) remove(ctx context.Context, path string, version int32) error {
 	_, err := call(ctx, func() (struct{}, error) { return struct{}{}, s.conn.Delete(path, version) })
@@ -241,7 +246,7 @@ func (b *Backend) ensurePath(ctx context.Context, s *session, path string) error
 	p := ""
 	for _, part := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
 		p += "/" + part
-		ok, _, err := call2(ctx, func() (bool, *zk.Stat, error) { return s.conn.Exists(p) })
+		ok, _, err := s.exists(ctx, p)
 		if err == nil && !ok {
 			_, err = s.create(ctx, p, nil, zk.FlagPersistent)
 		}
