@@ -11,14 +11,20 @@ import (
 )
 
 type acquireOptions struct {
-	g *globalOptions
+	common
 	lockFlags
-	Output string
+}
+
+func (*acquireOptions) output() outputFlag {
+	return outputFlag{outShell, "output format: shell (export lines), env (NAME=value lines) or json", oneOf(outShell, outEnv, outJSON)}
+}
+
+func (o *acquireOptions) flags(c *cobra.Command) {
+	o.lockFlags.add(c, 30*time.Minute, "how long the lock stays held unless extended or released (at least 1s)")
 }
 
 func newAcquireCommand(g *globalOptions) *cobra.Command {
-	o := &acquireOptions{g: g}
-	c := &cobra.Command{
+	return newCommand(g, &acquireOptions{}, &cobra.Command{
 		Use:   "acquire --key KEY [--ttl D] [--wait D] [-o shell|env|json]",
 		Short: "Take a lock and keep it after exiting, for use across CI steps",
 		Long: `Take the lock on KEY and leave it held for --ttl after distlock exits, so
@@ -42,26 +48,20 @@ Exit status: 0 acquired, 75 busy (--busy-exit-code).`,
   eval "$lock"
   distlock acquire --key deploy:prod --ttl 30m -o env >> "$GITHUB_ENV"`,
 		Args: noArgs("acquire"),
-		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context()) },
-	}
-	o.lockFlags.add(c, 30*time.Minute, "how long the lock stays held unless extended or released (at least 1s)")
-	c.Flags().StringVarP(&o.Output, "output", "o", outShell, "output format: shell (export lines), env (NAME=value lines) or json")
-	return c
+	})
 }
 
-func (o *acquireOptions) run(ctx context.Context) error {
-	if err := checkFormat(o.Output, outShell, outEnv, outJSON); err != nil {
-		return err
-	}
+func (o *acquireOptions) run(ctx context.Context, _ []string) error {
 	wait, err := o.lockFlags.check()
 	if err != nil {
 		return err
 	}
-	b, err := o.g.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
+	return o.g.withEngine(ctx, func(b lock.Backend) error { return o.hold(ctx, b, wait) })
+}
+
+// hold takes the lock on b and holds it for --ttl with no one renewing it,
+// then prints its handle.
+func (o *acquireOptions) hold(ctx context.Context, b lock.Backend, wait time.Duration) error {
 	req, err := newRequest(o.Key, o.TTL, 1, "distlock acquire", o.Note)
 	if err != nil {
 		return err

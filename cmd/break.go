@@ -15,15 +15,18 @@ import (
 )
 
 type breakOptions struct {
-	g      *globalOptions
-	Token  uint64
-	Yes    bool
-	Output string
+	common
+	Token uint64
+	Yes   bool
+}
+
+func (o *breakOptions) flags(c *cobra.Command) {
+	c.Flags().Uint64Var(&o.Token, "token", 0, "break only the holder with fencing token N (on a semaphore: that slot)")
+	c.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation (required when stdin is not a terminal)")
 }
 
 func newBreakCommand(g *globalOptions) *cobra.Command {
-	o := &breakOptions{g: g}
-	c := &cobra.Command{
+	return newCommand(g, &breakOptions{}, &cobra.Command{
 		Use:   "break KEY [--token N] [--yes] [-o json|text]",
 		Short: "Remove a stuck lock; its holder stops its command",
 		Long: `Remove the lock on KEY whoever holds it. Waiters are woken and the next one
@@ -56,29 +59,23 @@ Exit status: 0 broken, 1 not confirmed, 3 not held, 64 usage,
 			return nil
 		},
 		ValidArgsFunction: completeKeys(g, 1),
-		RunE:              func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), args[0]) },
-	}
-	c.Flags().Uint64Var(&o.Token, "token", 0, "break only the holder with fencing token N (on a semaphore: that slot)")
-	c.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation (required when stdin is not a terminal)")
-	textOrJSON(c, &o.Output)
-	return c
+	})
 }
 
-func (o *breakOptions) run(ctx context.Context, key string) error {
-	if err := checkOutput(o.Output); err != nil {
-		return err
-	}
+func (o *breakOptions) run(ctx context.Context, args []string) error {
+	key := args[0]
 	if err := lock.ValidateKey(key); err != nil {
 		return err
 	}
 	if !o.Yes && !isTerminal(o.g.stdin) {
 		return usageError(fmt.Errorf("refusing to break %s without --yes: stdin is not a terminal", key))
 	}
-	b, err := o.g.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
+	return o.g.withEngine(ctx, func(b lock.Backend) error { return o.breakKey(ctx, b, key) })
+}
+
+// breakKey breaks key's holders on b: those shown, the one --token names,
+// or every one.
+func (o *breakOptions) breakKey(ctx context.Context, b lock.Backend, key string) error {
 	st, err := o.g.keyStatus(ctx, b, key)
 	if err != nil {
 		return err

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -17,15 +16,18 @@ import (
 )
 
 type doctorOptions struct {
-	g      *globalOptions
-	Key    string
-	TTL    time.Duration
-	Output string
+	common
+	Key string
+	TTL time.Duration
+}
+
+func (o *doctorOptions) flags(c *cobra.Command) {
+	c.Flags().StringVar(&o.Key, "key", "", "scratch key to take and release (default doctor:<host>)")
+	c.Flags().DurationVar(&o.TTL, "ttl", 30*time.Second, "the --ttl you mean to run with (at least 1s); checks are judged against it")
 }
 
 func newDoctorCommand(g *globalOptions) *cobra.Command {
-	o := &doctorOptions{g: g}
-	c := &cobra.Command{
+	return newCommand(g, &doctorOptions{}, &cobra.Command{
 		Use:   "doctor [--key KEY] [--ttl D] [-o text|json]",
 		Short: "Check that the engine is fit to hold locks: settings, latency, clock",
 		Long: `Check the engine named by --backend (or DISTLOCK_BACKEND) and print one line
@@ -45,19 +47,10 @@ found, 64 usage, 69 engine unreachable, 77 credentials refused.`,
 		Example: `  distlock --backend redis://redis:6379 doctor --ttl 30s
   distlock doctor -o json | jq '.[] | select(.status != "ok")'`,
 		Args: noArgs("doctor"),
-		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context()) },
-	}
-	f := c.Flags()
-	f.StringVar(&o.Key, "key", "", "scratch key to take and release (default doctor:<host>)")
-	f.DurationVar(&o.TTL, "ttl", 30*time.Second, "the --ttl you mean to run with (at least 1s); checks are judged against it")
-	textOrJSON(c, &o.Output)
-	return c
+	})
 }
 
-func (o *doctorOptions) run(ctx context.Context) error {
-	if err := checkOutput(o.Output); err != nil {
-		return err
-	}
+func (o *doctorOptions) run(ctx context.Context, _ []string) error {
 	if o.Key == "" {
 		o.Key = "doctor:" + hostname()
 	}
@@ -106,9 +99,7 @@ func writeChecksJSON(w io.Writer, checks []lock.Check) error {
 	for i, c := range checks {
 		out[i] = checkJSON{Check: c.Name, Status: string(c.Status), Detail: c.Detail, Fix: c.Fix}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(out)
+	return writeJSON(w, out)
 }
 
 // writeChecksText prints one line per check and its fix under it:

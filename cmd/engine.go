@@ -15,6 +15,16 @@ func (g *globalOptions) open(ctx context.Context) (lock.Backend, error) {
 	return g.openEngine(ctx, false)
 }
 
+// withEngine opens the engine, runs f on it, and closes it.
+func (g *globalOptions) withEngine(ctx context.Context, f func(b lock.Backend) error) error {
+	b, err := g.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	return f(b)
+}
+
 // openEngine is open; with doctor set, a file directory that cannot be
 // created is left for doctor's checks to report.
 func (g *globalOptions) openEngine(ctx context.Context, doctor bool) (lock.Backend, error) {

@@ -12,15 +12,22 @@ import (
 )
 
 type extendOptions struct {
-	g *globalOptions
+	common
 	handleOptions
-	TTL    time.Duration
-	Output string
+	TTL time.Duration
+}
+
+func (*extendOptions) output() outputFlag {
+	return outputFlag{outNone, "output format: none, shell, env or json (as acquire)", oneOf(outNone, outShell, outEnv, outJSON)}
+}
+
+func (o *extendOptions) flags(c *cobra.Command) {
+	o.handleOptions.add(c)
+	c.Flags().DurationVar(&o.TTL, "ttl", 0, "new remaining time (default: the handle's TTL)")
 }
 
 func newExtendCommand(g *globalOptions) *cobra.Command {
-	o := &extendOptions{g: g}
-	c := &cobra.Command{
+	return newCommand(g, &extendOptions{}, &cobra.Command{
 		Use:   "extend [--ttl D] [--handle H] [-o none|shell|env|json]",
 		Short: "Keep a lock taken by distlock acquire for longer",
 		Long: `Reset the remaining time of the lock named by the handle (--handle, else
@@ -30,18 +37,10 @@ line on stderr says how long the lock is held now); -o shell, env or json
 print the handle as acquire does. Exit status: 0 extended, 76 the handle no
 longer holds its lock.`,
 		Args: noArgs("extend"),
-		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context()) },
-	}
-	o.handleOptions.add(c)
-	c.Flags().DurationVar(&o.TTL, "ttl", 0, "new remaining time (default: the handle's TTL)")
-	c.Flags().StringVarP(&o.Output, "output", "o", outNone, "output format: none, shell, env or json (as acquire)")
-	return c
+	})
 }
 
-func (o *extendOptions) run(ctx context.Context) error {
-	if err := checkFormat(o.Output, outNone, outShell, outEnv, outJSON); err != nil {
-		return err
-	}
+func (o *extendOptions) run(ctx context.Context, _ []string) error {
 	h, err := o.handle()
 	if err != nil {
 		return err

@@ -66,7 +66,7 @@ func printHandle(w io.Writer, format string, h lock.Handle, ttl time.Duration) e
 	case outEnv:
 		_, err = fmt.Fprintf(w, "DISTLOCK_HANDLE=%s\nDISTLOCK_TOKEN=%d\n", h.Encode(), h.Token)
 	case outJSON:
-		err = writeOneJSON(w, handleJSON{Key: h.Key, Token: h.Token, TTLms: ttl.Milliseconds(), Handle: h.Encode()})
+		err = writeJSON(w, handleJSON{Key: h.Key, Token: h.Token, TTLms: ttl.Milliseconds(), Handle: h.Encode()})
 	}
 	return err
 }

@@ -16,14 +16,16 @@ import (
 )
 
 type historyOptions struct {
-	g      *globalOptions
-	Last   int
-	Output string
+	common
+	Last int
+}
+
+func (o *historyOptions) flags(c *cobra.Command) {
+	c.Flags().IntVarP(&o.Last, "last", "n", 20, "show at most the last N runs (0: all kept)")
 }
 
 func newHistoryCommand(g *globalOptions) *cobra.Command {
-	o := &historyOptions{g: g}
-	c := &cobra.Command{
+	return newCommand(g, &historyOptions{}, &cobra.Command{
 		Use:   "history KEY [-n N] [-o json|text]",
 		Short: "Show the last runs of KEY across every replica, newest first",
 		Long: `Show the last runs of KEY recorded in the engine by distlock run on every
@@ -58,11 +60,7 @@ unreachable, 77 credentials refused.`,
 			return nil
 		},
 		ValidArgsFunction: completeKeys(g, 1),
-		RunE:              func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), args[0]) },
-	}
-	c.Flags().IntVarP(&o.Last, "last", "n", 20, "show at most the last N runs (0: all kept)")
-	textOrJSON(c, &o.Output)
-	return c
+	})
 }
 
 // historyJSON is one run in history -o json.
@@ -71,21 +69,19 @@ type historyJSON struct {
 	DurationMS *int64 `json:"duration_ms"`
 }
 
-func (o *historyOptions) run(ctx context.Context, key string) error {
-	if err := checkOutput(o.Output); err != nil {
-		return err
-	}
+func (o *historyOptions) run(ctx context.Context, args []string) error {
+	key := args[0]
 	if err := lock.ValidateKey(key); err != nil {
 		return err
 	}
 	if o.Last < 0 {
 		return lock.Invalidf("-n must not be negative, got %d", o.Last)
 	}
-	b, err := o.g.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
+	return o.g.withEngine(ctx, func(b lock.Backend) error { return o.show(ctx, b, key) })
+}
+
+// show prints key's last runs, as many as -n asks for.
+func (o *historyOptions) show(ctx context.Context, b lock.Backend, key string) error {
 	h, err := o.g.history(ctx, b, key)
 	if err != nil {
 		return err

@@ -12,14 +12,11 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-type listOptions struct {
-	g      *globalOptions
-	Output string
-}
+// listOptions are status's: -o text|json, and no flags of their own.
+type listOptions statusOptions
 
 func newListCommand(g *globalOptions) *cobra.Command {
-	o := &listOptions{g: g}
-	c := &cobra.Command{
+	return newCommand(g, &listOptions{}, &cobra.Command{
 		Use:   "list [PREFIX] [-o json|text]",
 		Short: "List every held lock whose key starts with PREFIX",
 		Long: `List every lock held right now whose key starts with PREFIX (all keys when
@@ -47,30 +44,22 @@ unreachable, 77 credentials refused.`,
 			return nil
 		},
 		ValidArgsFunction: completeKeys(g, 1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			prefix := ""
-			if len(args) == 1 {
-				prefix = args[0]
-			}
-			return o.run(cmd.Context(), prefix)
-		},
-	}
-	textOrJSON(c, &o.Output)
-	return c
+	})
 }
 
-func (o *listOptions) run(ctx context.Context, prefix string) error {
-	if err := checkOutput(o.Output); err != nil {
-		return err
+func (o *listOptions) run(ctx context.Context, args []string) error {
+	prefix := ""
+	if len(args) == 1 {
+		prefix = args[0]
 	}
 	if len(prefix) > lock.MaxKeyLen {
 		return lock.Invalidf("prefix is %d bytes long; keys are at most %d", len(prefix), lock.MaxKeyLen)
 	}
-	b, err := o.g.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
+	return o.g.withEngine(ctx, func(b lock.Backend) error { return o.list(ctx, b, prefix) })
+}
+
+// list prints the locks held on b under prefix.
+func (o *listOptions) list(ctx context.Context, b lock.Backend, prefix string) error {
 	hs, err := o.g.list(ctx, b, prefix)
 	if err != nil {
 		return err

@@ -11,15 +11,20 @@ import (
 )
 
 type releaseOptions struct {
-	g *globalOptions
+	common
 	handleOptions
 	Strict bool
-	Output string
 }
 
+func (o *releaseOptions) flags(c *cobra.Command) {
+	o.handleOptions.add(c)
+	c.Flags().BoolVar(&o.Strict, "strict", false, "exit 76 when the handle's lock is already gone")
+}
+
+func (*releaseOptions) output() outputFlag { return textOrJSONOf }
+
 func newReleaseCommand(g *globalOptions) *cobra.Command {
-	o := &releaseOptions{g: g}
-	c := &cobra.Command{
+	return newCommand(g, &releaseOptions{}, &cobra.Command{
 		Use:   "release [--handle H] [--strict] [-o text|json]",
 		Short: "Release a lock taken by distlock acquire",
 		Long: `Release the lock named by the handle (--handle, else DISTLOCK_HANDLE), if
@@ -31,12 +36,7 @@ stays green; --strict makes that exit 76.
 lock was already gone.
 Exit status: 0 released or already gone, 76 already gone with --strict.`,
 		Args: noArgs("release"),
-		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context()) },
-	}
-	o.handleOptions.add(c)
-	c.Flags().BoolVar(&o.Strict, "strict", false, "exit 76 when the handle's lock is already gone")
-	textOrJSON(c, &o.Output)
-	return c
+	})
 }
 
 // releaseJSON is what release prints with -o json.
@@ -46,10 +46,7 @@ type releaseJSON struct {
 	Released bool   `json:"released"`
 }
 
-func (o *releaseOptions) run(ctx context.Context) error {
-	if err := checkFormat(o.Output, "text", outJSON); err != nil {
-		return err
-	}
+func (o *releaseOptions) run(ctx context.Context, _ []string) error {
 	h, err := o.handle()
 	if err != nil {
 		return err
@@ -63,7 +60,7 @@ func (o *releaseOptions) run(ctx context.Context) error {
 		return staleHandle(h)
 	}
 	if o.Output == "json" {
-		if err := writeOneJSON(o.g.stdout, releaseJSON{Key: h.Key, Token: h.Token, Released: !gone}); err != nil {
+		if err := writeJSON(o.g.stdout, releaseJSON{Key: h.Key, Token: h.Token, Released: !gone}); err != nil {
 			return err
 		}
 	}

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,13 +14,11 @@ import (
 )
 
 type statusOptions struct {
-	g      *globalOptions
-	Output string
+	common
 }
 
 func newStatusCommand(g *globalOptions) *cobra.Command {
-	o := &statusOptions{g: g}
-	c := &cobra.Command{
+	return newCommand(g, &statusOptions{}, &cobra.Command{
 		Use:   "status KEY... [-o json|text]",
 		Short: "Show who holds each KEY, since when and until when",
 		Long: `Show for each KEY whether it is held and by whom: host, pid of the holding
@@ -64,10 +61,7 @@ is free, 64 usage, 69 engine unreachable, 77 credentials refused.`,
 			return nil
 		},
 		ValidArgsFunction: completeKeys(g, -1),
-		RunE:              func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), args) },
-	}
-	textOrJSON(c, &o.Output)
-	return c
+	})
 }
 
 // statusJSON is the documented JSON shape of one key's status (also one
@@ -105,27 +99,17 @@ type keyStatus struct {
 	held bool
 }
 
-func checkOutput(o string) error {
-	if o != "text" && o != "json" {
-		return lock.Invalidf("--output must be text or json, got %q", o)
-	}
-	return nil
-}
-
 func (o *statusOptions) run(ctx context.Context, keys []string) error {
-	if err := checkOutput(o.Output); err != nil {
-		return err
-	}
 	for _, key := range keys {
 		if err := lock.ValidateKey(key); err != nil {
 			return err
 		}
 	}
-	b, err := o.g.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
+	return o.g.withEngine(ctx, func(b lock.Backend) error { return o.show(ctx, b, keys) })
+}
+
+// show prints each of keys' status on b, its waiters and its last runs.
+func (o *statusOptions) show(ctx context.Context, b lock.Backend, keys []string) error {
 	sts := make([]keyStatus, 0, len(keys))
 	runs := make([]ledger.History, 0, len(keys))
 	waiting := make([]*int64, 0, len(keys))
@@ -185,13 +169,6 @@ func (g *globalOptions) keyStatus(ctx context.Context, b lock.Backend, key strin
 		}
 	}
 	return st, nil
-}
-
-// writeJSON writes one compact JSON value and a newline.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
 }
 
 // printStatusText prints one key: a summary line, then the holder's

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -9,15 +10,15 @@ import (
 )
 
 type versionOptions struct {
-	g      *globalOptions
-	Output string
+	common
 }
+
+func (*versionOptions) output() outputFlag { return textOrJSONOf }
 
 // newVersionCommand builds `distlock version`: one line with the version,
 // commit, build date, Go version and platform, the same line --version prints.
 func newVersionCommand(g *globalOptions) *cobra.Command {
-	o := &versionOptions{g: g}
-	c := &cobra.Command{
+	return newCommand(g, &versionOptions{}, &cobra.Command{
 		Use:   "version [-o text|json]",
 		Short: "Print distlock's version, commit, build date and Go version",
 		Long: `Print one line naming this build of distlock: its version, the commit and
@@ -27,10 +28,7 @@ A release build says the version it was stamped with; one installed with
 build in a checkout calls itself "dev". -o json prints the same as
 {"version","commit","date","commit_time","modified","go","platform"}.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
-	}
-	textOrJSON(c, &o.Output)
-	return c
+	})
 }
 
 // versionJSON is what version prints with -o json. date is when the
@@ -46,18 +44,15 @@ type versionJSON struct {
 	Platform   string `json:"platform"`
 }
 
-func (o *versionOptions) run(cmd *cobra.Command) error {
-	if err := checkFormat(o.Output, "text", outJSON); err != nil {
-		return err
-	}
+func (o *versionOptions) run(_ context.Context, _ []string) error {
 	i := buildinfo.Get()
 	if o.Output == outJSON {
-		return writeOneJSON(cmd.OutOrStdout(), versionJSON{
+		return writeJSON(o.g.stdout, versionJSON{
 			Version: i.Version, Commit: i.Commit, Date: i.Date, CommitTime: i.CommitTime,
 			Modified: i.Modified, Go: i.GoVersion, Platform: i.Platform,
 		})
 	}
-	_, err := fmt.Fprintln(cmd.OutOrStdout(), i.String())
+	_, err := fmt.Fprintln(o.g.stdout, i.String())
 	return err
 }
 
