@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"strconv"
-	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -80,18 +79,15 @@ func (b *Backend) DeleteEntries(ctx context.Context, key string, ids []string) e
 // ledgerTimeout bounds one master's part in a ledger call.
 const ledgerTimeout = 5 * time.Second
 
-// ledgerClock hands out the versions of a Redlock's ledger writes by
+// nextVersion hands out the versions of this Redlock's ledger writes by
 // lock.NextToken's rule, so they rise strictly.
-type ledgerClock struct {
-	mu   sync.Mutex
-	last uint64
-}
-
-func (c *ledgerClock) next() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.last = lock.NextToken(c.last, lock.ClockMicros(time.Now()))
-	return c.last
+func (r *Redlock) nextVersion() uint64 {
+	for {
+		last := r.ledgerVer.Load()
+		if v := lock.NextToken(last, lock.ClockMicros(time.Now())); r.ledgerVer.CompareAndSwap(last, v) {
+			return v
+		}
+	}
 }
 
 // PutEntry implements lock.Ledger: on every master, a quorum must store it.
@@ -99,7 +95,7 @@ func (r *Redlock) PutEntry(ctx context.Context, key, id string, data []byte) err
 	if err := lock.CheckEntry(id, data); err != nil {
 		return err
 	}
-	v := append(strconv.AppendUint(nil, r.ledgerVer.next(), 10), ':')
+	v := append(strconv.AppendUint(nil, r.nextVersion(), 10), ':')
 	v = append(v, data...)
 	return r.onQuorum(ctx, ledgerTimeout, "stored the ledger entry "+id+" of "+key, func(ctx context.Context, _ int, n *Backend) error {
 		return n.putEntry(ctx, key, id, v)

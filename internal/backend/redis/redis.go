@@ -125,21 +125,18 @@ func (b *Backend) lockKey(key string) string  { return b.prefix + ":{" + key + "
 func (b *Backend) tokenKey(key string) string { return b.lockKey(key) + ":token" }
 func (b *Backend) channel(key string) string  { return b.lockKey(key) + ":released" }
 
-// Guarantee implements lock.Backend.
-func (b *Backend) Guarantee() string { return Guarantee(b.topo, b.wait) }
-
-// Guarantee is what a topology promises with wait replicas acknowledging
-// every grant and renewal, in one line (status's engine: line;
-// docs/GUARANTEES.md, "Redis topologies"; internal/backend's registry).
-func Guarantee(topo Topology, wait int) string {
-	if topo == Sentinel && wait > 0 {
-		return fmt.Sprintf("Redis Sentinel with WAIT %d: every grant and renewal reached %d replicas; a failover to a replica that had not can still grant this lock twice", wait, wait)
+// Guarantee implements lock.Backend: what the topology promises with
+// b.wait replicas acknowledging every grant and renewal, in one line
+// (status's engine: line; docs/GUARANTEES.md, "Redis topologies").
+func (b *Backend) Guarantee() string {
+	if b.topo == Sentinel && b.wait > 0 {
+		return fmt.Sprintf("Redis Sentinel with WAIT %d: every grant and renewal reached %d replicas; a failover to a replica that had not can still grant this lock twice", b.wait, b.wait)
 	}
 	return [...]string{
 		Single:   "single Redis: exclusive while this node lives; a failover to an async replica can grant the lock twice",
 		Sentinel: "Redis Sentinel without WAIT: a failover can grant this lock twice",
 		Cluster:  "Redis Cluster: each lock lives on one master; a failover to its async replica can grant it twice",
-	}[topo]
+	}[b.topo]
 }
 
 // Close implements lock.Backend.

@@ -39,7 +39,7 @@ type Redlock struct {
 	nodes     []*Backend
 	quorum    int
 	addrs     string
-	ledgerVer ledgerClock // versions the run ledger's writes (ledger.go)
+	ledgerVer atomic.Uint64 // the run ledger's last write version (ledger.go)
 }
 
 // redlockSpec: at least three masters, each naming its port, each used
@@ -107,13 +107,10 @@ func (r *Redlock) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Che
 	return out
 }
 
-// Guarantee implements lock.Backend.
-func (r *Redlock) Guarantee() string { return RedlockGuarantee(len(r.nodes)) }
-
-// RedlockGuarantee is what Redlock over n masters promises, in one line
-// (status's engine: line; internal/backend's registry).
-func RedlockGuarantee(n int) string {
-	return fmt.Sprintf("Redlock over %d Redis masters: a lock needs %d of them; exclusive while the nodes' clocks run at the same rate and no process pauses past the margin", n, quorum(n))
+// Guarantee implements lock.Backend: what Redlock over its masters
+// promises, in one line (status's engine: line).
+func (r *Redlock) Guarantee() string {
+	return fmt.Sprintf("Redlock over %d Redis masters: a lock needs %d of them; exclusive while the nodes' clocks run at the same rate and no process pauses past the margin", len(r.nodes), r.quorum)
 }
 
 // quorum is how many of n masters a lock needs: a majority.
@@ -231,7 +228,6 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 	// A grant by a master that lost its data too recently does not count
 	// (the delayed restart); it is written back or given back with the
 	// others.
-	young := r.young(tries)
 	granted := 0
 	var tok uint64
 	for k, t := range tries {
@@ -239,7 +235,7 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 			continue
 		}
 		tok = max(tok, t.lease.Token())
-		if errs[k] = young[k]; errs[k] == nil {
+		if errs[k] = r.young(tries, k); errs[k] == nil {
 			granted++
 		}
 	}
@@ -293,18 +289,17 @@ func (b *Backend) redlockTryOnce(ctx context.Context, req lock.Request) (nodeTry
 	}
 	// The delayed restart counts on age and longest: a reply without them
 	// must not pass for a master that has been up all along.
-	if len(res) != 3 {
-		return nodeTry{}, fmt.Errorf("unexpected reply from the Redlock try-once script: %v", res)
+	if len(res) == 3 {
+		age, ok1 := res[0].(int64)
+		longest, ok2 := res[1].(int64)
+		if ok1 && ok2 {
+			t := nodeTry{answered: true, age: time.Duration(age) * time.Millisecond, longest: time.Duration(longest) * time.Millisecond}
+			inner, _ := res[2].([]any)
+			t.lease, _, err = b.stepReply(ctx, req, granted, inner, nil)
+			return t, err
+		}
 	}
-	age, ok1 := res[0].(int64)
-	longest, ok2 := res[1].(int64)
-	if !ok1 || !ok2 {
-		return nodeTry{}, fmt.Errorf("unexpected reply from the Redlock try-once script: %v", res)
-	}
-	t := nodeTry{answered: true, age: time.Duration(age) * time.Millisecond, longest: time.Duration(longest) * time.Millisecond}
-	inner, _ := res[2].([]any)
-	t.lease, _, err = b.stepReply(ctx, req, granted, inner, nil)
-	return t, err
+	return nodeTry{}, fmt.Errorf("unexpected reply from the Redlock try-once script: %v", res)
 }
 
 // The delayed restart's keys (redlock_lib.lua).
@@ -316,30 +311,28 @@ func (b *Backend) ttlsKey() string { return b.prefix + ":redlock:ttls" }
 // them all) and cannot have lost each other's leases.
 const sameBoot = time.Second
 
-// young says, per master, why it lost its data too recently to count
-// toward a quorum (the delayed restart), or nil. Leases it lost were
+// young says why master k lost its data too recently to count toward a
+// quorum (the delayed restart), or nil. Leases it lost were
 // granted before it came back, so only the masters in use before then
 // (markers older by more than sameBoot) know how long such a lease can
 // still live: a master counts once its own marker is older than the
 // longest TTL live on any of those, plus the drift allowance. A
 // brand-new deployment, whose markers its first request makes, waits for
 // nothing.
-func (r *Redlock) young(tries []nodeTry) []error {
-	out := make([]error, len(tries))
-	for k, in := range tries {
-		var need time.Duration
-		for _, o := range tries {
-			if o.answered && o.age > in.age+sameBoot {
-				need = max(need, o.longest)
-			}
-		}
-		need += time.Duration(float64(need) * lock.ClockDrift)
-		if in.answered && in.age < need {
-			out[k] = &lock.UnavailableError{Msg: fmt.Sprintf("%s lost its data (restarted empty, or was flushed) %s ago: it counts toward a quorum once %s have passed (the longest TTL of a lease the other masters hold; Redlock's delayed restart)",
-				r.nodes[k].addr, in.age.Round(time.Millisecond), need.Round(time.Millisecond))}
+func (r *Redlock) young(tries []nodeTry, k int) error {
+	in := tries[k]
+	var need time.Duration
+	for _, o := range tries {
+		if o.answered && o.age > in.age+sameBoot {
+			need = max(need, o.longest)
 		}
 	}
-	return out
+	need += time.Duration(float64(need) * lock.ClockDrift)
+	if !in.answered || in.age >= need {
+		return nil
+	}
+	return &lock.UnavailableError{Msg: fmt.Sprintf("%s lost its data (restarted empty, or was flushed) %s ago: it counts toward a quorum once %s have passed (the longest TTL of a lease the other masters hold; Redlock's delayed restart)",
+		r.nodes[k].addr, in.age.Round(time.Millisecond), need.Round(time.Millisecond))}
 }
 
 // recordFields are a holder record's fields besides owner, token and
@@ -454,18 +447,15 @@ func (r *Redlock) Break(ctx context.Context, key string, token uint64) (lock.Hol
 // master where it is gone already counting as answered; ErrNotHeld when
 // it was gone everywhere (it let go since it was read).
 func (r *Redlock) breakOwner(ctx context.Context, key, owner string) error {
-	var released atomic.Int32
-	err := r.onQuorum(ctx, 5*time.Second, "broke the lock", func(ctx context.Context, _ int, n *Backend) error {
+	released, errs := fan(ctx, r, 5*time.Second, func(ctx context.Context, _ int, n *Backend) (bool, error) {
 		err := n.release(ctx, key, owner, 0, 1, n.channel(key))
-		if err == nil {
-			released.Add(1)
-		}
 		if errors.Is(err, lock.ErrNotHeld) {
-			return nil
+			return false, nil
 		}
-		return err
+		return err == nil, err
 	})
-	if err == nil && released.Load() == 0 {
+	err := r.quorumOf(errs, "broke the lock")
+	if err == nil && !slices.Contains(released, true) {
 		return lock.ErrNotHeld
 	}
 	return err
