@@ -20,6 +20,19 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
+// keyDir is the node under which every contender of key lives.
+func (b *Backend) keyDir(key string) string { return b.root + "/" + escapeName(key) }
+
+// escapeName makes s one valid node name: url.PathEscape encodes '/',
+// '%' and every non-ASCII byte; "." and ".." are spelled out.
+func escapeName(s string) string {
+	e := url.PathEscape(s)
+	if e == "." || e == ".." {
+		e = strings.ReplaceAll(e, ".", "%2E")
+	}
+	return e
+}
+
 // entry is one contender in a key's line: its lock node (while its
 // process holds a session) and/or its hold node (once held with no
 // process), which share its nonce and its sequence number.
