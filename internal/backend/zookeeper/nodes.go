@@ -154,17 +154,15 @@ func (b *Backend) ensurePath(ctx context.Context, s *session, path string) error
 // server removes it once it is empty), and the root above it when that is
 // missing.
 func (b *Backend) ensureDir(ctx context.Context, s *session, dir string) error {
-	create := func() error {
+	for attempt := 0; ; attempt++ {
 		_, err := call(ctx, func() (string, error) { return s.conn.CreateContainer(dir, nil, zk.FlagContainer, acl) })
-		return err
-	}
-	err := create()
-	if errors.Is(err, zk.ErrNoNode) {
-		if err = b.ensurePath(ctx, s, b.root); err == nil {
-			err = create()
+		if !errors.Is(err, zk.ErrNoNode) || attempt > 0 {
+			return ignore(err, zk.ErrNodeExists)
+		}
+		if err := b.ensurePath(ctx, s, b.root); err != nil {
+			return err
 		}
 	}
-	return ignore(err, zk.ErrNodeExists)
 }
 
 // tidy removes key's node if it is empty (a non-empty node is never
