@@ -37,12 +37,13 @@ type contender struct {
 
 	s         *session
 	node      string // our lock node's name; "" before it is made, or once lost
+	seq       int64  // its sequence number, as the last Look found it
 	attempted bool   // a create was sent whose outcome we do not know
 	rec       record
 
 	holds    []holding          // the holds among the holders, as the last Look read them
 	counter  <-chan counterRead // the key's token counter, read with it
-	watch    []string           // the nodes ahead whose change may make us next (wait.go), at the last Look
+	watch    []entry            // the entries ahead whose change may make us next (wait.go), at the last Look
 	seen     int32              // the line's version (the key node's cversion) at the last Look
 	holdLeft time.Duration      // the holders' holds: least time until one may expire (<0: none)
 }
@@ -190,6 +191,7 @@ func (c *contender) readLine(ctx context.Context) (line []entry, mine int, err e
 	var ahead []lock.SeenLimit
 	for i, e := range line {
 		if e.nonce == c.nonce && e.lock == c.node {
+			c.seq = e.seq
 			return line, i, lock.Refuse(c.req.Key, c.limit, nil, ahead, false)
 		}
 		ahead = append(ahead, lock.SeenLimit{Have: e.limit})
@@ -219,21 +221,22 @@ func (c *contender) Take(ctx context.Context) (lock.Lease, error) {
 		rec.Slot = slot
 	}
 	rec.AcquiredAt = time.Now()
-	rec, granted, lost, err := c.grantToken(ctx, rec)
-	if lost {
+	granted, err := c.grantToken(ctx, &rec)
+	switch {
+	case errors.Is(err, lock.ErrLookAgain):
 		// We lost our place (our session expired): give the slot back,
 		// and the next Look finds the place lost.
 		if slot >= 0 {
 			_ = c.s.remove(ctx, c.dir+"/"+slotName(slot), -1)
 		}
 		c.node = ""
-		return nil, lock.ErrLookAgain
-	}
-	if err != nil {
+		return nil, err
+	case err != nil:
 		return nil, c.b.opError("take "+c.req.Key, err)
 	}
 	c.rec = rec
-	st := &nodeStore{b: c.b, s: c.s, dir: c.dir, node: c.node, nonce: c.nonce, rec: rec, alerts: make(chan struct{}, 1)}
+	place := entry{nonce: c.nonce, seq: c.seq, limit: c.limit, lock: c.node}
+	st := &nodeStore{b: c.b, s: c.s, dir: c.dir, entry: place, rec: rec, alerts: make(chan struct{}, 1)}
 	st.watchOwn()
 	c.s = nil // the lease owns the session now
 	return st.lease(c.req.Key, granted), nil
@@ -378,13 +381,14 @@ func (c *contender) readCounter(ctx context.Context) <-chan counterRead {
 // the token) to our node in the same multi that raises the counter, as
 // read by the last Look (readCounter; later attempts read it again).
 // granted is the monotonic time taken just before the multi was sent (the
-// write proves our session was alive then). lost: our node is gone.
-func (c *contender) grantToken(ctx context.Context, rec record) (out record, granted time.Time, lost bool, err error) {
+// write proves our session was alive then). lock.ErrLookAgain: our node
+// is gone.
+func (c *contender) grantToken(ctx context.Context, rec *record) (granted time.Time, err error) {
 	path := c.b.tokenPath(c.req.Key)
 	for attempt := 1; ; attempt++ {
 		r := <-c.counter
 		if r.err != nil {
-			return rec, granted, false, r.err
+			return granted, r.err
 		}
 		rec.Token = lock.NextToken(r.last, lock.ClockMicros(time.Now()))
 		data := []byte(strconv.FormatUint(rec.Token, 10))
@@ -396,13 +400,13 @@ func (c *contender) grantToken(ctx context.Context, rec record) (out record, gra
 		res, err := c.s.multi(ctx, counterOp, &zk.SetDataRequest{Path: c.dir + "/" + c.node, Data: rec.encode(), Version: -1})
 		switch {
 		case err == nil:
-			return rec, granted, false, nil
+			return granted, nil
 		case len(res) == 2 && errors.Is(res[1].Error, zk.ErrNoNode):
-			return rec, granted, true, nil // our node is gone: a lost place
+			return granted, lock.ErrLookAgain // our node is gone: a lost place
 		case !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNodeExists) && !errors.Is(err, zk.ErrNoNode):
-			return rec, granted, false, err
+			return granted, err
 		case attempt >= tokenAttempts: // the counter moved (or appeared, or went) since our read, every time
-			return rec, granted, false, fmt.Errorf("the token counter of %s kept moving", c.req.Key)
+			return granted, fmt.Errorf("the token counter of %s kept moving", c.req.Key)
 		}
 		c.counter = c.readCounter(ctx)
 	}

@@ -155,14 +155,8 @@ func sessionsFrom(cons string, ip net.IP) int {
 	n := 0
 	for _, line := range strings.Split(cons, "\n") {
 		addr, _, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "/"), "[")
-		if !ok || !strings.Contains(line, "sid=") {
-			continue
-		}
-		host := addr
-		if i := strings.LastIndexByte(addr, ':'); i >= 0 {
-			host = addr[:i]
-		}
-		if h := net.ParseIP(host); h != nil && h.Equal(ip) {
+		port := strings.LastIndexByte(addr, ':') // an IPv6 address comes without brackets
+		if ok && port > 0 && strings.Contains(line, "sid=") && net.ParseIP(addr[:port]).Equal(ip) {
 			n++
 		}
 	}

@@ -19,13 +19,10 @@ type nodeStore struct {
 	b     *Backend
 	s     *session // our session; nil for a resumed hold (the backend's is used)
 	dir   string
-	node  string // our lock node ("" once replaced by a hold)
-	nonce string
+	entry // our place: its lock node ("" once replaced by a hold) or hold node
 	rec   record
 
-	hold     string // our hold node, once held with no process
-	holdGen  int
-	holdVer  int32
+	holdVer  int32 // our hold node's version
 	released bool
 
 	alerts chan struct{}
@@ -51,7 +48,7 @@ func (l *nodeStore) Alerts() <-chan struct{} { return l.alerts }
 // watchOwn watches our own node; any event on it is news for the keeper.
 // A watch is one-shot: each event sets the next one.
 func (l *nodeStore) watchOwn() {
-	s, path := l.s, l.dir+"/"+l.node
+	s, path := l.s, l.dir+"/"+l.lock
 	go func() {
 		for {
 			ok, _, ev, err := s.conn.ExistsW(path)
@@ -99,12 +96,12 @@ func (l *nodeStore) Renew(ctx context.Context, h *lock.Held) error {
 	switch {
 	case l.released:
 		return fmt.Errorf("%s: released: %w", h.Key(), lock.ErrNotHeld)
-	case l.node == "":
+	case l.lock == "":
 		return fmt.Errorf("%s: the lock is held with no process: %w", h.Key(), lock.ErrNotHeld)
 	}
 	var err error
 	if !l.s.lostSession() {
-		_, err = l.s.multi(ctx, &zk.CheckVersionRequest{Path: l.dir + "/" + l.node, Version: -1})
+		_, err = l.s.multi(ctx, &zk.CheckVersionRequest{Path: l.dir + "/" + l.lock, Version: -1})
 	}
 	switch {
 	case l.s.lostSession(): // before the check, or while it was under way
@@ -120,10 +117,10 @@ func (l *nodeStore) Renew(ctx context.Context, h *lock.Held) error {
 // ours is the deletes of our node in one multi: the lock node with our
 // slot node, or the hold node at version holdVer (-1: any).
 func (l *nodeStore) ours(h *lock.Held, holdVer int32) []any {
-	if l.node == "" {
+	if l.lock == "" {
 		return []any{&zk.DeleteRequest{Path: l.dir + "/" + l.hold, Version: holdVer}}
 	}
-	ops := []any{&zk.DeleteRequest{Path: l.dir + "/" + l.node, Version: -1}}
+	ops := []any{&zk.DeleteRequest{Path: l.dir + "/" + l.lock, Version: -1}}
 	if h.Slot() >= 0 {
 		ops = append(ops, &zk.DeleteRequest{Path: l.dir + "/" + slotName(h.Slot()), Version: -1})
 	}
@@ -175,11 +172,11 @@ func (l *nodeStore) Hold(ctx context.Context, h *lock.Held, d time.Duration, mod
 	rec := l.rec
 	rec.Hold, rec.HoldMs, rec.Token = mode, max(d, time.Millisecond).Milliseconds(), h.Token()
 	rec.NodeTTL = rec.HoldMs
-	gen := l.holdGen + 1
-	if l.node != "" {
+	gen := l.gen + 1
+	if l.lock != "" {
 		gen = 0
 	}
-	name := holdName(h.Limit(), l.nonce, gen, seqOf(l.node+l.hold)) // the one of them we have
+	name := holdName(h.Limit(), l.nonce, gen, l.seq)
 	s, err := l.conn()
 	if err != nil {
 		return h.TTL(), err
@@ -203,7 +200,7 @@ func (l *nodeStore) Hold(ctx context.Context, h *lock.Held, d time.Duration, mod
 		l.s.close(time.Second)
 		l.s = nil
 	}
-	l.node, l.hold, l.holdGen, l.holdVer, l.rec = "", name, gen, 0, rec
+	l.lock, l.hold, l.gen, l.holdVer, l.rec = "", name, gen, 0, rec
 	return h.TTL(), nil
 }
 
@@ -225,7 +222,7 @@ func (b *Backend) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 	}
 	for _, e := range hs {
 		if e.lock == "" && e.rec.Owner == h.Owner && e.rec.Token == h.Token {
-			st := &nodeStore{b: b, dir: b.keyDir(h.Key), nonce: e.nonce, rec: e.rec, hold: e.hold, holdGen: e.gen, holdVer: e.stat.Version}
+			st := &nodeStore{b: b, dir: b.keyDir(h.Key), entry: e.entry, rec: e.rec, holdVer: e.stat.Version}
 			return st.lease(h.Key, time.Now()), nil
 		}
 	}

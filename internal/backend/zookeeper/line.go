@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -19,6 +20,19 @@ import (
 
 	"github.com/distlock/distlock/internal/lock"
 )
+
+// keyDir is the node under which every contender of key lives.
+func (b *Backend) keyDir(key string) string { return b.root + "/" + escapeName(key) }
+
+// escapeName makes s one valid node name: url.PathEscape encodes '/',
+// '%' and every non-ASCII byte; "." and ".." are spelled out.
+func escapeName(s string) string {
+	e := url.PathEscape(s)
+	if e == "." || e == ".." {
+		e = strings.ReplaceAll(e, ".", "%2E")
+	}
+	return e
+}
 
 // entry is one contender in a key's line: its lock node (while its
 // process holds a session) and/or its hold node (once held with no
@@ -44,19 +58,10 @@ func holdName(limit int, nonce string, gen int, seq int64) string {
 
 func slotName(i int) string { return "slot-" + strconv.Itoa(i) }
 
-// seqOf is the sequence number at the end of a node's name.
-func seqOf(name string) int64 {
-	n, err := strconv.ParseInt(name[max(len(name)-10, 0):], 10, 64)
-	if err != nil || len(name) < 10 {
-		return -1
-	}
-	return n
-}
-
 // parseLine orders the children of a key's node into its line (by
 // sequence number). Slot nodes and foreign names are left out.
 func parseLine(children []string) []entry {
-	byNonce := map[string]*entry{}
+	byNonce := map[string]entry{}
 	for _, name := range children {
 		parts := strings.Split(name, "-")
 		gen, err := 0, error(nil)
@@ -72,21 +77,18 @@ func parseLine(children []string) []entry {
 		if err != nil || err1 != nil || err2 != nil || limit < 1 || parts[2] == "" {
 			continue
 		}
-		p := byNonce[parts[2]]
-		if p == nil {
-			p = &entry{nonce: parts[2], seq: seq, limit: limit}
-			byNonce[p.nonce] = p
+		e, ok := byNonce[parts[2]]
+		if !ok {
+			e = entry{nonce: parts[2], seq: seq, limit: limit}
 		}
 		if parts[0] == "lock" {
-			p.lock = name
-		} else if p.hold == "" || gen > p.gen {
-			p.hold, p.gen = name, gen
+			e.lock = name
+		} else if e.hold == "" || gen > e.gen {
+			e.hold, e.gen = name, gen
 		}
+		byNonce[e.nonce] = e
 	}
-	line := make([]entry, 0, len(byNonce))
-	for _, e := range byNonce {
-		line = append(line, *e)
-	}
+	line := slices.Collect(maps.Values(byNonce))
 	slices.SortFunc(line, func(a, b entry) int {
 		return cmp.Or(cmp.Compare(a.seq, b.seq), strings.Compare(a.nonce, b.nonce))
 	})

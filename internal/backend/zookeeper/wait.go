@@ -19,16 +19,11 @@ import (
 // once that one did, which that one tells by leaving or by taking over (a
 // takeover writes its node). A release so wakes one waiter, and each
 // takeover the next. The holders' holds bound the first waiter's wait.
-func watchList(line []entry, mine, limit int) []string {
-	ahead := line[mine-1 : mine]
+func watchList(line []entry, mine, limit int) []entry {
 	if mine == limit {
-		ahead = line[:limit]
+		return line[:limit]
 	}
-	names := make([]string, len(ahead))
-	for i, e := range ahead {
-		names[i] = e.node()
-	}
-	return names
+	return line[mine-1 : mine]
 }
 
 // Watch implements lock.LineStore: it watches what the last Look noted
@@ -49,16 +44,16 @@ func (c *contender) Watch(ctx context.Context) (lock.Retry, error) {
 	return lock.Retry{Wake: wake, After: bound}, nil
 }
 
-// watchAll sets an exists watch (which any change of the node fires) on
-// every node of c.watch, at once; each one's first event wakes wake.
-// false: one of them is gone already (or could not be watched).
+// watchAll sets an exists watch on every node of c.watch, at once; each
+// one's first event wakes wake. false: one of them is gone already (or
+// could not be watched).
 func (c *contender) watchAll(ctx context.Context, wake chan struct{}) bool {
 	var wg sync.WaitGroup
 	var missed atomic.Bool
-	for _, name := range c.watch {
+	for _, e := range c.watch {
 		wg.Go(func() {
 			ok, ch, err := call2(ctx, func() (bool, <-chan zk.Event, error) {
-				ok, _, ch, err := c.s.conn.ExistsW(c.dir + "/" + name)
+				ok, _, ch, err := c.s.conn.ExistsW(c.dir + "/" + e.node())
 				return ok, ch, err
 			})
 			if err != nil || !ok {
@@ -76,12 +71,12 @@ func (c *contender) watchAll(ctx context.Context, wake chan struct{}) bool {
 }
 
 // lineAsRead: the line is still as the last Look read it (the key node's
-// cversion, which every create and delete of a child raises), for a later
-// waiter of a semaphore. Its watch, on the node just ahead, was set after
-// that read: had a holder left in between and that node taken over, the
-// watch would wait on a holder while another place is free. The first
-// waiter watches every holder, and with one place the node just ahead of
-// a waiter taking over is the holder itself: neither needs the check.
+// cversion), for a later waiter of a semaphore. Its watch, on the node
+// just ahead, was set after that read: had a holder left in between and
+// that node taken over, the watch would wait on a holder while another
+// place is free. The first waiter watches every holder, and with one
+// place the node just ahead of a waiter taking over is the holder itself:
+// neither needs the check.
 func (c *contender) lineAsRead(ctx context.Context) bool {
 	if c.limit == 1 || len(c.watch) == c.limit {
 		return true

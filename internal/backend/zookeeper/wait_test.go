@@ -71,15 +71,19 @@ func woken(t *testing.T, who string, wake <-chan struct{}) {
 	}
 }
 
-func nodeOf(l lock.Lease) string { return storeOf(l).node }
+func nodeOf(l lock.Lease) string { return storeOf(l).lock }
 
 // storeOf is the ZooKeeper store of a lease of this engine.
 func storeOf(l lock.Lease) *nodeStore { return lock.StoreOf(l).(*nodeStore) }
 
 func wantWatch(t *testing.T, who string, c lineWaiter, want ...string) {
 	t.Helper()
-	if !slices.Equal(c.st.watch, want) {
-		t.Fatalf("%s watches %q, want %q", who, c.st.watch, want)
+	var got []string
+	for _, e := range c.st.watch {
+		got = append(got, e.node())
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s watches %q, want %q", who, got, want)
 	}
 }
 
