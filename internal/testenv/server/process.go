@@ -67,6 +67,10 @@ type Process struct {
 // Restart.
 func (p *Process) Addr() string { return p.spec.addr }
 
+// Dir is the working directory the server runs in (a redis-server keeps
+// its dump.rdb there). It stays the same across Restart.
+func (p *Process) Dir() string { return p.spec.dir }
+
 // Stop pauses the server's whole process group with SIGSTOP, and on Linux
 // every descendant that left the group too (PostgreSQL's backends), and
 // returns only once every thread of them has stopped, so that no request
