@@ -17,43 +17,29 @@ func (etcdCounter) what() string {
 	return "gRPC messages etcd received (grpc_server_msg_received_total: one per unary call, one per stream message; a KeepAliveOnce is 1 request on 1 stream); streams opened (grpc_server_started_total of stream methods) counted apart"
 }
 
-type etcdWindow struct {
-	c      etcdCounter
-	before etcdMetrics
-}
-
 // etcdMetrics is messages received and streams started, by method.
 type etcdMetrics struct {
 	received map[string]float64
 	streams  map[string]float64
 }
 
-func (c etcdCounter) begin() (window, error) {
-	m, err := c.scrape()
-	if err != nil {
-		return nil, err
-	}
-	return &etcdWindow{c, m}, nil
-}
+func (c etcdCounter) begin() (window, error) { return beginDiff(c.scrape, etcdCount) }
 
-func (w *etcdWindow) end() (Count, error) {
-	after, err := w.c.scrape()
-	if err != nil {
-		return Count{}, err
-	}
+// etcdCount is what etcd received between two scrapes.
+func etcdCount(before, after etcdMetrics) Count {
 	c := Count{ByCommand: map[string]int64{}}
 	for method, v := range after.received {
-		if d := int64(v - w.before.received[method]); d > 0 {
+		if d := int64(v - before.received[method]); d > 0 {
 			c.Requests += d
 			c.ByCommand[method] = d
 		}
 	}
 	for method, v := range after.streams {
-		if d := int64(v - w.before.streams[method]); d > 0 {
+		if d := int64(v - before.streams[method]); d > 0 {
 			c.Streams += d
 		}
 	}
-	return c, nil
+	return c
 }
 
 var metricsClient = &http.Client{Timeout: 10 * time.Second}

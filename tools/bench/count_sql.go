@@ -90,40 +90,37 @@ func newSettledCounter(c statCounter) (settledCounter, error) {
 	return settledCounter{c, b - a}, err
 }
 
-type settledWindow struct {
-	c      settledCounter
-	before int64
+// settled is a total that stopped moving, and the readings made to see it.
+type settled struct {
+	total int64
+	reads int
 }
 
+// begin opens a window whose end takes off the bench's own readings: the
+// window's first one and every reading of end's but its last.
 func (c settledCounter) begin() (window, error) {
-	n, _, err := c.settle()
-	return &settledWindow{c, n}, err
-}
-
-// end takes off the bench's own readings: the window's first one and
-// every reading of end's but its last.
-func (w *settledWindow) end() (Count, error) {
-	n, reads, err := w.c.settle()
-	return Count{Requests: n - w.before - int64(reads)*w.c.self}, err
+	return beginDiff(c.settle, func(before, after settled) Count {
+		return Count{Requests: after.total - before.total - int64(after.reads)*c.self}
+	})
 }
 
 // settle reads until the total stops moving but for the bench's own
-// reading (at most 5 s); it returns the last total and the readings made.
-func (c settledCounter) settle() (int64, int, error) {
+// reading (at most 5 s).
+func (c settledCounter) settle() (settled, error) {
 	prev, err := c.read()
 	reads := 1
 	for range 50 {
 		if err != nil {
-			return 0, reads, err
+			return settled{0, reads}, err
 		}
 		time.Sleep(100 * time.Millisecond)
 		var n int64
 		n, err = c.read()
 		reads++
 		if err == nil && n-prev <= c.self {
-			return n, reads, nil
+			return settled{n, reads}, nil
 		}
 		prev = n
 	}
-	return prev, reads, fmt.Errorf("the server's total kept moving for 5 s")
+	return settled{prev, reads}, fmt.Errorf("the server's total kept moving for 5 s")
 }

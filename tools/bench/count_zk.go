@@ -36,25 +36,10 @@ func (c zkCounter) what() string {
 	return fmt.Sprintf("packets ZooKeeper received (srvr's Received, less the bench's own srvr: %d each): requests, session pings and connects; not by command", c.self)
 }
 
-type zkWindow struct {
-	c      zkCounter
-	before int64
-}
-
 func (c zkCounter) begin() (window, error) {
-	n, err := c.received()
-	if err != nil {
-		return nil, err
-	}
-	return &zkWindow{c, n}, nil
-}
-
-func (w *zkWindow) end() (Count, error) {
-	n, err := w.c.received()
-	if err != nil {
-		return Count{}, err
-	}
-	return Count{Requests: n - w.before - w.c.self}, nil
+	return beginDiff(c.received, func(before, after int64) Count {
+		return Count{Requests: after - before - c.self}
+	})
 }
 
 func (c zkCounter) received() (int64, error) {

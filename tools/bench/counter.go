@@ -20,6 +20,31 @@ type window interface {
 	end() (Count, error)
 }
 
+// diffWindow is a window opened on a reading of a server's figures: end
+// reads them again, and count makes the window's Count of the two readings.
+type diffWindow[S any] struct {
+	read   func() (S, error)
+	count  func(before, after S) Count
+	before S
+}
+
+// beginDiff opens a diffWindow on read's first reading.
+func beginDiff[S any](read func() (S, error), count func(before, after S) Count) (window, error) {
+	before, err := read()
+	if err != nil {
+		return nil, err
+	}
+	return &diffWindow[S]{read, count, before}, nil
+}
+
+func (w *diffWindow[S]) end() (Count, error) {
+	after, err := w.read()
+	if err != nil {
+		return Count{}, err
+	}
+	return w.count(w.before, after), nil
+}
+
 // Count is the requests an engine served in a window.
 type Count struct {
 	Requests  int64            `json:"requests"`

@@ -75,7 +75,7 @@ func (e *singleEngine) wipe() error {
 	var data string
 	switch e.kind {
 	case "redis":
-		return redisWipe(e.p, e.dir)
+		return redisWipe(e.p)
 	case "consul":
 		return e.p.Restart()
 	case "etcd":

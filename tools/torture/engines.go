@@ -64,7 +64,7 @@ func startEngine(name, dir string, contenders int, ttl time.Duration) (engine, e
 		if name == "redis-sentinel-wait1" {
 			q = "?wait=1"
 		}
-		return &sentinelEngine{s: s, query: q, dir: dir, lag: 3 * ttl / 2}, nil
+		return &sentinelEngine{s: s, query: q, lag: 3 * ttl / 2}, nil
 	case "redis-cluster":
 		c, err := server.StartRedisCluster(dir, 3)
 		if err != nil {
@@ -72,29 +72,17 @@ func startEngine(name, dir string, contenders int, ttl time.Duration) (engine, e
 		}
 		return &multiEngine{nodes: c.Nodes, u: c.URL(), closer: c.Close}, nil
 	case "etcd3":
-		c, err := server.StartEtcdCluster(dir, 3)
-		if err != nil {
-			return nil, err
-		}
-		return &quorumEngine{members: c.Members, u: "etcd://" + c.Endpoints(), leader: c.Leader, closer: c.Close}, nil
+		return quorumOf(server.StartEtcdCluster(dir, 3))
 	case "zookeeper3":
-		z, err := server.StartZooKeeperEnsemble(dir, 3)
-		if err != nil {
-			return nil, err
-		}
-		return &quorumEngine{members: z.Servers, u: "zk://" + z.Addrs(), leader: z.Leader, closer: z.Close}, nil
+		return quorumOf(server.StartZooKeeperEnsemble(dir, 3))
 	case "consul3":
-		c, err := server.StartConsulCluster(dir, 3)
-		if err != nil {
-			return nil, err
-		}
-		return &quorumEngine{members: c.Servers, u: "consul://" + c.Addrs(), leader: c.Leader, closer: c.Close}, nil
+		return quorumOf(server.StartConsulCluster(dir, 3))
 	case "redlock":
 		m, err := server.StartRedisMasters(dir, 3)
 		if err != nil {
 			return nil, err
 		}
-		return &multiEngine{nodes: m.Nodes, u: m.URL(), closer: m.Close, dir: dir, redlock: true}, nil
+		return &multiEngine{nodes: m.Nodes, u: m.URL(), closer: m.Close, redlock: true}, nil
 	}
 	return nil, fmt.Errorf("unknown engine %q", name)
 }
@@ -147,11 +135,11 @@ func redisRestartKeep(p *server.Process) error {
 
 // redisWipe restarts a redis-server empty (it has no persistence; a dump
 // left by an earlier restart-server is removed first).
-func redisWipe(p *server.Process, dir string) error {
+func redisWipe(p *server.Process) error {
 	if err := p.Kill(); err != nil {
 		return err
 	}
-	if err := os.Remove(filepath.Join(dir, "dump.rdb")); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(filepath.Join(p.Dir(), "dump.rdb")); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	return p.Restart()

@@ -106,6 +106,15 @@ func wantBusy(t *testing.T, err error) *lock.BusyError {
 	return busy
 }
 
+// wantNotHeld fails the test unless err is lock.ErrNotHeld; what names
+// the call that returned it.
+func wantNotHeld(t *testing.T, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("%s: %v, want lock.ErrNotHeld", what, err)
+	}
+}
+
 func (s suite) acquireRenewRelease(t *testing.T) {
 	b, ctx := s.open(t), ctxT(t)
 	l := mustAcquire(t, ctx, b, s.req("k", "alice", 1))
@@ -131,12 +140,8 @@ func (s suite) acquireRenewRelease(t *testing.T) {
 	if _, held, err := b.Inspect(ctx, "k"); err != nil || held {
 		t.Fatalf("after release: held=%v err=%v", held, err)
 	}
-	if err := l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
-		t.Fatalf("second release: %v, want lock.ErrNotHeld", err)
-	}
-	if err := l.Renew(ctx); !errors.Is(err, lock.ErrNotHeld) {
-		t.Fatalf("renew after release: %v, want lock.ErrNotHeld", err)
-	}
+	wantNotHeld(t, "second release", l.Release(ctx))
+	wantNotHeld(t, "renew after release", l.Renew(ctx))
 }
 
 func (s suite) busyNamesTheHolder(t *testing.T) {
@@ -185,17 +190,12 @@ func (s suite) breakMakesRenewNotOurs(t *testing.T) {
 	if h.Token != l.Token() {
 		t.Fatalf("break reported %+v, want token %d", h, l.Token())
 	}
-	if err := l.Renew(ctx); !errors.Is(err, lock.ErrNotHeld) {
-		t.Fatalf("renew after break: %v, want lock.ErrNotHeld", err)
-	}
+	wantNotHeld(t, "renew after break", l.Renew(ctx))
 	// The broken holder lets go of what the engine still keeps for it (the
 	// file engine's flock, which no one else can take from it).
-	if err := l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
-		t.Fatalf("release after break: %v, want lock.ErrNotHeld", err)
-	}
-	if _, err := b.Break(ctx, "k", 0); !errors.Is(err, lock.ErrNotHeld) {
-		t.Fatalf("break of a free key: %v, want lock.ErrNotHeld", err)
-	}
+	wantNotHeld(t, "release after break", l.Release(ctx))
+	_, err = b.Break(ctx, "k", 0)
+	wantNotHeld(t, "break of a free key", err)
 	mustAcquire(t, ctx, b, s.req("k", "bob", 1)).Release(ctx)
 }
 
@@ -212,9 +212,7 @@ func (s suite) breakWithToken(t *testing.T) {
 	if _, err := b.Break(ctx, "k", l.Token()); err != nil {
 		t.Fatalf("break with the holder's token: %v", err)
 	}
-	if err := l.Renew(ctx); !errors.Is(err, lock.ErrNotHeld) {
-		t.Fatalf("renew after break: %v, want lock.ErrNotHeld", err)
-	}
+	wantNotHeld(t, "renew after break", l.Renew(ctx))
 }
 
 func (s suite) holdHandleResume(t *testing.T) {
@@ -241,9 +239,8 @@ func (s suite) holdHandleResume(t *testing.T) {
 
 	forged := h
 	forged.Token++
-	if _, err := b.Resume(ctx, forged); !errors.Is(err, lock.ErrNotHeld) {
-		t.Fatalf("resume with a wrong token: %v, want lock.ErrNotHeld", err)
-	}
+	_, err = b.Resume(ctx, forged)
+	wantNotHeld(t, "resume with a wrong token", err)
 	r, err := b.Resume(ctx, h)
 	if err != nil {
 		t.Fatalf("resume: %v", err)
@@ -257,9 +254,8 @@ func (s suite) holdHandleResume(t *testing.T) {
 	if _, held, err := b.Inspect(ctx, "k"); err != nil || held {
 		t.Fatalf("after release: held=%v err=%v", held, err)
 	}
-	if _, err := b.Resume(ctx, h); !errors.Is(err, lock.ErrNotHeld) {
-		t.Fatalf("resume a released lock: %v, want lock.ErrNotHeld", err)
-	}
+	_, err = b.Resume(ctx, h)
+	wantNotHeld(t, "resume a released lock", err)
 }
 
 func (s suite) listHeldKeys(t *testing.T) {

@@ -72,6 +72,12 @@ func startConsulServers(bin, dir string, n int) ([]*Process, error) {
 // URL lists them.
 func (c *ConsulCluster) Addrs() string { return addrList(c.Servers) }
 
+// URL is the consul:// backend URL naming every server.
+func (c *ConsulCluster) URL() string { return "consul://" + c.Addrs() }
+
+// Processes is every server.
+func (c *ConsulCluster) Processes() []*Process { return c.Servers }
+
 // Leader returns the server that is the Raft leader now, as a running
 // server reports it.
 func (c *ConsulCluster) Leader(ctx context.Context) (*Process, error) {

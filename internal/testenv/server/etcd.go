@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 )
@@ -40,18 +39,6 @@ var etcdSingle = etcdTuning{token: "distlock-test", heartbeat: "10", election: "
 // its flags from them too and refuses to start when one conflicts with a
 // command-line flag.
 func etcdEnv() []string { return envWithout("ETCD_") }
-
-// envWithout is the test's environment without the variables whose names
-// start with prefix.
-func envWithout(prefix string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, prefix) {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
 
 // probeClient never keeps idle connections, so probing leaves no goroutines
 // behind, and never goes through an HTTP proxy.

@@ -122,6 +122,12 @@ func etcdMemberAnswers(ctx context.Context, addr, name string, n int) error {
 // Endpoints is the members' client addresses, comma-separated.
 func (c *EtcdCluster) Endpoints() string { return addrList(c.Members) }
 
+// URL is the etcd:// backend URL naming every member.
+func (c *EtcdCluster) URL() string { return "etcd://" + c.Endpoints() }
+
+// Processes is every member.
+func (c *EtcdCluster) Processes() []*Process { return c.Members }
+
 // Leader is the member the first member that answers names as leader.
 func (c *EtcdCluster) Leader(ctx context.Context) (*Process, error) {
 	type status struct {

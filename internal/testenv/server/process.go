@@ -11,16 +11,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"syscall"
 	"time"
 )
-
-// ErrNoBinary is returned (wrapped) by StartRedis and StartEtcd when the
-// server binary is not on PATH.
-var ErrNoBinary = errors.New("server binary not found on PATH")
 
 // errExited: the child exited before it answered (e.g. its port was taken
 // between choosing and binding it).
@@ -71,6 +66,10 @@ type Process struct {
 // Addr is the client endpoint, "127.0.0.1:port". It stays the same across
 // Restart.
 func (p *Process) Addr() string { return p.spec.addr }
+
+// Dir is the working directory the server runs in (a redis-server keeps
+// its dump.rdb there). It stays the same across Restart.
+func (p *Process) Dir() string { return p.spec.dir }
 
 // Stop pauses the server's whole process group with SIGSTOP, and on Linux
 // every descendant that left the group too (PostgreSQL's backends), and
@@ -344,67 +343,4 @@ func logTail(path string) string {
 		b = b[len(b)-max:]
 	}
 	return string(b)
-}
-
-// lookBinary resolves name on PATH, wrapping ErrNoBinary when missing.
-func lookBinary(name string) (string, error) {
-	path, err := exec.LookPath(name)
-	if err != nil {
-		return "", fmt.Errorf("%w: %s", ErrNoBinary, name)
-	}
-	return path, nil
-}
-
-// binAndDir resolves the binary name (lookBinary) and prepares dir
-// (prepareDir).
-func binAndDir(name, dir string) (bin, abs string, err error) {
-	if bin, err = lookBinary(name); err != nil {
-		return "", "", err
-	}
-	if abs, err = prepareDir(dir); err != nil {
-		return "", "", err
-	}
-	return bin, abs, nil
-}
-
-// prepareDir makes dir absolute and makes sure it exists.
-func prepareDir(dir string) (string, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return "", err
-	}
-	return abs, nil
-}
-
-// Available reports nil when the binaries of server kind ("redis", "etcd",
-// "zookeeper", "postgres", "mariadb", "consul") are installed, else an error wrapping
-// ErrNoBinary that names what is missing.
-func Available(kind string) error {
-	var err error
-	switch kind {
-	case "redis":
-		_, err = lookBinary("redis-server")
-	case "etcd":
-		_, err = lookBinary("etcd")
-	case "zookeeper":
-		if _, err = lookBinary("java"); err == nil {
-			if _, serr := os.Stat(zookeeperJar); serr != nil {
-				err = fmt.Errorf("%w: %s", ErrNoBinary, zookeeperJar)
-			}
-		}
-	case "postgres":
-		_, _, err = lookPostgres()
-	case "mariadb":
-		if _, err = lookSbin("mariadbd", "mysqld"); err == nil {
-			_, err = lookSbin("mariadb-install-db", "mysql_install_db")
-		}
-	case "consul":
-		_, err = consulBinary()
-	default:
-		err = fmt.Errorf("unknown server kind %q", kind)
-	}
-	return err
 }

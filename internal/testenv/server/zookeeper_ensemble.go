@@ -81,6 +81,12 @@ func zookeeperPeerSpec(java, classpath, dir string, id, clientPort int, peers []
 // Addrs is the servers' client addresses, comma-separated.
 func (e *ZooKeeperEnsemble) Addrs() string { return addrList(e.Servers) }
 
+// URL is the zk:// backend URL naming every server.
+func (e *ZooKeeperEnsemble) URL() string { return "zk://" + e.Addrs() }
+
+// Processes is every server.
+func (e *ZooKeeperEnsemble) Processes() []*Process { return e.Servers }
+
 // Leader is the server whose srvr says it leads.
 func (e *ZooKeeperEnsemble) Leader(ctx context.Context) (*Process, error) {
 	for _, p := range e.Servers {
