@@ -21,10 +21,24 @@ const confirmPause = 20 * time.Millisecond
 // holds what it took, and its Leave gives it up). ErrNotHeld when a
 // renewal says the place is gone, whatever the take answered: what it
 // took, if anything, went with the place. Otherwise take's own error.
-func TakeRenewed(ctx context.Context, renew, take func(context.Context) error) (granted time.Time, err error) {
+//
+// Each renewal is given up ttl after it went out (a paused engine, a
+// connection that dropped its traffic): an answer later than that would
+// count the lease from more than ttl ago, over before it arrived. A
+// renewal given up is a failure like any other: the next one may answer.
+// The take does not answer before one does, even when ctx has no end: an
+// error would leave the caller holding, unknown to it, what it took (a
+// Consul waiter's next look finds its own entry holding the slot, and
+// cannot take it).
+func TakeRenewed(ctx context.Context, ttl time.Duration, renew, take func(context.Context) error) (granted time.Time, err error) {
+	renewOnce := func() error {
+		rctx, cancel := context.WithTimeout(ctx, ttl)
+		defer cancel()
+		return renew(rctx)
+	}
 	granted = time.Now()
 	renewed := make(chan error, 1)
-	go func() { renewed <- renew(ctx) }()
+	go func() { renewed <- renewOnce() }()
 	err = take(ctx)
 	rerr := <-renewed
 	for err == nil && rerr != nil && !errors.Is(rerr, ErrNotHeld) {
@@ -34,7 +48,7 @@ func TakeRenewed(ctx context.Context, renew, take func(context.Context) error) (
 		case <-time.After(confirmPause):
 		}
 		granted = time.Now()
-		rerr = renew(ctx)
+		rerr = renewOnce()
 	}
 	if errors.Is(rerr, ErrNotHeld) {
 		return granted, rerr

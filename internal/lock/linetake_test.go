@@ -44,7 +44,7 @@ func TestTakeRenewed(t *testing.T) {
 		r := &renewals{errs: c.renews}
 		var took time.Time
 		start := time.Now()
-		granted, err := TakeRenewed(context.Background(), r.renew, func(context.Context) error {
+		granted, err := TakeRenewed(context.Background(), time.Minute, r.renew, func(context.Context) error {
 			took = time.Now()
 			return c.take
 		})
@@ -73,7 +73,7 @@ func TestTakeRenewedGivesUpWithCtx(t *testing.T) {
 	lost := errors.New("lost")
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	_, err := TakeRenewed(ctx, func(context.Context) error {
+	_, err := TakeRenewed(ctx, time.Minute, func(context.Context) error {
 		if n++; n == 3 {
 			cancel()
 		}
@@ -81,5 +81,53 @@ func TestTakeRenewedGivesUpWithCtx(t *testing.T) {
 	}, func(context.Context) error { return nil })
 	if !errors.Is(err, lost) || n != 3 {
 		t.Fatalf("err %v after %d renewals, want %v after 3", err, n, lost)
+	}
+}
+
+// A renewal that hangs (a paused engine, dropped traffic) is given up ttl
+// after it went out, and the next one goes out: the take answers once one
+// does, counting from just before it. The take's context has no end (as
+// with --wait forever): without the bound a hung renewal blocks the take
+// for good.
+func TestTakeRenewedGivesUpAHungRenewal(t *testing.T) {
+	const ttl = 100 * time.Millisecond
+	for _, hung := range []int{1, 3} { // the first renewal (alongside the take), or it and two confirming ones
+		type answer struct {
+			granted time.Time
+			err     error
+		}
+		var sent, ended []time.Time
+		done := make(chan answer, 1)
+		go func() {
+			g, err := TakeRenewed(context.Background(), ttl, func(ctx context.Context) error {
+				sent = append(sent, time.Now())
+				if len(sent) > hung {
+					return nil
+				}
+				<-ctx.Done()
+				ended = append(ended, time.Now())
+				return ctx.Err()
+			}, func(context.Context) error { return nil })
+			done <- answer{g, err}
+		}()
+		select {
+		case a := <-done:
+			if a.err != nil {
+				t.Fatalf("%d hung: err %v, want the lease", hung, a.err)
+			}
+			if len(sent) != hung+1 {
+				t.Fatalf("%d hung: %d renewals, want %d", hung, len(sent), hung+1)
+			}
+			for i, e := range ended {
+				if e.Sub(sent[i]) < ttl {
+					t.Errorf("%d hung: renewal %d given up after %v, before the ttl %v", hung, i, e.Sub(sent[i]), ttl)
+				}
+			}
+			if last := sent[hung]; a.granted.Before(ended[hung-1]) || a.granted.After(last) {
+				t.Errorf("%d hung: granted %v, want just before the renewal that answered (%v)", hung, a.granted, last)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d hung: the take still blocks 10s after a renewal hung (ttl %v)", hung, ttl)
+		}
 	}
 }

@@ -124,7 +124,7 @@ func (w *waiter) Take(ctx context.Context) (lock.Lease, error) {
 	take := func(ctx context.Context) error { return w.takeOver(ctx, s, me.kv.ModifyIndex) }
 	granted, err := w.granted, error(nil)
 	if w.kept {
-		granted, err = lock.TakeRenewed(ctx, w.Keeper(), take)
+		granted, err = lock.TakeRenewed(ctx, w.req.TTL, w.Keeper(), take)
 	} else {
 		err = take(ctx)
 	}

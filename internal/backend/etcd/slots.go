@@ -62,6 +62,8 @@ func (w *waiter) TryOnce(ctx context.Context) (lock.Lease, error) {
 	}
 	w.e, w.free = e, -1
 	l, err := lock.TryOffLine(ctx, w)
+	// Identity, not errors.Is: only TryOffLine's own ctx.Err() is bare here;
+	// every other error came through opError, which named its op already.
 	if err != nil && err == ctx.Err() {
 		return nil, w.b.opError("take a slot of "+w.req.Key, err)
 	}

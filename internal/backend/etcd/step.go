@@ -73,7 +73,7 @@ func (w *waiter) Take(ctx context.Context) (lock.Lease, error) {
 	if w.e.line == "" {
 		err = take(ctx)
 	} else {
-		granted, err = lock.TakeRenewed(ctx, w.Keeper(), take)
+		granted, err = lock.TakeRenewed(ctx, w.req.TTL, w.Keeper(), take)
 	}
 	switch {
 	case errors.Is(err, lock.ErrNotHeld):

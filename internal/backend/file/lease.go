@@ -140,10 +140,15 @@ func (l *slotLock) Release(ctx context.Context, _ *lock.Held) error {
 // its record names it (else lock.ErrNotHeld: a break removed the record),
 // under the key's record lock; recErr is why that could not be taken
 // (stuck, or its file cannot be made). end (Release, Hold) lets the flocks
-// go after change, whatever the answer, still under the record lock, so
-// that a break never sees a flock held by a holder whose record is gone;
-// a record lock that cannot be taken does not keep them. A renewal (not
-// end) gives up when ctx ends while it waits for the record lock.
+// go after change, whatever the answer, still under the record lock: one
+// who holds it sees the record and the flocks agree. Break's and status's
+// scan (holders.go, slots.go) does not take it: a slot released between
+// its flock probe and its record read looks, for that instant, like a
+// holder broken but not let go yet (a holder unknown; a break removes
+// nothing). What keeps a break off the next holder's record is its
+// compare-and-delete under the record lock (removeRecord). A record lock
+// that cannot be taken does not keep the flocks. A renewal (not end)
+// gives up when ctx ends while it waits for the record lock.
 func (l *slotLock) whileOurs(ctx context.Context, end bool, change func(recErr error) error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
