@@ -16,7 +16,7 @@ type acquireOptions struct {
 }
 
 func (*acquireOptions) output() outputFlag {
-	return outputFlag{outShell, "output format: shell (export lines), env (NAME=value lines) or json", oneOf(outShell, outEnv, outJSON)}
+	return formatsOf(outShell, "output format: shell (export lines), env (NAME=value lines) or json", outShell, outEnv, outJSON)
 }
 
 func (o *acquireOptions) flags(c *cobra.Command) {

@@ -31,13 +31,14 @@ func (*common) output() outputFlag { return textOrJSON }
 func (*common) flags(*cobra.Command) {}
 
 // newCommand makes c, a command's help and arguments, the command of o:
-// o gets the global options, -o and o's own flags are bound to its
-// fields, and c, once -o is checked, runs o with its context and
+// o gets the global options, -o (completed with the formats it takes)
+// and o's own flags are bound to its fields, and c, once -o is checked, runs o with its context and
 // arguments.
 func newCommand(g *globalOptions, o options, c *cobra.Command) *cobra.Command {
 	b, out := o.base(), o.output()
 	b.g = g
 	c.Flags().StringVarP(&b.Output, "output", "o", out.def, out.usage)
+	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(out.formats, cobra.ShellCompDirectiveNoFileComp))
 	o.flags(c)
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := out.check(b.Output); err != nil {

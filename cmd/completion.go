@@ -64,8 +64,8 @@ func completeKeys(g *globalOptions, maxArgs int) cobra.CompletionFunc {
 }
 
 // completeFlagValues registers the completions of flag values on c and
-// every command under it: --backend schemes, -o and --log-format formats,
-// and --wait's forever.
+// every command under it: --backend schemes, --log-format formats, and
+// --wait's forever (-o's formats are each command's own: newCommand).
 func completeFlagValues(c *cobra.Command) {
 	fixed := func(values ...cobra.Completion) cobra.CompletionFunc {
 		return cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp)
@@ -74,7 +74,6 @@ func completeFlagValues(c *cobra.Command) {
 		"backend": func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			return backendCompletions(), cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 		},
-		"output":     fixed("text", "json"),
 		"log-format": fixed("text", "json"),
 		"wait": fixed(cobra.CompletionWithDesc("forever", "wait until the lock is free"),
 			cobra.CompletionWithDesc("0", "try once (the default)"),

@@ -18,7 +18,7 @@ type extendOptions struct {
 }
 
 func (*extendOptions) output() outputFlag {
-	return outputFlag{outNone, "output format: none, shell, env or json (as acquire)", oneOf(outNone, outShell, outEnv, outJSON)}
+	return formatsOf(outNone, "output format: none, shell, env or json (as acquire)", outNone, outShell, outEnv, outJSON)
 }
 
 func (o *extendOptions) flags(c *cobra.Command) {

@@ -8,19 +8,26 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// outputFlag is a command's -o: its default, its help, and check, which
-// refuses a format the command does not print (64).
+// outputFlag is a command's -o: its default, its help, the formats it
+// prints (what completion offers), and check, which refuses any other
+// (64).
 type outputFlag struct {
 	def, usage string
+	formats    []string
 	check      func(format string) error
+}
+
+// formatsOf is an -o that takes formats, refused in the words of oneOf.
+func formatsOf(def, usage string, formats ...string) outputFlag {
+	return outputFlag{def, usage, formats, oneOf(formats...)}
 }
 
 var (
 	// textOrJSON is the -o of the commands that print a report.
-	textOrJSON = outputFlag{"text", "output format: text or json", checkOutput}
+	textOrJSON = outputFlag{"text", "output format: text or json", []string{"text", outJSON}, checkOutput}
 	// textOrJSONOf is textOrJSON refused in the words of oneOf (release,
 	// version).
-	textOrJSONOf = outputFlag{"text", "output format: text or json", oneOf("text", outJSON)}
+	textOrJSONOf = formatsOf("text", "output format: text or json", "text", outJSON)
 )
 
 // checkOutput is the check of -o text|json.
