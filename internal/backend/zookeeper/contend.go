@@ -227,7 +227,7 @@ func (c *contender) Take(ctx context.Context) (lock.Lease, error) {
 		// We lost our place (our session expired): give the slot back,
 		// and the next Look finds the place lost.
 		if slot >= 0 {
-			_ = c.s.remove(ctx, c.dir+"/"+slotName(slot), -1)
+			_ = c.giveBack(ctx, c.dir+"/"+slotName(slot))
 		}
 		c.node = ""
 		return nil, err
@@ -268,17 +268,30 @@ func (c *contender) claimSlot(ctx context.Context) (int, error) {
 			return -1, c.b.opError("take a slot of "+c.req.Key, err)
 		}
 		if used, err = c.heldSlots(ctx); err != nil {
-			_ = c.s.remove(context.WithoutCancel(ctx), path, -1)
+			_ = c.giveBack(context.WithoutCancel(ctx), path)
 			return -1, err
 		}
 		if !used[i] {
 			return i, nil
 		}
-		if err := ignore(c.s.remove(ctx, path, -1), zk.ErrNoNode); err != nil {
+		if err := c.giveBack(ctx, path); err != nil {
 			return -1, c.b.opError("give back a slot of "+c.req.Key, err)
 		}
 	}
 	return -1, nil
+}
+
+// giveBack deletes the slot node at path if it is still ours (its data
+// our nonce), at the version read, as breakOne does: the node our session
+// made goes with that session, and another contender may have made the
+// slot its own since (a slot number held twice). Gone, or another's:
+// nothing to do.
+func (c *contender) giveBack(ctx context.Context, path string) error {
+	d, ok, err := c.s.get(ctx, path)
+	if err != nil || !ok || string(d.raw) != c.nonce {
+		return err
+	}
+	return ignore(c.s.remove(ctx, path, d.stat.Version), zk.ErrNoNode, zk.ErrBadVersion)
 }
 
 // heldSlots reads the line again, and the slots kept by the hold nodes

@@ -510,3 +510,40 @@ func TestSemaphoreNamesOldestHolder(t *testing.T) {
 		t.Fatalf("Break: %+v %v; want token %d", h, err, second.Token())
 	}
 }
+
+// TestGiveBackLeavesAnothersSlot: a contender gives back a slot node only
+// while it is its own. One its expired session lost and another contender
+// made again is left alone (else two holders could be given one slot
+// number); its own is deleted.
+func TestGiveBackLeavesAnothersSlot(t *testing.T) {
+	p := startServer(t)
+	b := open(t, p.Addr(), "giveback")
+	c := b.contender(semRequest("mine", 3))
+	defer c.Leave()
+	s, err := b.dial(ctx(t), 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.s = s
+	if err := b.ensurePath(ctx(t), c.s, c.dir); err != nil {
+		t.Fatal(err)
+	}
+	theirs, mine := c.dir+"/"+slotName(1), c.dir+"/"+slotName(2)
+	if _, err := c.s.create(ctx(t), theirs, []byte("another-nonce"), zk.FlagEphemeral); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.s.create(ctx(t), mine, []byte(c.nonce), zk.FlagEphemeral); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{theirs, mine, c.dir + "/" + slotName(0)} {
+		if err := c.giveBack(ctx(t), path); err != nil {
+			t.Fatalf("give back %s: %v", path, err)
+		}
+	}
+	if _, ok, err := c.s.get(ctx(t), theirs); err != nil || !ok {
+		t.Fatalf("another contender's slot node after our give-back: present %v, %v; want it left", ok, err)
+	}
+	if _, ok, err := c.s.get(ctx(t), mine); err != nil || ok {
+		t.Fatalf("our slot node after our give-back: present %v, %v; want it deleted", ok, err)
+	}
+}
