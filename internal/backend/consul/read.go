@@ -47,16 +47,15 @@ type entry struct {
 
 // holder describes the entry's contender, of key.
 func (e entry) holder(key string) lock.Holder {
-	h := e.rec.Record.Holder(key)
-	h.Token, h.Hold = e.rec.Token, e.rec.Hold
-	if e.rec.Hold != "" {
-		// Consul keeps a hold's session at least its TTL: the earliest end.
-		h.TTL = time.Duration(e.rec.HoldMs) * time.Millisecond
-		h.ExpiresIn = max(time.Until(e.rec.HeldAt.Add(h.TTL)), 0)
+	s := lock.Seat{Token: e.rec.Token, Hold: e.rec.Hold, Limit: e.rec.Limit, Slot: e.rec.Slot}
+	if e.rec.Hold == "" {
+		return e.rec.Record.Describe(key, s, time.Now())
 	}
-	if e.rec.limit() > 1 {
-		h.Limit, h.Slot = e.rec.Limit, e.rec.Slot
-	}
+	// Consul keeps a hold's session at least its TTL: the earliest end.
+	ttl := time.Duration(e.rec.HoldMs) * time.Millisecond
+	s.HoldEnd = e.rec.HeldAt.Add(ttl)
+	h := e.rec.Record.Describe(key, s, time.Now())
+	h.TTL = ttl
 	return h
 }
 

@@ -20,12 +20,7 @@ func holderOf(key string, kv *mvccpb.KeyValue) lock.Holder {
 	if json.Unmarshal(kv.Value, &r) != nil {
 		return lock.Holder{Key: key, ExpiresIn: -1}
 	}
-	h := r.Holder(key)
-	h.Token, h.Hold = r.Token, r.Hold
-	if r.Limit > 1 {
-		h.Limit, h.Slot = r.Limit, r.Slot
-	}
-	return h
+	return r.Describe(key, lock.Seat{Token: r.Token, Hold: r.Hold, Limit: r.Limit, Slot: r.Slot}, time.Time{})
 }
 
 // describe describes the contender kv of key, asking the server how long

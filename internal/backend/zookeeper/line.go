@@ -152,23 +152,18 @@ func (b *Backend) readHolders(ctx context.Context, s *session, key string, line 
 	return r, nil
 }
 
-// describeAll describes the holders hs of key (a semaphore's with its
-// limit and slot). A session's time left is the server's alone to know
-// (ExpiresIn -1); a hold's is its expiry's.
+// describeAll describes the holders hs of key (lock.Record.Describe). A
+// session's time left is the server's alone to know (ExpiresIn -1); a
+// hold's is its expiry's.
 func describeAll(key string, hs []holding) []lock.Holder {
 	var out []lock.Holder
 	now := time.Now()
 	for _, h := range hs {
-		d := h.rec.Holder(key)
-		d.Token = h.rec.Token // 0 for a contender still waiting (contend.go)
+		s := lock.Seat{Token: h.rec.Token, Hold: h.rec.Hold, Limit: h.rec.Limit, Slot: h.rec.Slot}
 		if h.lock == "" || h.rec.Hold != "" {
-			d.Hold = h.rec.Hold
-			d.ExpiresIn = max(time.UnixMilli(holdExpiry(h.described)).Sub(now), 0)
+			s.HoldEnd = time.UnixMilli(holdExpiry(h.described))
 		}
-		if h.rec.Limit > 1 {
-			d.Limit, d.Slot = h.rec.Limit, h.rec.Slot
-		}
-		out = append(out, d)
+		out = append(out, h.rec.Describe(key, s, now))
 	}
 	return out
 }
