@@ -47,7 +47,7 @@ func (b *Backend) ttlNodeCheck(ctx context.Context, req lock.DoctorRequest) lock
 	s, done, err := b.useAdmin(cctx)
 	if err == nil {
 		defer done()
-		_, err = call(cctx, func() (string, error) { return s.conn.CreateTTL(path, nil, zk.FlagTTL, acl, time.Minute) })
+		err = s.createTTL(cctx, path, nil, time.Minute)
 	}
 	switch {
 	case err == nil:

@@ -181,10 +181,7 @@ func (l *nodeStore) Hold(ctx context.Context, h *lock.Held, d time.Duration, mod
 	if err != nil {
 		return h.TTL(), err
 	}
-	// A TTL node: the server deletes it once it has had no change (and no
-	// children) for its TTL.
-	ttl := time.Duration(rec.NodeTTL) * time.Millisecond
-	_, err = call(ctx, func() (string, error) { return s.conn.CreateTTL(l.dir+"/"+name, rec.encode(), zk.FlagTTL, acl, ttl) })
+	err = s.createTTL(ctx, l.dir+"/"+name, rec.encode(), time.Duration(rec.NodeTTL)*time.Millisecond)
 	if err == nil {
 		if _, err = s.multi(ctx, l.ours(h, l.holdVer)...); err != nil {
 			_ = s.remove(context.WithoutCancel(ctx), l.dir+"/"+name, -1)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -54,6 +55,13 @@ func call2[A, B any](ctx context.Context, f func() (A, B, error)) (A, B, error) 
 
 func (s *session) create(ctx context.Context, path string, data []byte, flags int32) (string, error) {
 	return call(ctx, func() (string, error) { return s.conn.Create(path, data, flags, acl) })
+}
+
+// createTTL creates a TTL node, which the server deletes once it has had
+// no change (and no children) for ttl.
+func (s *session) createTTL(ctx context.Context, path string, data []byte, ttl time.Duration) error {
+	_, err := call(ctx, func() (string, error) { return s.conn.CreateTTL(path, data, zk.FlagTTL, acl, ttl) })
+	return err
 }
 
 func (s *session) set(ctx context.Context, path string, data []byte) (*zk.Stat, error) {
