@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // etcdCounter counts the gRPC messages etcd received (its /metrics); the
@@ -50,41 +52,36 @@ func (c etcdCounter) scrape() (etcdMetrics, error) {
 		return etcdMetrics{}, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	return parseEtcdMetrics(resp.Body)
+}
+
+// parseEtcdMetrics reads the gRPC counters of etcd's /metrics with
+// Prometheus's own text parser.
+func parseEtcdMetrics(r io.Reader) (etcdMetrics, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
 	if err != nil {
-		return etcdMetrics{}, err
+		return etcdMetrics{}, fmt.Errorf("etcd metrics: %w", err)
+	}
+	var want []*dto.MetricFamily
+	for _, name := range []string{"grpc_server_msg_received_total", "grpc_server_started_total"} {
+		if f := fams[name]; f != nil {
+			want = append(want, f)
+		}
+	}
+	samples, err := expfmt.ExtractSamples(&expfmt.DecodeOptions{}, want...)
+	if err != nil {
+		return etcdMetrics{}, fmt.Errorf("etcd metrics: %w", err)
 	}
 	m := etcdMetrics{received: map[string]float64{}, streams: map[string]float64{}}
-	for _, line := range strings.Split(string(b), "\n") {
-		name, rest, ok := strings.Cut(line, "{")
-		if !ok || (name != "grpc_server_msg_received_total" && name != "grpc_server_started_total") {
-			continue
-		}
-		labels, val, ok := strings.Cut(rest, "} ")
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
-		if err != nil {
-			return etcdMetrics{}, fmt.Errorf("etcd metrics: %q", line)
-		}
-		method, typ := label(labels, "grpc_method"), label(labels, "grpc_type")
+	for _, s := range samples {
+		method, v := string(s.Metric["grpc_method"]), float64(s.Value)
 		switch {
-		case name == "grpc_server_msg_received_total":
+		case s.Metric[model.MetricNameLabel] == "grpc_server_msg_received_total":
 			m.received[method] += v
-		case typ != "unary":
+		case s.Metric["grpc_type"] != "unary":
 			m.streams[method] += v
 		}
 	}
 	return m, nil
-}
-
-// label is a Prometheus label's value in `a="x",b="y"`.
-func label(labels, name string) string {
-	_, v, ok := strings.Cut(labels, name+`="`)
-	if !ok {
-		return ""
-	}
-	v, _, _ = strings.Cut(v, `"`)
-	return v
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,5 +106,34 @@ func TestEtcdCounterCountsAKeepAliveOnceAsOneRequestOnOneStream(t *testing.T) {
 	}
 	if n.Requests != 2 || n.ByCommand["LeaseKeepAlive"] != 1 || n.ByCommand["Range"] != 1 || n.Streams != 1 {
 		t.Fatalf("count = %+v, want 2 requests (LeaseKeepAlive, Range) and 1 stream", n)
+	}
+}
+
+// Every message received counts, by method; a stream opened counts only
+// for a method whose grpc_type is not unary; other families are not read.
+func TestParseEtcdMetricsReadsTheGRPCCounters(t *testing.T) {
+	const text = `# TYPE grpc_server_msg_received_total counter
+grpc_server_msg_received_total{grpc_method="Range",grpc_service="etcdserverpb.KV",grpc_type="unary"} 3
+grpc_server_msg_received_total{grpc_type="bidi_stream",grpc_method="LeaseKeepAlive",grpc_service="etcdserverpb.Lease"} 2
+# TYPE grpc_server_started_total counter
+grpc_server_started_total{grpc_method="Range",grpc_service="etcdserverpb.KV",grpc_type="unary"} 3
+grpc_server_started_total{grpc_method="LeaseKeepAlive",grpc_service="etcdserverpb.Lease",grpc_type="bidi_stream"} 1
+grpc_server_started_total{grpc_method="Watch",grpc_service="etcdserverpb.Watch",grpc_type="bidi_stream"} 4
+# TYPE grpc_server_handled_total counter
+grpc_server_handled_total{grpc_code="OK",grpc_method="Watch",grpc_service="etcdserverpb.Watch",grpc_type="bidi_stream"} 2
+`
+	m, err := parseEtcdMetrics(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := etcdMetrics{
+		received: map[string]float64{"Range": 3, "LeaseKeepAlive": 2},
+		streams:  map[string]float64{"LeaseKeepAlive": 1, "Watch": 4},
+	}
+	if !reflect.DeepEqual(m, want) {
+		t.Fatalf("parsed %+v, want %+v", m, want)
+	}
+	if _, err := parseEtcdMetrics(strings.NewReader("grpc_server_started_total{grpc_method=\"Watch\"} many\n")); err == nil {
+		t.Fatal("a value that is no number parsed without an error")
 	}
 }
