@@ -9,7 +9,7 @@ require (
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_model v0.6.2 // --metrics-file: the textfile's families (dto.MetricFamily)
-	github.com/prometheus/common v0.67.5 // --metrics-file: expfmt reads and writes the textfile
+	github.com/prometheus/common v0.67.5 // --metrics-file: expfmt reads and writes the textfile; tools/bench reads etcd's /metrics with it
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/spf13/cobra v1.10.2
