@@ -17,10 +17,13 @@ package zookeeper
 // its delete, its slot node went without it (its session expired, or a
 // break), every other node of the key went, the key node was removed and
 // made again, and exactly as many slots were claimed in the new one as in
-// the old, ours among them. breakOne cannot meet that: the holder's lock
-// node, deleted at its version in the same multi, kept the key node
-// from being removed throughout. giveBack can only in that chain of
-// events within its two round trips.
+// the old, ours among them. A break (breakOps) cannot meet that: the
+// holder's lock node (a name never made twice), deleted at its version in
+// the same multi, kept the key node from being removed throughout. A
+// give-back can, but only through that whole chain of events between its
+// reads and its delete (a few round trips; longer if its connection
+// stalls): left open, as closing it needs a guard node never removed,
+// a new node in every key's layout.
 
 import (
 	"context"
