@@ -248,7 +248,8 @@ func (c *contender) Take(ctx context.Context) (lock.Lease, error) {
 // named by hold nodes are passed over, and a slot node we made is checked
 // against the hold nodes once more after it was made: a holder that made
 // its hold (which it does before deleting its slot node) after Look read
-// it is seen then, and we give that slot back.
+// it is seen then, and we give that slot back. A slot node is made with a
+// raise of the key node's version (createSlot, slot.go).
 func (c *contender) claimSlot(ctx context.Context) (int, error) {
 	used := slotsOf(c.holds)
 	for i := range c.limit {
@@ -256,7 +257,7 @@ func (c *contender) claimSlot(ctx context.Context) (int, error) {
 			continue
 		}
 		path := c.dir + "/" + slotName(i)
-		_, err := c.s.create(ctx, path, []byte(c.nonce), zk.FlagEphemeral)
+		err := c.s.createSlot(ctx, c.dir, path, c.nonce)
 		if errors.Is(err, zk.ErrNodeExists) {
 			// Ours, from a try whose answer was lost?
 			if d, ok, rerr := c.s.get(ctx, path); rerr != nil || !ok || string(d.raw) != c.nonce {
@@ -279,19 +280,6 @@ func (c *contender) claimSlot(ctx context.Context) (int, error) {
 		}
 	}
 	return -1, nil
-}
-
-// giveBack deletes the slot node at path if it is still ours (its data
-// our nonce), at the version read, as breakOne does: the node our session
-// made goes with that session, and another contender may have made the
-// slot its own since (a slot number held twice). Gone, or another's:
-// nothing to do.
-func (c *contender) giveBack(ctx context.Context, path string) error {
-	d, ok, err := c.s.get(ctx, path)
-	if err != nil || !ok || string(d.raw) != c.nonce {
-		return err
-	}
-	return ignore(c.s.remove(ctx, path, d.stat.Version), zk.ErrNoNode, zk.ErrBadVersion)
 }
 
 // heldSlots reads the line again, and the slots kept by the hold nodes

@@ -115,7 +115,11 @@ func (l *nodeStore) Renew(ctx context.Context, h *lock.Held) error {
 }
 
 // ours is the deletes of our node in one multi: the lock node with our
-// slot node, or the hold node at version holdVer (-1: any).
+// slot node, or the hold node at version holdVer (-1: any). The slot node
+// needs no version (slot.go): the multi deletes only while our lock node
+// is there, and while it is, our slot node is the one we made, as it
+// goes only with our session, in a multi with our lock node (release,
+// hold, break), or by a remover that checked it was still ours (slotRead).
 func (l *nodeStore) ours(h *lock.Held, holdVer int32) []any {
 	if l.lock == "" {
 		return []any{&zk.DeleteRequest{Path: l.dir + "/" + l.hold, Version: holdVer}}

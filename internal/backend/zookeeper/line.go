@@ -277,7 +277,8 @@ func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Hol
 
 // breakRead is one read of key's holders for Break. A holder whose node
 // changed or went since (a hold replaced its node, or a taker read with
-// token 0 wrote its token) has moved: lock.BreakAgain breaks it again
+// token 0 wrote its token, or a slot was claimed after its slot node was
+// read: breakOps) has moved: lock.BreakAgain breaks it again
 // after another read (by its token; a taker read with none, in a round
 // over every holder).
 func (b *Backend) breakRead(s *session, key string) lock.BreakRead {
@@ -295,20 +296,27 @@ func (b *Backend) breakRead(s *session, key string) lock.BreakRead {
 	}
 }
 
-// breakOne deletes the holder h of a line in dir with the version it was
-// read at, in one multi with a lock node's slot node (if it is still that
-// holder's) and any hold node beside it.
+// breakOne deletes the holder h of a line in dir as breakOps read it.
 func (b *Backend) breakOne(ctx context.Context, s *session, dir string, h holding) error {
+	_, err := s.multi(ctx, b.breakOps(ctx, s, dir, h)...)
+	return err
+}
+
+// breakOps is one multi that deletes the holder h of a line in dir with
+// the version it was read at, with a lock node's slot node if it is still
+// that holder's (slotRead: a slot claimed since fails the multi, and the
+// holder has moved), and any hold node beside it. A holder's slot node
+// goes only with its lock node once it has its token, but one still
+// taking may give its slot back, which another then claims.
+func (b *Backend) breakOps(ctx context.Context, s *session, dir string, h holding) []any {
 	ops := []any{&zk.DeleteRequest{Path: dir + "/" + h.node(), Version: h.stat.Version}}
 	if h.lock != "" && h.rec.Limit > 1 {
-		slot := dir + "/" + slotName(h.rec.Slot)
-		if sd, ok, err := s.get(ctx, slot); err == nil && ok && string(sd.raw) == h.nonce {
-			ops = append(ops, &zk.DeleteRequest{Path: slot, Version: sd.stat.Version})
+		if r, ok, err := readSlot(ctx, s, dir, dir+"/"+slotName(h.rec.Slot), h.nonce); err == nil && ok {
+			ops = append(ops, r.deletes()...)
 		}
 	}
 	if h.lock != "" && h.hold != "" {
 		ops = append(ops, &zk.DeleteRequest{Path: dir + "/" + h.hold, Version: -1})
 	}
-	_, err := s.multi(ctx, ops...)
-	return err
+	return ops
 }

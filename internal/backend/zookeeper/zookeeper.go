@@ -4,6 +4,7 @@
 // owner-checked. A mutex is a semaphore of one. docs/ARCHITECTURE.md
 // ("ZooKeeper") has the whole design; the nodes:
 //
+//	<chroot>/<prefix>/<escaped KEY>                                  the key's node (container; its data version counts slot claims, slot.go)
 //	<chroot>/<prefix>/<escaped KEY>/lock-<limit>-<nonce>-<seq>       a contender (ephemeral, sequential)
 //	<chroot>/<prefix>/<escaped KEY>/hold-<limit>-<nonce>-<gen>-<seq> a held lock with no process (TTL node, lease.go)
 //	<chroot>/<prefix>/<escaped KEY>/slot-<i>                         semaphore slot i of a running holder (ephemeral; data: nonce)
@@ -11,8 +12,11 @@
 //	<chroot>/<prefix>/<escaped KEY>#ledger/<id>                      one entry of the run ledger (ledger.go)
 //
 // The nonce (64 random bits per contender) makes a node's name ours alone,
-// so deleting or checking our node by name acts on nothing else. The
-// lease is the contender's session, whose timeout is --ttl.
+// so deleting or checking our node by name acts on nothing else. A slot
+// node's name is reused, so its claim raises the key node's data version
+// (which serves nothing else); a slot node is deleted by a multi that
+// checks that version, or with its holder's lock node (slot.go).
+// The lease is the contender's session, whose timeout is --ttl.
 package zookeeper
 
 import (
