@@ -2,8 +2,20 @@
 -- expired ones too), in one round trip and one transaction. Arguments:
 -- prefix, key, token. The live leases deleted, oldest first: the key, the
 -- holder columns, its limit and slot.
+-- A break deletes exactly the live leases it reads and reports. Under READ
+-- COMMITTED the locking read locks only the rows it finds: a lease an
+-- acquirer commits after it (or is inserting, which the delete would wait
+-- for) is not read, yet the delete of every lease of the key would take
+-- it, breaking a holder nobody was told of. So the break first takes the
+-- counter row, which every acquirer updates first (acquire.sql), and
+-- holds it to its COMMIT: an acquirer that came first has committed its
+-- lease before the break reads (and so is read and reported), one that
+-- comes later waits for the break to end. Only acquirers insert leases;
+-- renewals, holds and releases change live leases only, and the read
+-- locks those it finds.
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 START TRANSACTION;
+UPDATE distlock_token SET value = value WHERE id = 1;
 SET @dl_prefix = ?, @dl_key = ?, @dl_token = ?;
 SELECT lock_key, owner, token, host, pid, username, command, note, acquired_us, ttl_ms, hold, (expires_us - CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)) DIV 1000,
        lock_limit, slot
