@@ -92,6 +92,29 @@ func TestBreakRacingAnAcquirer(t *testing.T) {
 	}
 }
 
+// TestBreakByTokenDeletesTheLeaseItRead: a lease that break --token
+// reads live and that expires before the break's delete is deleted all
+// the same, as the break reports it broken.
+func TestBreakByTokenDeletesTheLeaseItRead(t *testing.T) {
+	b := open(t, startServer(t).Addr(), "t")
+	l, err := lock.TryOnce(ctx(t), b, request("k", "o", 300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := breakSteps(t, b, "k", l.Token(), func() {
+		wait.Until(t, 5*time.Second, "the lease to expire", func() bool {
+			left, found, err := b.LeaseLeft(ctx(t), "k", l.Token())
+			return err == nil && found && left < 0
+		})
+	})
+	if !slices.Equal(got, []uint64{l.Token()}) {
+		t.Fatalf("the break read tokens %v, want [%d]", got, l.Token())
+	}
+	if _, found, err := b.LeaseLeft(ctx(t), "k", l.Token()); err != nil || found {
+		t.Errorf("the lease the break read and reports: found %v, %v; want it deleted", found, err)
+	}
+}
+
 // breakSteps runs break.sql with prefix "t", key and token one statement
 // at a time (the file's statements end their line with ';') on one
 // connection, calling between right after the statement that reads the
