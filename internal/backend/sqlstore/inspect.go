@@ -54,7 +54,9 @@ func (s *Store) holders(ctx context.Context, query string, args ...any) ([]lock.
 // Break implements lock.Backend: with token != 0 it deletes the live lease
 // with that token (a semaphore's other holders stay), else every lease of
 // key; it returns the holder broken (the oldest, when several were), and
-// wakes the waiters (on an engine that can).
+// wakes the waiters (on an engine that can). Queries.Break deletes no live
+// lease it does not give back: a break reports every holder it broke, and
+// breaks none that an acquirer granted while it ran unless it reports it.
 func (s *Store) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
 	broken, err := s.holders(ctx, s.d.SQL.Break, s.wakeArgs(key, s.d.Prefix, key, int64(token))...)
 	if err != nil {
