@@ -102,7 +102,7 @@ func (l *slotLock) Renew(ctx context.Context, _ *lock.Held) error {
 			m.RenewedAt = time.Now()
 			if unwritten = writeMeta(l.metaPath, m); unwritten == nil {
 				l.meta = m
-			} else if err := os.Chtimes(l.metaPath, m.RenewedAt, m.RenewedAt); err != nil {
+			} else if err := touch(l.metaPath, m.RenewedAt); err != nil {
 				unwritten = fmt.Errorf("%w (touching it failed too: status shows the lock overdue, though it is held)", unwritten)
 			}
 		}

@@ -15,7 +15,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/distlock/distlock/internal/lock"
@@ -112,7 +111,7 @@ func (m meta) holder(now time.Time) lock.Holder {
 // readMeta reads the record at path and its modification time; ok is false
 // when there is none, or it is torn or foreign (no holder named).
 func readMeta(path string) (m meta, ok bool, err error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return m, false, nil
 	}
@@ -136,13 +135,20 @@ func readMeta(path string) (m meta, ok bool, err error) {
 // the new one. Records are not fsync'd: a crash ends their holders too.
 func writeMeta(path string, m meta) error {
 	b, _ := json.Marshal(m) // plain fields: cannot fail
-	return writeRenamed(path, path+".tmp"+strconv.Itoa(os.Getpid()), b)
+	return writeRenamed(path, tmpName(path), b)
 }
 
-// writeRenamed writes data to tmp and renames it over path: a reader sees
-// the old file or the new one, never a part.
+// writeRenamed writes data to tmp, a new file (createExcl), and renames it
+// over path: a reader sees the old file or the new one, never a part.
 func writeRenamed(path, tmp string, data []byte) error {
-	err := os.WriteFile(tmp, data, 0o600)
+	f, err := createExcl(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}
