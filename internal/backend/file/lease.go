@@ -47,6 +47,7 @@ func (b *Backend) grant(ctx context.Context, req lock.Request, slot int, files [
 	}
 	m := meta{Key: req.Key, Record: lock.NewRecord(req, now), Token: tok, RenewedAt: now}
 	m.QueuedAt = time.Time{} // no line: a holder has never queued
+	m.ProcID = ownProcID(m.PID)
 	recordPath := p.record() // a mutex (slot 0 of 1): the key's own, as every version has it
 	if req.Limit > 1 {
 		m.Limit, m.Slot = req.Limit, slot

@@ -85,6 +85,10 @@ type meta struct {
 	// slot 0 of 1 and records neither, as every distlock version writes it.
 	Limit int `json:"limit,omitempty"`
 	Slot  int `json:"slot,omitempty"`
+	// ProcID names the holder process PID for as long as the machine runs
+	// (procID): a break pokes that process only when it is still the one
+	// (poke.go). Records of older versions have none: no poke.
+	ProcID string `json:"proc_id,omitempty"`
 
 	// touched is the record's modification time, as read. A renewal that
 	// cannot rewrite the record (a full lock directory) touches it instead
