@@ -30,8 +30,12 @@ type Backend struct {
 }
 
 // Open uses dir ("" = DefaultDir(), which must be ours alone:
-// checkOwnDir), creating it with mode 0700.
+// checkOwnDir), creating it with mode 0700; prefix must make file names
+// (checkPrefix).
 func Open(dir, prefix string) (*Backend, error) {
+	if err := checkPrefix(prefix); err != nil {
+		return nil, err
+	}
 	b := OpenForDoctor(dir, prefix)
 	if b.dirErr != nil {
 		return nil, b.dirErr

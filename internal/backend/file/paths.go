@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode"
+
+	"github.com/distlock/distlock/internal/lock"
 )
 
 // DefaultDir is where locks live when no directory is given:
@@ -41,6 +44,24 @@ func baseName(prefix, key string) string {
 		name = escapePrefix(prefix) + "#sha256-" + hex.EncodeToString(sum[:])
 	}
 	return name
+}
+
+// maxPrefix is the longest escaped prefix: followed by a hashed key
+// ("#sha256-" and 64 hex digits) it still fits in maxBase.
+const maxPrefix = maxBase - len("#sha256-") - 2*sha256.Size
+
+// checkPrefix refuses a prefix that cannot make file names: one holding a
+// control or non-printable character (a newline in a file name), or too
+// long once escaped (the system would refuse every name: "file name too
+// long").
+func checkPrefix(prefix string) error {
+	if strings.IndexFunc(prefix, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return lock.Invalidf("--prefix %q holds a control or non-printable character; use printable text", prefix)
+	}
+	if n := len(escapePrefix(prefix)); n > maxPrefix {
+		return lock.Invalidf("--prefix is %d bytes long in file names; the file engine takes at most %d", n, maxPrefix)
+	}
+	return nil
 }
 
 func escapePrefix(p string) string {

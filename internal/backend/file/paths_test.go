@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -91,5 +92,36 @@ func TestSemaphoreSlotHoldsItsFileAndSharesTheKeys(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "distlock#s#slot0.json")); err != nil {
 		t.Errorf("slot record: %v", err)
+	}
+}
+
+// A prefix that cannot make file names is a usage error (exit 64), not a
+// failure of the directory (69): one too long once escaped ("file name too
+// long" from every open), or one holding a control character.
+func TestPrefixMustMakeFileNames(t *testing.T) {
+	dir := t.TempDir()
+	for _, prefix := range []string{strings.Repeat("p", 300), strings.Repeat("/", maxPrefix/3+1), "a\nb", "a\x00b", "tab\there"} {
+		if _, err := Open(dir, prefix); !errors.Is(err, lock.ErrInvalid) {
+			t.Errorf("Open with --prefix %q: %v, want a usage error", prefix, err)
+		}
+	}
+	// The longest prefix allowed makes every file, the longest key too.
+	b, err := Open(dir, strings.Repeat("p", maxPrefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, req := range []lock.Request{semRequest(strings.Repeat("k", lock.MaxKeyLen), "a", 1), semRequest("s", "a", 99)} {
+		l, err := lock.TryOnce(ctx, b, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Renew(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.PutEntry(ctx, req.Key, strings.Repeat("e", 64), []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+		l.Release(ctx)
 	}
 }
