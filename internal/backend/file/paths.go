@@ -64,8 +64,32 @@ func checkPrefix(prefix string) error {
 	return nil
 }
 
+// escapePrefix makes a prefix part of a file name: '/' is "%2F" and '#'
+// "%23", and a '%' that starts one of the three escapes ("%2F", "%23",
+// "%25") is "%25", so that no two prefixes share a name ("a/b" and
+// "a%2Fb" did). Any other '%' is kept: every prefix that does not hold
+// one of those three keeps the file names earlier versions gave it, and
+// so its held locks and counters across an upgrade.
 func escapePrefix(p string) string {
-	return strings.NewReplacer("/", "%2F", "#", "%23", "\x00", "").Replace(p)
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case c == '/':
+			b.WriteString("%2F")
+		case c == '#':
+			b.WriteString("%23")
+		case c == '%' && startsEscape(p[i+1:]):
+			b.WriteString("%25")
+		case c != 0: // a NUL cannot be in a file name (nor pass checkPrefix)
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// startsEscape reports whether s, after a '%', would read as an escape.
+func startsEscape(s string) bool {
+	return strings.HasPrefix(s, "2F") || strings.HasPrefix(s, "23") || strings.HasPrefix(s, "25")
 }
 
 // keyPaths names a key's files in the lock directory.

@@ -125,3 +125,23 @@ func TestPrefixMustMakeFileNames(t *testing.T) {
 		l.Release(ctx)
 	}
 }
+
+// Distinct prefixes never share file names; a prefix keeps the names that
+// earlier versions gave it unless it holds "%2F", "%23" or "%25".
+func TestPrefixesNeverShareNames(t *testing.T) {
+	prefixes := []string{"a/b", "a%2Fb", "a%252Fb", "a#b", "a%23b", "a%25b", "a%b", "a%%2Fb", "a%/b", "a%2/b", "%", "%2", "a%2fb"}
+	seen := map[string]string{}
+	for _, p := range prefixes {
+		name := baseName(p, "k")
+		if q, ok := seen[name]; ok {
+			t.Errorf("prefixes %q and %q share the file name %q", q, p, name)
+		}
+		seen[name] = p
+	}
+	kept := map[string]string{"distlock": "distlock", "a/b": "a%2Fb", "a#b": "a%23b", "50%": "50%", "a%b": "a%b", "a%2fb": "a%2fb"}
+	for p, want := range kept {
+		if got := escapePrefix(p); got != want {
+			t.Errorf("escapePrefix(%q) = %q, want %q as earlier versions", p, got, want)
+		}
+	}
+}
