@@ -144,8 +144,9 @@ type run struct {
 
 // listen catches the signals forwarded to the command and SIGWINCH, which
 // asks us to check the lease now (documented for operators; the file
-// engine's break sends it to the holder; its default action is to ignore
-// it, so a reused pid is never hurt by one). It returns the undoing.
+// engine's break sends it to the holder, only when sure the pid is still
+// that distlock: other programs act on SIGWINCH, Apache httpd stops on
+// it). It returns the undoing.
 func (r *run) listen() func() {
 	r.sigs = make(chan os.Signal, 8)
 	signal.Notify(r.sigs, forwarded...)

@@ -146,7 +146,7 @@ func flockCheck(f *os.File) lock.Check {
 		return lock.Check{Name: name, Status: lock.CheckProblem, Detail: detail,
 			Fix: "use a directory on a local disk (file://DIR): distlock's file engine needs flock(2) to exclude other processes"}
 	}
-	second, err := os.Open(f.Name())
+	second, err := os.OpenFile(f.Name(), os.O_RDONLY|noFollow, 0)
 	if err != nil {
 		return problem(fmt.Sprintf("cannot open %s a second time: %v", f.Name(), errors.Unwrap(err)))
 	}

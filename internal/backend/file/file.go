@@ -29,8 +29,13 @@ type Backend struct {
 	dirErr error
 }
 
-// Open uses dir ("" = DefaultDir()), creating it with mode 0700.
+// Open uses dir ("" = DefaultDir(), which must be ours alone:
+// checkOwnDir), creating it with mode 0700; prefix must make file names
+// (checkPrefix).
 func Open(dir, prefix string) (*Backend, error) {
+	if err := checkPrefix(prefix); err != nil {
+		return nil, err
+	}
 	b := OpenForDoctor(dir, prefix)
 	if b.dirErr != nil {
 		return nil, b.dirErr
@@ -42,13 +47,16 @@ func Open(dir, prefix string) (*Backend, error) {
 // created is a failed check to report, not a reason to stop, so it returns
 // the backend all the same (its locks then fail as Open would have).
 func OpenForDoctor(dir, prefix string) *Backend {
-	if dir == "" {
+	picked := dir == ""
+	if picked {
 		dir = DefaultDir()
 	}
 	host, _ := os.Hostname()
 	b := &Backend{dir: dir, prefix: prefix, host: host, log: slog.Default()}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		b.dirErr = unavailable("create lock directory "+dir, err)
+	} else if picked {
+		b.dirErr = checkOwnDir(dir)
 	}
 	return b
 }

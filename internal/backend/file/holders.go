@@ -141,8 +141,8 @@ func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Hol
 	return lock.BreakHolders(key, describe(key, held), token, func(i int) (bool, error) {
 		s := held[i]
 		removed, err := b.removeRecord(ctx, key, s)
-		if removed && s.m.Hold == "" && s.m.PID > 0 && s.m.Host == b.host { // a hold's process is gone
-			pokeHolder(s.m.PID)
+		if removed {
+			b.pokeHolder(s.m)
 		}
 		return removed, err
 	})

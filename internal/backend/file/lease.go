@@ -47,6 +47,7 @@ func (b *Backend) grant(ctx context.Context, req lock.Request, slot int, files [
 	}
 	m := meta{Key: req.Key, Record: lock.NewRecord(req, now), Token: tok, RenewedAt: now}
 	m.QueuedAt = time.Time{} // no line: a holder has never queued
+	m.ProcID = ownProcID(m.PID)
 	recordPath := p.record() // a mutex (slot 0 of 1): the key's own, as every version has it
 	if req.Limit > 1 {
 		m.Limit, m.Slot = req.Limit, slot
@@ -102,7 +103,7 @@ func (l *slotLock) Renew(ctx context.Context, _ *lock.Held) error {
 			m.RenewedAt = time.Now()
 			if unwritten = writeMeta(l.metaPath, m); unwritten == nil {
 				l.meta = m
-			} else if err := os.Chtimes(l.metaPath, m.RenewedAt, m.RenewedAt); err != nil {
+			} else if err := touch(l.metaPath, m.RenewedAt); err != nil {
 				unwritten = fmt.Errorf("%w (touching it failed too: status shows the lock overdue, though it is held)", unwritten)
 			}
 		}

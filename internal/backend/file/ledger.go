@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -14,9 +15,10 @@ import (
 // The run ledger (lock.Ledger) of a key is a directory beside its lock
 // files, "<base>#ledger", one file per entry, named by the entry's id.
 // '#' keeps it apart from every key's own files (baseName escapes '#'),
-// and List reads only regular ".json" files, so it never shows there. An
-// entry is written to a dot-named temporary file (no id starts with a
-// dot) and renamed over its name: a reader sees the old entry or the new
+// and List reads only regular ".json" files, so it never shows there. The
+// ledger directory is used only when it is one (not a link: dirsafe.go).
+// An entry is written to a dot-named temporary file (tmpName: no id
+// starts with a dot) and renamed over its name: a reader sees the old entry or the new
 // one, never a part. Entries are not fsync'd: a run's record is not worth
 // a disk flush per run, and a machine that loses power loses its runs too.
 
@@ -32,7 +34,10 @@ func (b *Backend) PutEntry(ctx context.Context, key, id string, data []byte) err
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return unavailable("create run ledger "+dir, err)
 	}
-	tmp := filepath.Join(dir, fmt.Sprintf(".put-%d-%d", os.Getpid(), putSeq.Add(1)))
+	if err := checkRealDir(dir); err != nil {
+		return unavailable("use run ledger "+dir, err)
+	}
+	tmp := tmpName(filepath.Join(dir, fmt.Sprintf(".put-%d", putSeq.Add(1))))
 	if err := writeRenamed(filepath.Join(dir, id), tmp, data); err != nil {
 		return unavailable("write run ledger "+dir, err)
 	}
@@ -47,9 +52,13 @@ var putSeq atomic.Uint64
 func (b *Backend) Entries(ctx context.Context, key string) (map[string][]byte, error) {
 	dir := b.keyPaths(key).ledgerDir()
 	out := map[string][]byte{}
-	ents, err := os.ReadDir(dir)
+	err := checkRealDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return out, nil
+	}
+	var ents []os.DirEntry
+	if err == nil {
+		ents, err = os.ReadDir(dir)
 	}
 	if err != nil {
 		return nil, unavailable("read run ledger "+dir, err)
@@ -59,7 +68,7 @@ func (b *Backend) Entries(ctx context.Context, key string) (map[string][]byte, e
 		if !e.Type().IsRegular() || !lock.ValidEntryID(id) { // never a dot-named temporary file
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(dir, id))
+		data, err := readEntry(filepath.Join(dir, id))
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
@@ -74,6 +83,12 @@ func (b *Backend) Entries(ctx context.Context, key string) (map[string][]byte, e
 // DeleteEntries removes ids from key's ledger.
 func (b *Backend) DeleteEntries(ctx context.Context, key string, ids []string) error {
 	dir := b.keyPaths(key).ledgerDir()
+	if err := checkRealDir(dir); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return unavailable("delete in run ledger "+dir, err)
+	}
 	for _, id := range ids {
 		if !lock.ValidEntryID(id) {
 			continue // never a name outside the ledger's own entries
@@ -83,4 +98,14 @@ func (b *Backend) DeleteEntries(ctx context.Context, key string, ids []string) e
 		}
 	}
 	return nil
+}
+
+// readEntry reads the entry at path (never through a link).
+func readEntry(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode"
+
+	"github.com/distlock/distlock/internal/lock"
 )
 
 // DefaultDir is where locks live when no directory is given:
@@ -43,8 +46,50 @@ func baseName(prefix, key string) string {
 	return name
 }
 
+// maxPrefix is the longest escaped prefix: followed by a hashed key
+// ("#sha256-" and 64 hex digits) it still fits in maxBase.
+const maxPrefix = maxBase - len("#sha256-") - 2*sha256.Size
+
+// checkPrefix refuses a prefix that cannot make file names: one holding a
+// control or non-printable character (a newline in a file name), or too
+// long once escaped (the system would refuse every name: "file name too
+// long").
+func checkPrefix(prefix string) error {
+	if strings.IndexFunc(prefix, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return lock.Invalidf("--prefix %q holds a control or non-printable character; use printable text", prefix)
+	}
+	if n := len(escapePrefix(prefix)); n > maxPrefix {
+		return lock.Invalidf("--prefix is %d bytes long in file names; the file engine takes at most %d", n, maxPrefix)
+	}
+	return nil
+}
+
+// escapePrefix makes a prefix part of a file name: '/' is "%2F" and '#'
+// "%23", and a '%' that starts one of the three escapes ("%2F", "%23",
+// "%25") is "%25", so that no two prefixes share a name ("a/b" and
+// "a%2Fb" did). Any other '%' is kept: every prefix that does not hold
+// one of those three keeps the file names earlier versions gave it, and
+// so its held locks and counters across an upgrade.
 func escapePrefix(p string) string {
-	return strings.NewReplacer("/", "%2F", "#", "%23", "\x00", "").Replace(p)
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case c == '/':
+			b.WriteString("%2F")
+		case c == '#':
+			b.WriteString("%23")
+		case c == '%' && startsEscape(p[i+1:]):
+			b.WriteString("%25")
+		case c != 0: // a NUL cannot be in a file name (nor pass checkPrefix)
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// startsEscape reports whether s, after a '%', would read as an escape.
+func startsEscape(s string) bool {
+	return strings.HasPrefix(s, "2F") || strings.HasPrefix(s, "23") || strings.HasPrefix(s, "25")
 }
 
 // keyPaths names a key's files in the lock directory.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -91,5 +92,56 @@ func TestSemaphoreSlotHoldsItsFileAndSharesTheKeys(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "distlock#s#slot0.json")); err != nil {
 		t.Errorf("slot record: %v", err)
+	}
+}
+
+// A prefix that cannot make file names is a usage error (exit 64), not a
+// failure of the directory (69): one too long once escaped ("file name too
+// long" from every open), or one holding a control character.
+func TestPrefixMustMakeFileNames(t *testing.T) {
+	dir := t.TempDir()
+	for _, prefix := range []string{strings.Repeat("p", 300), strings.Repeat("/", maxPrefix/3+1), "a\nb", "a\x00b", "tab\there"} {
+		if _, err := Open(dir, prefix); !errors.Is(err, lock.ErrInvalid) {
+			t.Errorf("Open with --prefix %q: %v, want a usage error", prefix, err)
+		}
+	}
+	// The longest prefix allowed makes every file, the longest key too.
+	b, err := Open(dir, strings.Repeat("p", maxPrefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, req := range []lock.Request{semRequest(strings.Repeat("k", lock.MaxKeyLen), "a", 1), semRequest("s", "a", 99)} {
+		l, err := lock.TryOnce(ctx, b, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Renew(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.PutEntry(ctx, req.Key, strings.Repeat("e", 64), []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+		l.Release(ctx)
+	}
+}
+
+// Distinct prefixes never share file names; a prefix keeps the names that
+// earlier versions gave it unless it holds "%2F", "%23" or "%25".
+func TestPrefixesNeverShareNames(t *testing.T) {
+	prefixes := []string{"a/b", "a%2Fb", "a%252Fb", "a#b", "a%23b", "a%25b", "a%b", "a%%2Fb", "a%/b", "a%2/b", "%", "%2", "a%2fb"}
+	seen := map[string]string{}
+	for _, p := range prefixes {
+		name := baseName(p, "k")
+		if q, ok := seen[name]; ok {
+			t.Errorf("prefixes %q and %q share the file name %q", q, p, name)
+		}
+		seen[name] = p
+	}
+	kept := map[string]string{"distlock": "distlock", "a/b": "a%2Fb", "a#b": "a%23b", "50%": "50%", "a%b": "a%b", "a%2fb": "a%2fb"}
+	for p, want := range kept {
+		if got := escapePrefix(p); got != want {
+			t.Errorf("escapePrefix(%q) = %q, want %q as earlier versions", p, got, want)
+		}
 	}
 }

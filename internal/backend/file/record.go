@@ -15,7 +15,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/distlock/distlock/internal/lock"
@@ -86,6 +85,10 @@ type meta struct {
 	// slot 0 of 1 and records neither, as every distlock version writes it.
 	Limit int `json:"limit,omitempty"`
 	Slot  int `json:"slot,omitempty"`
+	// ProcID names the holder process PID for as long as the machine runs
+	// (procID): a break pokes that process only when it is still the one
+	// (poke.go). Records of older versions have none: no poke.
+	ProcID string `json:"proc_id,omitempty"`
 
 	// touched is the record's modification time, as read. A renewal that
 	// cannot rewrite the record (a full lock directory) touches it instead
@@ -112,7 +115,7 @@ func (m meta) holder(now time.Time) lock.Holder {
 // readMeta reads the record at path and its modification time; ok is false
 // when there is none, or it is torn or foreign (no holder named).
 func readMeta(path string) (m meta, ok bool, err error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return m, false, nil
 	}
@@ -136,13 +139,20 @@ func readMeta(path string) (m meta, ok bool, err error) {
 // the new one. Records are not fsync'd: a crash ends their holders too.
 func writeMeta(path string, m meta) error {
 	b, _ := json.Marshal(m) // plain fields: cannot fail
-	return writeRenamed(path, path+".tmp"+strconv.Itoa(os.Getpid()), b)
+	return writeRenamed(path, tmpName(path), b)
 }
 
-// writeRenamed writes data to tmp and renames it over path: a reader sees
-// the old file or the new one, never a part.
+// writeRenamed writes data to tmp, a new file (createExcl), and renames it
+// over path: a reader sees the old file or the new one, never a part.
 func writeRenamed(path, tmp string, data []byte) error {
-	err := os.WriteFile(tmp, data, 0o600)
+	f, err := createExcl(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,12 +20,13 @@ import (
 // blockRecordWrites makes every write of the record at path fail, as a full
 // or read-only lock directory does, in a way that holds for root too (root
 // writes into a read-only directory): the temporary file that each write
-// renames into place (writeMeta) is a non-empty directory, which neither
+// renames into place (writeMeta; tmpName, which only this process can
+// know) is a non-empty directory, which neither
 // the write's open nor its clean-up can get rid of. The record itself can
 // still be read, touched and removed. It returns the undo.
 func blockRecordWrites(t *testing.T, path string) (undo func()) {
 	t.Helper()
-	tmp := path + ".tmp" + strconv.Itoa(os.Getpid())
+	tmp := tmpName(path)
 	if err := os.MkdirAll(filepath.Join(tmp, "x"), 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func watchReleases(_ context.Context, lockPath string) (<-chan struct{}, func(),
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := unix.InotifyAddWatch(fd, lockPath, unix.IN_ATTRIB|unix.IN_DELETE_SELF|unix.IN_MOVE_SELF); err != nil {
+	if _, err := unix.InotifyAddWatch(fd, lockPath, unix.IN_ATTRIB|unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_DONT_FOLLOW); err != nil {
 		unix.Close(fd)
 		return nil, nil, err
 	}

@@ -1,0 +1,93 @@
+package file
+
+// The lock directory is trusted with nothing it holds: a file of ours
+// there is never a symbolic link (distlock makes none), so every file the
+// engine opens or creates in it is opened with noFollow, and a file it
+// writes by rename is first created under a name no one else can guess
+// (tmpName), exclusively (O_EXCL: neither a link nor a file put there by
+// someone else is written through). The default directory, which
+// distlock picks itself in a world-writable /tmp when XDG_RUNTIME_DIR is
+// unset, must also be ours alone (checkOwnDir): else whoever made it
+// could plant our files' names in it. A directory the user names is not
+// held to that (a group may share one on purpose).
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// noFollow makes an open fail (ELOOP) on a symbolic link.
+const noFollow = syscall.O_NOFOLLOW
+
+// tmpSalt makes this process's temporary file names unguessable.
+var tmpSalt = func() string {
+	b := make([]byte, 8)
+	rand.Read(b) // never fails (crypto/rand panics rather)
+	return hex.EncodeToString(b)
+}()
+
+// tmpName is the temporary file that a write of path renames into place.
+func tmpName(path string) string {
+	return path + ".tmp" + strconv.Itoa(os.Getpid()) + "-" + tmpSalt
+}
+
+// createExcl creates the file at path, which must not exist yet, for
+// writing.
+func createExcl(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o600)
+}
+
+// checkOwnDir checks that dir, the default lock directory, is a directory
+// (not a link to one) owned by this user that no one else may write in.
+// Its error is a refusal (exit 77): trying again cannot help.
+func checkOwnDir(dir string) error {
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return unavailable("check lock directory "+dir, err)
+	}
+	uid, fix := os.Getuid(), "remove it, or name a directory with --backend file:///path"
+	var problem string
+	sys, _ := st.Sys().(*syscall.Stat_t)
+	switch {
+	case st.Mode()&os.ModeSymlink != 0:
+		problem = "is a symbolic link, not a directory"
+	case !st.IsDir():
+		problem = "is not a directory"
+	case sys != nil && int(sys.Uid) != uid:
+		problem = fmt.Sprintf("is owned by uid %d, not you (uid %d): someone else made it", sys.Uid, uid)
+	case st.Mode().Perm()&0o022 != 0:
+		problem = fmt.Sprintf("has mode %04o: others may write in it", st.Mode().Perm())
+		fix = "run chmod go-w " + dir + ", or name a directory with --backend file:///path"
+	default:
+		return nil
+	}
+	return &lock.UnavailableError{Msg: fmt.Sprintf("%s %s; %s", dir, problem, fix), Refused: true}
+}
+
+// checkRealDir checks that dir, a directory the engine made inside the
+// lock directory (a run ledger), is not a link to one elsewhere.
+func checkRealDir(dir string) error {
+	st, err := os.Lstat(dir)
+	if err == nil && !st.IsDir() {
+		err = &os.PathError{Op: "lstat", Path: dir, Err: syscall.ENOTDIR}
+	}
+	return err
+}
+
+// touch sets both times of the file at path (never through a link) to t.
+func touch(path string, t time.Time) error {
+	ts := unix.NsecToTimespec(t.UnixNano())
+	if err := unix.UtimesNanoAt(unix.AT_FDCWD, path, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &os.PathError{Op: "utimes", Path: path, Err: err}
+	}
+	return nil
+}
