@@ -13,8 +13,6 @@ package etcd
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -123,7 +121,7 @@ func (w *waiter) Watch(ctx context.Context) (lock.Retry, error) {
 	}
 	ch := w.b.cli.Watch(clientv3.WithRequireLeader(ctx), watched, opts...)
 	wake, freed := make(chan struct{}, 1), make(chan int, 1)
-	slots, first := w.b.slotPrefix(w.req.Key), w.ahead == nil && !w.legacy
+	first := w.ahead == nil && !w.legacy
 	w.freed = freed
 	go func() {
 		defer func() { wake <- struct{}{} }()
@@ -139,8 +137,8 @@ func (w *waiter) Watch(ctx context.Context) (lock.Retry, error) {
 					return
 				}
 				if len(wr.Events) > 0 {
-					idx, ok := strings.CutPrefix(string(wr.Events[0].Kv.Key), slots)
-					if i, err := strconv.Atoi(idx); first && ok && err == nil {
+					i, legacy, ok := contender(watched, string(wr.Events[0].Kv.Key))
+					if first && ok && !legacy {
 						freed <- i
 					}
 					return

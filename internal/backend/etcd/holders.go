@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -57,14 +56,22 @@ func oldest(key string, kvs []*mvccpb.KeyValue) *mvccpb.KeyValue {
 }
 
 // holding is what holds among kvs, the keys under the queue prefix qp in
-// create revision order: the slot keys, or else the first key, an older
-// build's mutex holder (slots.go).
+// create revision order: the slot keys, or else the first older build's
+// mutex contender, its holder; keys not ours are passed over (contender,
+// slots.go).
 func holding(qp string, kvs []*mvccpb.KeyValue) []*mvccpb.KeyValue {
-	slots := slices.DeleteFunc(slices.Clone(kvs), func(kv *mvccpb.KeyValue) bool {
-		return !strings.HasPrefix(string(kv.Key), qp+"slot/")
-	})
-	if len(slots) == 0 && len(kvs) > 0 {
-		return kvs[:1]
+	var slots, legacy []*mvccpb.KeyValue
+	for _, kv := range kvs {
+		switch _, isLegacy, ok := contender(qp, string(kv.Key)); {
+		case !ok:
+		case isLegacy:
+			legacy = append(legacy, kv)
+		default:
+			slots = append(slots, kv)
+		}
+	}
+	if len(slots) == 0 && len(legacy) > 0 {
+		return legacy[:1]
 	}
 	return slots
 }

@@ -18,7 +18,8 @@ import (
 // take it: the take's transaction asks whether anyone is still ahead of
 // us, our key is still ours and no key under the queue prefix was put
 // since that read (deletions only free slots; a put there is a slot taken,
-// or an older build's mutex contender: the read that follows tells).
+// an older build's mutex contender, or a key not ours, of a longer
+// --prefix nested in ours: the read that follows tells, contender).
 // Otherwise it reads who is just ahead of us, our own key, the token
 // counter and the slots (reads), at one revision.
 func (w *waiter) Look(ctx context.Context) (lock.LineLook, error) {
