@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 
@@ -114,19 +115,24 @@ func (b *Backend) InspectSlots(ctx context.Context, key string) ([]lock.Holder, 
 
 // Break implements lock.Backend (lock.BreakHolders): each holder chosen is
 // deleted on its own, compared on its create revision, whose token never
-// changes. Only the key goes, not the lease: the holder's next Renew finds
-// its key gone and reports lock.ErrNotHeld. The next waiter in line, if
-// any, takes the slot.
+// changes, and on the lease it was read on (entry.ours). Only the key
+// goes, not the lease: the holder's next Renew finds its key gone and
+// reports lock.ErrNotHeld. The next waiter in line, if any, takes the slot.
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
 	kvs, hs, err := b.holders(ctx, key, "break ")
 	if err != nil {
 		return lock.Holder{}, err
 	}
 	return lock.BreakHolders(key, hs, token, func(i int) (bool, error) {
-		k := string(kvs[i].Key)
-		tr, err := b.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", kvs[i].CreateRevision)).Then(clientv3.OpDelete(k)).Commit()
+		e := &entry{etcdKey: string(kvs[i].Key), rev: kvs[i].CreateRevision, id: clientv3.LeaseID(kvs[i].Lease)}
+		tr, err := b.cli.Txn(ctx).If(e.ours()...).Then(clientv3.OpDelete(e.etcdKey)).Else(clientv3.OpGet(e.etcdKey, clientv3.WithKeysOnly())).Commit()
 		if err != nil {
 			return false, b.opError("break "+key, err)
+		}
+		if kvs := tr.Responses[0].GetResponseRange().GetKvs(); !tr.Succeeded && len(kvs) > 0 && kvs[0].CreateRevision == e.rev {
+			// Still there, on another lease: its holder's hold moved it
+			// (hold.go) since our read.
+			return false, &lock.UnavailableError{Msg: fmt.Sprintf("break %s: its holder moved it to a new lease meanwhile; try again", key)}
 		}
 		return tr.Succeeded, nil
 	})

@@ -107,7 +107,7 @@ func (w *waiter) take(ctx context.Context) (*entry, error) {
 	ops := []clientv3.Op{clientv3.OpPut(held.etcdKey, r.value(), clientv3.WithLease(e.id)), clientv3.OpPut(tk, tokenValue(r.Token))}
 	if e.line != "" {
 		cmps[2] = clientv3.Compare(clientv3.CreateRevision(e.line), ">", e.rev-1).WithPrefix() // every key of the line created at or after ours
-		cmps = append(cmps, e.ours())
+		cmps = append(cmps, e.ours()...)
 		ops = append(ops, clientv3.OpDelete(e.etcdKey))
 	}
 	resp, err := b.cli.Txn(ctx).If(cmps...).Then(ops...).Else(w.reads()...).Commit()
@@ -139,7 +139,7 @@ func (w *waiter) reads() []clientv3.Op {
 	}
 	if e.line != "" {
 		ops[2] = clientv3.OpGet(e.line, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(e.rev-1))...)
-		ops = append(ops, clientv3.OpGet(e.etcdKey, clientv3.WithKeysOnly()))
+		ops = append(ops, clientv3.OpGet(e.etcdKey)) // with its lease (entry.readOurs): not WithKeysOnly
 	}
 	return ops
 }
