@@ -13,8 +13,6 @@ package etcd
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -34,16 +32,23 @@ type entry struct {
 	rec     slotRecord // with its fencing token once held (token.go)
 }
 
-// ours compares etcdKey's create revision with e.rev: the key is still the
-// one we put (a create revision is never reused). Before Join's put, rev 0:
-// no such key.
-func (e *entry) ours() clientv3.Cmp {
-	return clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", e.rev)
+// ours compares etcdKey with the key we put: its create revision e.rev
+// and its lease e.id. A create revision is not reused, except after a
+// restore from a snapshot without --bump-revision (etcd-io/etcd#16028):
+// the lease tells our key from one that took its revision again. Before
+// Join's put, rev 0: no such key.
+func (e *entry) ours() []clientv3.Cmp {
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.etcdKey), "=", e.rev)}
+	if e.rev == 0 {
+		return cmps
+	}
+	return append(cmps, clientv3.Compare(clientv3.LeaseValue(e.etcdKey), "=", e.id))
 }
 
-// readOurs says whether kvs, a read of etcdKey, finds the key still ours.
+// readOurs says whether kvs, a read of etcdKey, finds the key still ours
+// (ours: our create revision, on our lease).
 func (e *entry) readOurs(kvs []*mvccpb.KeyValue) bool {
-	return len(kvs) > 0 && kvs[0].CreateRevision == e.rev
+	return len(kvs) > 0 && kvs[0].CreateRevision == e.rev && clientv3.LeaseID(kvs[0].Lease) == e.id
 }
 
 // Contend implements lock.Backend: a mutex is a semaphore of one.
@@ -86,7 +91,7 @@ func (w *waiter) Join(ctx context.Context) error {
 	}
 	e.line = w.b.linePrefix(e.key)
 	e.etcdKey = fmt.Sprintf("%s%x", e.line, int64(e.id))
-	resp, err := w.b.cli.Txn(ctx).If(e.ours()).Then(clientv3.OpPut(e.etcdKey, e.rec.value(), clientv3.WithLease(e.id))).Commit()
+	resp, err := w.b.cli.Txn(ctx).If(e.ours()...).Then(clientv3.OpPut(e.etcdKey, e.rec.value(), clientv3.WithLease(e.id))).Commit()
 	if err != nil || !resp.Succeeded {
 		// The put may have been applied: revoking the lease removes it.
 		w.b.revoke(ctx, e.id, e.etcdKey)
@@ -123,7 +128,7 @@ func (w *waiter) Watch(ctx context.Context) (lock.Retry, error) {
 	}
 	ch := w.b.cli.Watch(clientv3.WithRequireLeader(ctx), watched, opts...)
 	wake, freed := make(chan struct{}, 1), make(chan int, 1)
-	slots, first := w.b.slotPrefix(w.req.Key), w.ahead == nil && !w.legacy
+	first := w.ahead == nil && !w.legacy
 	w.freed = freed
 	go func() {
 		defer func() { wake <- struct{}{} }()
@@ -139,8 +144,8 @@ func (w *waiter) Watch(ctx context.Context) (lock.Retry, error) {
 					return
 				}
 				if len(wr.Events) > 0 {
-					idx, ok := strings.CutPrefix(string(wr.Events[0].Kv.Key), slots)
-					if i, err := strconv.Atoi(idx); first && ok && err == nil {
+					i, legacy, ok := contender(watched, string(wr.Events[0].Kv.Key))
+					if first && ok && !legacy {
 						freed <- i
 					}
 					return

@@ -810,44 +810,55 @@ func TestGuaranteeAndBadRequests(t *testing.T) {
 // and Release answer ErrNotHeld and leave alone the next holder, whose
 // slot key has the same name (a later create revision): every one of them
 // compares the key's create revision with its own (entry.ours,
-// entry.readOurs).
+// entry.readOurs). And with the same create revision too, as a restore of
+// a snapshot without --bump-revision can give it again (etcd-io/etcd#16028):
+// then they tell the keys apart by their lease.
 func TestBrokenHolderLeavesTheNextAlone(t *testing.T) {
 	eachServer(t, func(t *testing.T, s server) {
-		ctx, b := wait.Context(t, 10*time.Second), newBackend(t, s)
-		take := func(owner string) lock.Lease {
-			l, err := lock.TryOnce(ctx, b, request("re", owner, 3*time.Second))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return l
-		}
-		alice := take("alice")
-		if _, err := b.Break(ctx, "re", alice.Token()); err != nil {
-			t.Fatal(err)
-		}
-		bob := take("bob")
-		if storeOf(bob).e.etcdKey != storeOf(alice).e.etcdKey {
-			t.Fatalf("bob holds %s, alice held %s: want the same slot key", storeOf(bob).e.etcdKey, storeOf(alice).e.etcdKey)
-		}
-		for _, c := range []struct {
-			op string
-			do func() error
-		}{
-			{"Renew", func() error { return alice.Renew(ctx) }},
-			{"Hold", func() error { return alice.Hold(ctx, 5*time.Second, lock.HoldMinHold) }},
-			{"Release", func() error { return alice.Release(ctx) }},
-		} {
-			op := c.op
-			if err := c.do(); !errors.Is(err, lock.ErrNotHeld) {
-				t.Errorf("the broken holder's %s = %v, want ErrNotHeld", op, err)
-			}
-			h, ok, err := b.Inspect(ctx, "re")
-			if !ok || err != nil || h.Owner != "bob" || h.Token != bob.Token() || h.Hold != "" {
-				t.Fatalf("after the broken holder's %s: %+v, %v, %v; want bob holding as he took it", op, h, ok, err)
-			}
-			if err := bob.Renew(ctx); err != nil {
-				t.Fatalf("bob's Renew after the broken holder's %s: %v", op, err)
-			}
+		for _, sameRev := range []bool{false, true} {
+			brokenHolderLeavesTheNextAlone(t, s, sameRev)
 		}
 	})
+}
+
+func brokenHolderLeavesTheNextAlone(t *testing.T, s server, sameRev bool) {
+	ctx, b := wait.Context(t, 10*time.Second), newBackend(t, s)
+	take := func(owner string) lock.Lease {
+		l, err := lock.TryOnce(ctx, b, request("re", owner, 3*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	alice := take("alice")
+	if _, err := b.Break(ctx, "re", alice.Token()); err != nil {
+		t.Fatal(err)
+	}
+	bob := take("bob")
+	if storeOf(bob).e.etcdKey != storeOf(alice).e.etcdKey {
+		t.Fatalf("bob holds %s, alice held %s: want the same slot key", storeOf(bob).e.etcdKey, storeOf(alice).e.etcdKey)
+	}
+	if sameRev {
+		storeOf(alice).e.rev = storeOf(bob).e.rev
+	}
+	for _, c := range []struct {
+		op string
+		do func() error
+	}{
+		{"Renew", func() error { return alice.Renew(ctx) }},
+		{"Hold", func() error { return alice.Hold(ctx, 5*time.Second, lock.HoldMinHold) }},
+		{"Release", func() error { return alice.Release(ctx) }},
+	} {
+		op := c.op
+		if err := c.do(); !errors.Is(err, lock.ErrNotHeld) {
+			t.Errorf("the broken holder's %s (same revision %v) = %v, want ErrNotHeld", op, sameRev, err)
+		}
+		h, ok, err := b.Inspect(ctx, "re")
+		if !ok || err != nil || h.Owner != "bob" || h.Token != bob.Token() || h.Hold != "" {
+			t.Fatalf("after the broken holder's %s (same revision %v): %+v, %v, %v; want bob holding as he took it", op, sameRev, h, ok, err)
+		}
+		if err := bob.Renew(ctx); err != nil {
+			t.Fatalf("bob's Renew after the broken holder's %s (same revision %v): %v", op, sameRev, err)
+		}
+	}
 }

@@ -13,8 +13,8 @@ import (
 
 // Hold implements lock.LeaseStore. etcd cannot change a lease's TTL, so
 // our key moves to a new lease of d (whole seconds, rounded up) in a
-// transaction that checks it is still ours (it keeps its create revision
-// and its record's token); the old lease is then revoked.
+// transaction that checks it is still ours (entry.ours; it keeps its create
+// revision and its record's token); the old lease is then revoked.
 //
 // A transaction whose reply is lost may still have been applied: the key
 // may now live on the new lease, and revoking that lease would delete the
@@ -30,7 +30,7 @@ func (l *keyStore) Hold(ctx context.Context, h *lock.Held, d time.Duration, mode
 	}
 	rec := l.e.rec
 	rec.Hold, rec.TTLms = mode, d.Milliseconds()
-	resp, err := l.b.cli.Txn(ctx).If(l.e.ours()).Then(clientv3.OpPut(l.e.etcdKey, rec.value(), clientv3.WithLease(g.ID))).Commit()
+	resp, err := l.b.cli.Txn(ctx).If(l.e.ours()...).Then(clientv3.OpPut(l.e.etcdKey, rec.value(), clientv3.WithLease(g.ID))).Commit()
 	switch {
 	case err != nil:
 		if err := l.settle(ctx, g.ID, d, err); err != nil {
@@ -63,8 +63,9 @@ func (l *keyStore) settle(ctx context.Context, g clientv3.LeaseID, d time.Durati
 	if err != nil {
 		return l.b.opError(fmt.Sprintf("hold %s (no answer, and the lock could not be read back: it is held either for %s more or until it was due to expire)", l.e.key, d), txnErr)
 	}
-	if !l.e.readOurs(resp.Kvs) {
-		// What the transaction compares can never match again.
+	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != l.e.rev {
+		// What the transaction compares can never match again. (Not
+		// readOurs: applied, the move put our key on g.)
 		l.b.revoke(ctx, g, "")
 		return fmt.Errorf("%s: %w", l.e.key, lock.ErrNotHeld)
 	}

@@ -3,8 +3,8 @@ package etcd
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -57,14 +57,22 @@ func oldest(key string, kvs []*mvccpb.KeyValue) *mvccpb.KeyValue {
 }
 
 // holding is what holds among kvs, the keys under the queue prefix qp in
-// create revision order: the slot keys, or else the first key, an older
-// build's mutex holder (slots.go).
+// create revision order: the slot keys, or else the first older build's
+// mutex contender, its holder; keys not ours are passed over (contender,
+// slots.go).
 func holding(qp string, kvs []*mvccpb.KeyValue) []*mvccpb.KeyValue {
-	slots := slices.DeleteFunc(slices.Clone(kvs), func(kv *mvccpb.KeyValue) bool {
-		return !strings.HasPrefix(string(kv.Key), qp+"slot/")
-	})
-	if len(slots) == 0 && len(kvs) > 0 {
-		return kvs[:1]
+	var slots, legacy []*mvccpb.KeyValue
+	for _, kv := range kvs {
+		switch _, isLegacy, ok := contender(qp, string(kv.Key)); {
+		case !ok:
+		case isLegacy:
+			legacy = append(legacy, kv)
+		default:
+			slots = append(slots, kv)
+		}
+	}
+	if len(slots) == 0 && len(legacy) > 0 {
+		return legacy[:1]
 	}
 	return slots
 }
@@ -107,19 +115,24 @@ func (b *Backend) InspectSlots(ctx context.Context, key string) ([]lock.Holder, 
 
 // Break implements lock.Backend (lock.BreakHolders): each holder chosen is
 // deleted on its own, compared on its create revision, whose token never
-// changes. Only the key goes, not the lease: the holder's next Renew finds
-// its key gone and reports lock.ErrNotHeld. The next waiter in line, if
-// any, takes the slot.
+// changes, and on the lease it was read on (entry.ours). Only the key
+// goes, not the lease: the holder's next Renew finds its key gone and
+// reports lock.ErrNotHeld. The next waiter in line, if any, takes the slot.
 func (b *Backend) Break(ctx context.Context, key string, token uint64) (lock.Holder, error) {
 	kvs, hs, err := b.holders(ctx, key, "break ")
 	if err != nil {
 		return lock.Holder{}, err
 	}
 	return lock.BreakHolders(key, hs, token, func(i int) (bool, error) {
-		k := string(kvs[i].Key)
-		tr, err := b.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", kvs[i].CreateRevision)).Then(clientv3.OpDelete(k)).Commit()
+		e := &entry{etcdKey: string(kvs[i].Key), rev: kvs[i].CreateRevision, id: clientv3.LeaseID(kvs[i].Lease)}
+		tr, err := b.cli.Txn(ctx).If(e.ours()...).Then(clientv3.OpDelete(e.etcdKey)).Else(clientv3.OpGet(e.etcdKey, clientv3.WithKeysOnly())).Commit()
 		if err != nil {
 			return false, b.opError("break "+key, err)
+		}
+		if kvs := tr.Responses[0].GetResponseRange().GetKvs(); !tr.Succeeded && len(kvs) > 0 && kvs[0].CreateRevision == e.rev {
+			// Still there, on another lease: its holder's hold moved it
+			// (hold.go) since our read.
+			return false, &lock.UnavailableError{Msg: fmt.Sprintf("break %s: its holder moved it to a new lease meanwhile; try again", key)}
 		}
 		return tr.Succeeded, nil
 	})

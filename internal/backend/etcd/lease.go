@@ -35,14 +35,15 @@ func (l *keyStore) LeaseID() int64 { return int64(l.e.id) }
 
 // Renew sends one keep-alive (the lease then lasts a full TTL from when it
 // was sent) and, at the same time, checks that our key still exists with
-// our create revision: a Break deletes the key but leaves the lease alive,
-// and that must read as "not yours". Both answers of "gone" are
-// lock.ErrNotHeld; anything else is transient. The two requests go out
-// together (one round trip, not two) and are bounded by ctx.
+// our create revision, on our lease (entry.readOurs): a Break deletes the
+// key but leaves the lease alive, and that must read as "not yours". Both
+// answers of "gone" are lock.ErrNotHeld; anything else is transient. The
+// two requests go out together (one round trip, not two) and are bounded
+// by ctx.
 func (l *keyStore) Renew(ctx context.Context, _ *lock.Held) error {
 	kaDone := make(chan error, 1)
 	go func() { kaDone <- l.b.keepAlive(ctx, l.e.id) }()
-	resp, err := l.b.cli.Get(ctx, l.e.etcdKey, clientv3.WithKeysOnly())
+	resp, err := l.b.cli.Get(ctx, l.e.etcdKey) // not WithKeysOnly: etcd 3.7 then leaves out the lease
 	kaErr := <-kaDone
 	switch {
 	case errors.Is(kaErr, lock.ErrNotHeld):
@@ -71,7 +72,7 @@ func (b *Backend) keepAlive(ctx context.Context, id clientv3.LeaseID) error {
 // revision) and revokes our lease. It returns lock.ErrNotHeld when the key
 // was already gone (expired, broken, released).
 func (l *keyStore) Release(ctx context.Context, h *lock.Held) error {
-	resp, err := l.b.cli.Txn(ctx).If(l.e.ours()).Then(clientv3.OpDelete(l.e.etcdKey)).Commit()
+	resp, err := l.b.cli.Txn(ctx).If(l.e.ours()...).Then(clientv3.OpDelete(l.e.etcdKey)).Commit()
 	// Revoke in any case (after a Break our lease still lives). A failed
 	// revoke only leaves a lease without keys until its TTL runs out.
 	_, _ = l.b.cli.Revoke(ctx, l.e.id)

@@ -3,7 +3,6 @@ package etcd
 import (
 	"context"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -32,9 +31,9 @@ func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 	}
 	byKey := map[string][]*mvccpb.KeyValue{}
 	for _, kv := range resp.Kvs {
-		esc, id, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), base), "/")
-		if !ok || !contenderID(id) || strings.Contains(esc, "#") {
-			continue // not a lock key of ours ('#': a waiter, line.go)
+		esc, _, _ := strings.Cut(strings.TrimPrefix(string(kv.Key), base), "/")
+		if _, _, ok := contender(base+esc+"/", string(kv.Key)); !ok || strings.Contains(esc, "#") {
+			continue // not a lock key of ours ('#': a waiter, contend.go)
 		}
 		if key, err := url.PathUnescape(esc); err == nil && strings.HasPrefix(key, keyPrefix) {
 			byKey[key] = append(byKey[key], kv)
@@ -46,15 +45,4 @@ func (b *Backend) List(ctx context.Context, keyPrefix string) ([]lock.Holder, er
 	}
 	lock.SortHolders(out)
 	return out, nil
-}
-
-// contenderID accepts the last part of a contender key: a lease ID in hex
-// (an older build's mutex) or "slot/<i>".
-func contenderID(id string) bool {
-	if n, ok := strings.CutPrefix(id, "slot/"); ok {
-		_, err := strconv.Atoi(n)
-		return err == nil
-	}
-	_, err := strconv.ParseUint(id, 16, 64)
-	return err == nil
 }

@@ -77,26 +77,42 @@ type slotsRead struct {
 	legacy bool             // an older build's mutex key holds slot 0
 }
 
+// contender says what key k under the queue prefix qp is: slot i
+// ("slot/<i>", i in decimal as strconv.Itoa writes it), or an older
+// build's mutex contender (legacy: a lease ID in hex and nothing else),
+// which holds slot 0. Any other key there is not ours (ok false): --prefix
+// may hold '/', so "--prefix team/ci" keeps its keys under the queue
+// prefix of key "ci" of "--prefix team".
+func contender(qp, k string) (i int, legacy, ok bool) {
+	rest, ok := strings.CutPrefix(k, qp)
+	if !ok {
+		return 0, false, false
+	}
+	if idx, isSlot := strings.CutPrefix(rest, "slot/"); isSlot {
+		i, err := strconv.Atoi(idx)
+		return i, false, err == nil && strconv.Itoa(i) == idx && i >= 0
+	}
+	_, err := strconv.ParseUint(rest, 16, 64) // base 16: no sign, no "0x", no '/' nor '#'
+	return 0, true, err == nil
+}
+
 // readSlots reads the keys under the queue prefix qp for req, in create
 // revision order: a *lock.LimitMismatchError when a holder uses another
 // limit (lock.Refuse; the busy answer is the caller's, which minds the
-// line). A key that is no slot is an older build's mutex contender: it
-// holds slot 0 of a mutex, and refuses a semaphore.
+// line). An older build's mutex contender holds slot 0 of a mutex, and
+// refuses a semaphore; a key that is not ours (contender) is passed over.
 func readSlots(req lock.Request, qp string, kvs []*mvccpb.KeyValue) (slotsRead, error) {
 	n := req.Limit
 	held := make([]bool, n)
 	var limits []lock.SeenLimit
 	var sr slotsRead
 	for _, kv := range kvs {
-		idx, isSlot := strings.CutPrefix(strings.TrimPrefix(string(kv.Key), qp), "slot/")
-		if !isSlot {
-			idx, sr.legacy = "0", true
-		}
-		i, err := strconv.Atoi(idx)
-		if err != nil || i < 0 {
+		i, legacy, ok := contender(qp, string(kv.Key))
+		if !ok {
 			continue // not a key of ours
 		}
-		limits = append(limits, seenLimit(kv, isSlot, i, n))
+		sr.legacy = sr.legacy || legacy
+		limits = append(limits, seenLimit(kv, !legacy, i, n))
 		if i < n {
 			held[i] = true
 		}

@@ -18,7 +18,8 @@ import (
 // take it: the take's transaction asks whether anyone is still ahead of
 // us, our key is still ours and no key under the queue prefix was put
 // since that read (deletions only free slots; a put there is a slot taken,
-// or an older build's mutex contender: the read that follows tells).
+// an older build's mutex contender, or a key not ours, of a longer
+// --prefix nested in ours: the read that follows tells, contender).
 // Otherwise it reads who is just ahead of us, our own key, the token
 // counter and the slots (reads), at one revision.
 func (w *waiter) Look(ctx context.Context) (lock.LineLook, error) {
@@ -106,7 +107,7 @@ func (w *waiter) take(ctx context.Context) (*entry, error) {
 	ops := []clientv3.Op{clientv3.OpPut(held.etcdKey, r.value(), clientv3.WithLease(e.id)), clientv3.OpPut(tk, tokenValue(r.Token))}
 	if e.line != "" {
 		cmps[2] = clientv3.Compare(clientv3.CreateRevision(e.line), ">", e.rev-1).WithPrefix() // every key of the line created at or after ours
-		cmps = append(cmps, e.ours())
+		cmps = append(cmps, e.ours()...)
 		ops = append(ops, clientv3.OpDelete(e.etcdKey))
 	}
 	resp, err := b.cli.Txn(ctx).If(cmps...).Then(ops...).Else(w.reads()...).Commit()
@@ -138,7 +139,7 @@ func (w *waiter) reads() []clientv3.Op {
 	}
 	if e.line != "" {
 		ops[2] = clientv3.OpGet(e.line, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(e.rev-1))...)
-		ops = append(ops, clientv3.OpGet(e.etcdKey, clientv3.WithKeysOnly()))
+		ops = append(ops, clientv3.OpGet(e.etcdKey)) // with its lease (entry.readOurs): not WithKeysOnly
 	}
 	return ops
 }
