@@ -87,8 +87,8 @@ func (g *globalOptions) applyEnv(root *cobra.Command) error {
 
 // validate checks the global flags (exit 64 on mistakes).
 func (g *globalOptions) validate() error {
-	if g.Prefix == "" {
-		return lock.Invalidf("--prefix must not be empty")
+	if err := lock.ValidatePrefix(g.Prefix); err != nil {
+		return err
 	}
 	if g.ConnectTimeout <= 0 {
 		return lock.Invalidf("--connect-timeout must be positive, got %s", g.ConnectTimeout)

@@ -15,12 +15,29 @@ func ValidateKey(key string) error {
 		return Invalidf("key is empty: give --key a name such as job:daily")
 	case len(key) > MaxKeyLen:
 		return Invalidf("key is %d bytes long; the limit is %d", len(key), MaxKeyLen)
-	case !utf8.ValidString(key):
-		return Invalidf("key is not valid UTF-8")
 	}
-	for _, r := range key {
+	return Printable("key", key)
+}
+
+// ValidatePrefix checks that a --prefix is non-empty printable UTF-8: it
+// ends up in every engine's key, node, file and row names, where a
+// control character (a newline in a file name, a log line) has no place.
+func ValidatePrefix(prefix string) error {
+	if prefix == "" {
+		return Invalidf("--prefix must not be empty")
+	}
+	return Printable("--prefix", prefix)
+}
+
+// Printable refuses s, named what in the message, unless it is valid
+// UTF-8 with no control or non-printable character.
+func Printable(what, s string) error {
+	if !utf8.ValidString(s) {
+		return Invalidf("%s is not valid UTF-8", what)
+	}
+	for _, r := range s {
 		if !unicode.IsPrint(r) {
-			return Invalidf("key %q holds a control or non-printable character; use printable text", key)
+			return Invalidf("%s %q holds a control or non-printable character; use printable text", what, s)
 		}
 	}
 	return nil

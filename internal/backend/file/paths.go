@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/distlock/distlock/internal/lock"
 )
@@ -55,8 +54,8 @@ const maxPrefix = maxBase - len("#sha256-") - 2*sha256.Size
 // long once escaped (the system would refuse every name: "file name too
 // long").
 func checkPrefix(prefix string) error {
-	if strings.IndexFunc(prefix, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
-		return lock.Invalidf("--prefix %q holds a control or non-printable character; use printable text", prefix)
+	if err := lock.Printable("--prefix", prefix); err != nil {
+		return err
 	}
 	if n := len(escapePrefix(prefix)); n > maxPrefix {
 		return lock.Invalidf("--prefix is %d bytes long in file names; the file engine takes at most %d", n, maxPrefix)
