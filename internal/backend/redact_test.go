@@ -18,6 +18,8 @@ func TestRedact(t *testing.T) {
 		{"redis://bob:s3cret@host:notaport%zz", "redis://bob:xxxxx@host:notaport%zz"},
 		{"postgres://u:12?s3cret@db/ops", "postgres://u:xxxxx@db/ops"}, // pgx's password is "12?s3cret"
 		{"redis://:123/s3cret@h:1", "redis://:xxxxx@h:1"},
+		{"user:s3cret@host:6379", "xxxxx@host:6379"}, // no scheme
+		{"s3/cret@host:6379", "xxxxx@host:6379"},
 		{"file:///var/lock", "file:///var/lock"},
 		{"", ""},
 	} {
