@@ -130,6 +130,29 @@ func TestDurationFlagsSayWhatToWrite(t *testing.T) {
 	}
 }
 
+// TestTTLUnderOneSecondExits64: run and extend refuse a --ttl under 1s
+// alike, an explicit 0 too (extend takes the handle's TTL only when --ttl
+// is not given), before reaching an engine.
+func TestTTLUnderOneSecondExits64(t *testing.T) {
+	h := lock.Handle{Key: "k", Owner: "o", Token: 1, TTLms: 30000}
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"run", "--key", "k", "--ttl", "0", "--", "true"}, "--ttl must be at least 1s, got 0s"},
+		{[]string{"extend", "--handle", h.Encode(), "--ttl", "0"}, "--ttl must be at least 1s, got 0s"},
+		{[]string{"extend", "--handle", h.Encode(), "--ttl", "0s"}, "--ttl must be at least 1s, got 0s"},
+		{[]string{"extend", "--handle", h.Encode(), "--ttl", "-1s"}, "--ttl must be at least 1s, got -1s"},
+		{[]string{"extend", "--handle", h.Encode(), "--ttl", "500ms"}, "--ttl must be at least 1s, got 500ms"},
+	} {
+		root := NewRootCommand(nil, io.Discard, io.Discard)
+		root.SetArgs(append([]string{"--backend", "nope://"}, tc.args...))
+		if code, msg := codeFor(execute(context.Background(), root)); code != exitUsage || msg != tc.msg {
+			t.Errorf("distlock %s: exit %d %q, want 64 %q", strings.Join(tc.args, " "), code, msg, tc.msg)
+		}
+	}
+}
+
 // TestHelpIsNotAMistake: asking for help, with or without a command, is exit 0.
 func TestHelpIsNotAMistake(t *testing.T) {
 	for _, args := range [][]string{{}, {"--help"}, {"help"}, {"run", "--help"}, {"completion"}} {

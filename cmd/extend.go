@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/distlock/distlock/internal/lock"
 )
@@ -15,6 +16,9 @@ type extendOptions struct {
 	common
 	handleOptions
 	TTL time.Duration
+	// ttlFlag is --ttl: only when it was not given is the TTL the
+	// handle's (an explicit --ttl 0 is refused, as run refuses it).
+	ttlFlag *pflag.Flag
 }
 
 func (*extendOptions) output() outputFlag {
@@ -24,6 +28,7 @@ func (*extendOptions) output() outputFlag {
 func (o *extendOptions) flags(c *cobra.Command) {
 	o.handleOptions.add(c)
 	c.Flags().DurationVar(&o.TTL, "ttl", 0, "new remaining time (default: the handle's TTL)")
+	o.ttlFlag = c.Flags().Lookup("ttl")
 }
 
 func newExtendCommand(g *globalOptions) *cobra.Command {
@@ -46,7 +51,7 @@ func (o *extendOptions) run(ctx context.Context, _ []string) error {
 		return err
 	}
 	ttl := o.TTL
-	if ttl == 0 {
+	if !o.ttlFlag.Changed {
 		ttl = h.TTL()
 	}
 	if ttl < time.Second {

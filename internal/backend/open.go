@@ -72,24 +72,40 @@ func Describe(rawURL string) string {
 
 // openFile opens file:///DIR (file:// alone: the default directory).
 func openFile(_ context.Context, rawURL string, opts Options) (lock.Backend, error) {
-	u, err := url.Parse(rawURL)
+	dir, err := fileDir(rawURL)
 	if err != nil {
-		return nil, lock.Invalidf("backend URL %q is malformed: %v", Redact(rawURL), urlx.Cause(err))
-	}
-	if u.Host != "" && !strings.EqualFold(u.Host, "localhost") {
-		return nil, lock.Invalidf("backend URL %q names the host %q, not a directory: use file:///abs/path (three slashes) for a lock directory", Redact(rawURL), u.Host)
-	}
-	if u.Path != "" && !strings.HasPrefix(u.Path, "/") {
-		return nil, lock.Invalidf("backend URL %q is a relative path: use file:///abs/path (three slashes) for a lock directory", Redact(rawURL))
+		return nil, err
 	}
 	open := file.Open
 	if opts.Doctor {
 		open = func(dir, prefix string) (*file.Backend, error) { return file.OpenForDoctor(dir, prefix), nil }
 	}
-	b, err := open(u.Path, opts.Prefix)
+	b, err := open(dir, opts.Prefix)
 	if err != nil {
 		return nil, err
 	}
 	b.SetLogger(opts.Log)
 	return b, nil
+}
+
+// fileDir is the directory of file:///DIR ("" for file://). Its errors
+// never hold a user name or password (urlx's rule: urlx.NetURL): they
+// show the URL redacted, its user-info too.
+func fileDir(rawURL string) (string, error) {
+	shown := Redact(urlx.NetURL.Redacted(rawURL))
+	if why := urlx.NetURL.Check(rawURL); why != "" {
+		return "", lock.Invalidf("backend URL is malformed: %s (use file:///abs/path for a lock directory)", why)
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		why := urlx.NetURL.Reword(rawURL, func(s string) error { _, err := url.Parse(s); return err })
+		return "", lock.Invalidf("backend URL %q is malformed: %s", shown, why)
+	}
+	if u.Host != "" && !strings.EqualFold(u.Host, "localhost") {
+		return "", lock.Invalidf("backend URL %q names the host %q, not a directory: use file:///abs/path (three slashes) for a lock directory", shown, u.Host)
+	}
+	if u.Path != "" && !strings.HasPrefix(u.Path, "/") {
+		return "", lock.Invalidf("backend URL %q is a relative path: use file:///abs/path (three slashes) for a lock directory", shown)
+	}
+	return u.Path, nil
 }

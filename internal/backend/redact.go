@@ -3,14 +3,18 @@ package backend
 import (
 	"net/url"
 	"strings"
+
+	"github.com/distlock/distlock/internal/backend/urlx"
 )
 
 // Redact replaces the password in a URL (and any password-like query
 // parameter) with "xxxxx": url.URL.Redacted does the userinfo. It works on
 // malformed URLs too, since those are exactly the ones that end up in
-// error messages.
+// error messages, on those whose user-info net/url cannot find
+// (urlx.NetURL.Ambiguous: pgx takes "postgres://u:12?pw@h/db" whole), and
+// on a backend that is not a URL ("user:pw@host", the scheme forgotten).
 func Redact(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
+	if u, err := url.Parse(raw); err == nil && strings.Contains(raw, "://") && !urlx.NetURL.Ambiguous(raw) {
 		q := u.Query()
 		secretQuery := false
 		for k := range q {

@@ -16,6 +16,10 @@ func TestRedact(t *testing.T) {
 		{"postgres://u:s3cret@db/ops?password=s3cret", "postgres://u:xxxxx@db/ops?password=xxxxx"},
 		{"redis://h:6379?password=s3cret", "redis://h:6379?password=xxxxx"},
 		{"redis://bob:s3cret@host:notaport%zz", "redis://bob:xxxxx@host:notaport%zz"},
+		{"postgres://u:12?s3cret@db/ops", "postgres://u:xxxxx@db/ops"}, // pgx's password is "12?s3cret"
+		{"redis://:123/s3cret@h:1", "redis://:xxxxx@h:1"},
+		{"user:s3cret@host:6379", "xxxxx@host:6379"}, // no scheme
+		{"s3/cret@host:6379", "xxxxx@host:6379"},
 		{"file:///var/lock", "file:///var/lock"},
 		{"", ""},
 	} {

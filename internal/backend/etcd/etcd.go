@@ -256,7 +256,8 @@ func leaseSeconds(ttl time.Duration) int64 {
 }
 
 // opError wraps a failed request. Context errors stay recognisable
-// (errors.Is(err, context.DeadlineExceeded)); the rest mean the engine is
+// (errors.Is(err, context.DeadlineExceeded)); a lease TTL etcd will not
+// grant is a usage error (ttlRefused); the rest mean the engine is
 // unreachable or refuses us.
 func (b *Backend) opError(op string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
@@ -264,6 +265,9 @@ func (b *Backend) opError(op string, err error) error {
 	}
 	if why := b.refusal(err); why != "" {
 		return &lock.UnavailableError{Msg: fmt.Sprintf("etcd at %s: %s: %s", b.endpoints, op, why), Err: err, Refused: true}
+	}
+	if err := ttlRefused(err); err != nil {
+		return err
 	}
 	return &lock.UnavailableError{
 		Msg: fmt.Sprintf("etcd at %s: %s failed: %s", b.endpoints, op, rpctypes.ErrorDesc(err)),

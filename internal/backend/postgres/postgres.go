@@ -31,6 +31,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/distlock/distlock/internal/backend/sqlstore"
+	"github.com/distlock/distlock/internal/backend/urlx"
 	"github.com/distlock/distlock/internal/lock"
 )
 
@@ -56,16 +57,28 @@ func (c Config) String() string {
 // search_path, ...); unset ones fall back to the PG* environment
 // variables, as with psql. pgxpool's parser, so that its pool_*
 // parameters are still accepted (and ignored: distlock keeps no pool).
-// Errors are lock.ErrInvalid and never hold the password.
+// Errors are lock.ErrInvalid and never hold the user name or password
+// (urlx's rule, read as libpq does: urlx.LibPQ.Check and Reword).
 func ParseURL(raw string) (Config, error) {
-	pc, err := pgxpool.ParseConfig(raw)
+	const malformed = "postgres URL is malformed: %s (expected postgres://user[:password]@host:port/database?sslmode=disable)"
+	if why := urlx.LibPQ.Check(raw); why != "" {
+		return Config{}, lock.Invalidf(malformed, why)
+	}
+	pc, err := parse(raw)
 	if err != nil {
-		if pe := (*pgconn.ParseConfigError)(nil); errors.As(err, &pe) {
-			err = cmp.Or(pe.Unwrap(), errors.New("cannot parse it"))
-		}
-		return Config{}, lock.Invalidf("postgres URL is malformed: %s (expected postgres://user[:password]@host:port/database?sslmode=disable)", lock.FirstLine(err))
+		return Config{}, lock.Invalidf(malformed, urlx.LibPQ.Reword(raw, func(s string) error { _, err := parse(s); return err }))
 	}
 	return Config{Conn: pc.ConnConfig}, nil
+}
+
+// parse is pgxpool's parser, its error without the connection string
+// around it ("cannot parse it" when it says nothing else).
+func parse(raw string) (*pgxpool.Config, error) {
+	pc, err := pgxpool.ParseConfig(raw)
+	if pe := (*pgconn.ParseConfigError)(nil); errors.As(err, &pe) {
+		err = cmp.Or(pe.Unwrap(), errors.New("cannot parse it"))
+	}
+	return pc, err
 }
 
 // Backend is one PostgreSQL database: the SQL engines' store

@@ -129,14 +129,15 @@ func (u *URL) setScheme(scheme string, spec Spec) error {
 // takeUserinfo sets the user and password from the authority's
 // "user[:password]@" and returns the host list after it. The authority
 // ends at the first '/', '?' or '#', so a password holding one of those
-// must be percent-encoded; an '@' after the authority says it was not.
+// must be percent-encoded; an '@' after the authority says it was not
+// (NetURL.Ambiguous, userinfo.go).
 func (u *URL) takeUserinfo(authority, tail string, spec Spec) (string, error) {
 	at := strings.LastIndex(authority, "@")
 	switch {
 	case spec.NoUser && (at >= 0 || strings.Contains(tail, "@")):
 		return "", spec.invalid(" takes no user name or password: use %s", spec.Form)
 	case at < 0 && strings.Contains(tail, "@"):
-		return "", spec.invalid(" is malformed: percent-encode '/', '?', '#' and '@' in the user name or password (%s)", spec.Form)
+		return "", spec.invalid(" is malformed: %s (%s)", Unencoded, spec.Form)
 	case at < 0:
 		return authority, nil
 	}

@@ -1,0 +1,139 @@
+package urlx
+
+import (
+	"strings"
+
+	"github.com/distlock/distlock/internal/lock"
+)
+
+// The one rule every engine's URL errors follow (Parse's, and those of a
+// client library's parser: go-redis, net/url, pgx): they never quote the
+// user name or password. Where an unescaped '/', '?', '#' or '@' in them
+// leaves a parser unable to tell where they end (Ambiguous), the error is
+// Unencoded, whatever the parser said; and a parser's own error is shown
+// only as it reads the URL redacted (Reword), so that it cannot quote them.
+
+// Unencoded is what is wrong with a URL whose user name or password holds
+// an unescaped '/', '?', '#' or '@'.
+const Unencoded = "percent-encode '/', '?', '#' and '@' in the user name or password"
+
+// Reader is where a URL parser ends the user name and password.
+type Reader struct {
+	// Ends are the characters that end the authority (what follows
+	// "://"): the user-info is in the authority or there is none.
+	Ends string
+	// FirstAt: the user-info ends at the authority's first '@' (libpq,
+	// pgx), not at its last (net/url, go-redis, Parse).
+	FirstAt bool
+}
+
+var (
+	// NetURL reads as net/url does: Parse, go-redis, the file and MySQL
+	// engines.
+	NetURL = Reader{Ends: "/?#"}
+	// LibPQ reads as libpq and pgx do: only a '/' ends the authority.
+	LibPQ = Reader{Ends: "/", FirstAt: true}
+)
+
+// split cuts raw into its scheme, authority and what follows it (the
+// tail); ok is false when raw has no "://".
+func (r Reader) split(raw string) (scheme, authority, tail string, ok bool) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return "", "", "", false
+	}
+	if i := strings.IndexAny(rest, r.Ends); i >= 0 {
+		return scheme, rest[:i], rest[i:], true
+	}
+	return scheme, rest, "", true
+}
+
+// at is the index of the '@' that ends the authority's user-info, -1 when
+// there is none.
+func (r Reader) at(authority string) int {
+	if r.FirstAt {
+		return strings.Index(authority, "@")
+	}
+	return strings.LastIndex(authority, "@")
+}
+
+// Ambiguous says whether the parser would end raw's user name or password
+// elsewhere than where the user did: no '@' in the authority but one after
+// it (a '/', '?' or '#' in them cut them short; an '@' of the path or
+// query is then percent-encoded as %40), or, for a FirstAt parser, two in
+// the authority (an '@' in them).
+func (r Reader) Ambiguous(raw string) bool {
+	_, authority, tail, ok := r.split(raw)
+	if !ok {
+		return false
+	}
+	n := strings.Count(authority, "@")
+	return n == 0 && strings.Contains(tail, "@") || r.FirstAt && n > 1
+}
+
+// Check is Unencoded when raw is Ambiguous, else "".
+func (r Reader) Check(raw string) string {
+	if r.Ambiguous(raw) {
+		return Unencoded
+	}
+	return ""
+}
+
+// Redacted is raw with its user-info replaced by "xxxxx" (and
+// ":xxxxx" when it has a password) and every port of its host list that
+// is not a number by "xxxxx": with "@host" forgotten, "user:password" reads
+// as host:port.
+func (r Reader) Redacted(raw string) string {
+	scheme, authority, tail, ok := r.split(raw)
+	if !ok {
+		return raw
+	}
+	userinfo, hosts := "", authority
+	if i := r.at(authority); i >= 0 {
+		userinfo, hosts = "xxxxx@", authority[i+1:]
+		if strings.Contains(authority[:i], ":") {
+			userinfo = "xxxxx:xxxxx@"
+		}
+	}
+	list := strings.Split(hosts, ",")
+	for i, h := range list {
+		list[i] = portRedacted(h)
+	}
+	return scheme + "://" + userinfo + strings.Join(list, ",") + tail
+}
+
+// portRedacted is h ("host[:port]", IPv6 in brackets) with everything
+// after the host's first ':' replaced by "xxxxx" when that is not a port
+// number.
+func portRedacted(h string) string {
+	start := 0
+	if strings.HasPrefix(h, "[") {
+		if j := strings.Index(h, "]"); j >= 0 {
+			start = j + 1
+		}
+	}
+	i := strings.Index(h[start:], ":")
+	if i < 0 {
+		return h
+	}
+	colon := start + i
+	if port := h[colon+1:]; strings.Trim(port, "0123456789") == "" {
+		return h
+	}
+	return h[:colon+1] + "xxxxx"
+}
+
+// Reword is what is wrong with raw, which parse refused, in words that
+// never hold its user name or password: Unencoded when raw is Ambiguous
+// or when parse takes raw redacted (the user name or password is what it
+// refused), else the first line of what parse says of raw redacted.
+func (r Reader) Reword(raw string, parse func(string) error) string {
+	if r.Ambiguous(raw) {
+		return Unencoded
+	}
+	err := parse(r.Redacted(raw))
+	if err == nil {
+		return Unencoded
+	}
+	return lock.FirstLine(Cause(err))
+}
