@@ -61,10 +61,12 @@ func (r Reader) at(authority string) int {
 // elsewhere than where the user did: no '@' in the authority but one after
 // it (a '/', '?' or '#' in them cut them short; an '@' of the path or
 // query is then percent-encoded as %40), or, for a FirstAt parser, two in
-// the authority (an '@' in them).
+// the authority (an '@' in them). An empty authority (file:///dir,
+// postgres:///db?host=/socket) holds no user name or password: an '@'
+// after it is the path's or the query's own.
 func (r Reader) Ambiguous(raw string) bool {
 	_, authority, tail, ok := r.split(raw)
-	if !ok {
+	if !ok || authority == "" {
 		return false
 	}
 	n := strings.Count(authority, "@")

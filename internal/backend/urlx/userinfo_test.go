@@ -20,7 +20,9 @@ func TestAmbiguous(t *testing.T) {
 		{NetURL, "r://u:p#w@h:1", true},
 		{NetURL, "r://h:1/0?name=a@b", true}, // write %40
 		{NetURL, "no scheme@h", false},
-		{LibPQ, "p://u:p?w#x@h/db", false}, // libpq: only '/' ends it
+		{NetURL, "file:///tmp/a@b", false},              // no authority: the path's '@'
+		{LibPQ, "p:///db?host=/run/pg&user=a@b", false}, // a socket: no authority either
+		{LibPQ, "p://u:p?w#x@h/db", false},              // libpq: only '/' ends it
 		{LibPQ, "p://u:p/w@h/db", true},
 		{LibPQ, "p://u:p@w@h/db", true}, // libpq ends it at the first '@'
 		{LibPQ, "p://u:pw@h/db?user=a@b", false},
