@@ -124,9 +124,13 @@ func unescapeMount(s string) string {
 // same exclusion two distlock processes rely on.
 func (b *Backend) fileChecks() []lock.Check {
 	if b.dirErr != nil {
-		return []lock.Check{{Name: "writable", Status: lock.CheckProblem,
-			Detail: b.dirErr.Error(),
-			Fix:    "give --backend file:///DIR a directory this user can create, or create it and make it writable by the user that runs distlock"}}
+		c := lock.Check{Name: "writable", Status: lock.CheckProblem, Detail: b.dirErr.Error(),
+			Fix: "give --backend file:///DIR a directory this user can create, or create it and make it writable by the user that runs distlock"}
+		if refused := (*lock.UnavailableError)(nil); errors.As(b.dirErr, &refused) && refused.Refused {
+			// checkOwnDir: the detail says what is wrong and what to do.
+			c.Name, c.Fix = "private", "the default lock directory must be yours alone: whoever can write in it could plant links at the names of its files"
+		}
+		return []lock.Check{c}
 	}
 	f, err := os.CreateTemp(b.dir, fmt.Sprintf(".doctor-%d-*.tmp", os.Getpid()))
 	if err != nil {

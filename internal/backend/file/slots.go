@@ -34,8 +34,14 @@ func lockShort(ctx context.Context, p keyPaths) (*os.File, error) {
 }
 
 // tryOnce makes one attempt at req: the lowest free slot of req.Limit (a
-// mutex: its one slot), granted as a lease (lease.go).
+// mutex: its one slot), granted as a lease (lease.go). A directory doctor
+// found unfit (OpenForDoctor's dirErr) is refused as Open refused it:
+// doctor's lock check must not write lock files where someone else could
+// have planted names.
 func (b *Backend) tryOnce(ctx context.Context, req lock.Request) (lock.Lease, error) {
+	if b.dirErr != nil {
+		return nil, b.dirErr
+	}
 	n := max(req.Limit, 1)
 	if n > 1 {
 		short, err := lockShort(ctx, b.keyPaths(req.Key))
