@@ -9,10 +9,11 @@ import (
 	"time"
 )
 
-// lockFile takes an exclusive flock on path (created if needed): the file
-// itself is replaced by rename, so its own inode cannot carry the lock.
+// lockFile takes an exclusive flock on path (created if needed, never
+// through a link): the file itself is replaced by rename, so its own inode
+// cannot carry the lock.
 func lockFile(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := openRegular(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -32,6 +33,53 @@ func lockFile(path string) (func(), error) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// openRegular opens path as os.OpenFile does, except that it follows no
+// symbolic link at path, does not wait on a FIFO, and refuses anything but
+// a regular file. The textfile directory may be writable by other users
+// (node_exporter's often is, by a group); a link or FIFO planted at the
+// name would have distlock, often root under cron, create or read a file
+// of the planter's choosing, copy a secret into a file anyone can read, or
+// hang. Such a name is left as it is.
+func openRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
+	if errors.Is(err, syscall.ELOOP) {
+		if st, lerr := os.Lstat(path); lerr == nil && st.Mode()&os.ModeSymlink != 0 {
+			return nil, fmt.Errorf("%s is a symbolic link, which distlock does not follow: left as it is; %s", path, remedy)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is %s, not a regular file: left as it is; %s", path, kind(st.Mode()), remedy)
+	}
+	return f, nil
+}
+
+// remedy is what to do about a name openRegular refuses.
+const remedy = "remove it (distlock creates its files itself), or point --metrics-file at a regular file"
+
+// kind names a file type that is not a regular file.
+func kind(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return "a special file"
 }
 
 // replace writes data to a temporary file next to path (named so that the

@@ -6,13 +6,16 @@
 // writers share one file: each write merges its key's series into the file
 // under a lock on a sidecar file, keeps every other series as it is, and
 // replaces the file by renaming a complete new one, so a reader never sees
-// half a file. The file is read and written with Prometheus's own text
-// format library (expfmt).
+// half a file. The file and its sidecar are opened only as regular files,
+// never through a symbolic link: the directory may be shared, and anyone
+// who can write it may plant names. The file is read and written with
+// Prometheus's own text format library (expfmt).
 package metrics
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"time"
@@ -87,12 +90,19 @@ func Write(path string, r Run) error {
 	return replace(path, data)
 }
 
-// readFile is the families in path; none if there is no file yet.
+// readFile is the families in path; none if there is no file yet. A link,
+// FIFO or anything else but a regular file at path is refused
+// (openRegular).
 func readFile(path string) (map[string]*dto.MetricFamily, error) {
-	old, err := os.ReadFile(path)
+	f, err := openRegular(path, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return map[string]*dto.MetricFamily{}, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	old, err := io.ReadAll(f)
 	if err != nil {
 		return nil, err
 	}
