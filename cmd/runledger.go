@@ -26,7 +26,7 @@ func (f *ledgerFlags) add(c *cobra.Command) {
 	fs := c.Flags()
 	fs.DurationVar(&f.OncePer, "once-per", 0, "run the command at most once per slot of this length (24h: the UTC day; 1h, 15m), cut from the Unix epoch in UTC at the time distlock starts: a run that finds its slot done by a successful run exits 0 without running it")
 	fs.StringVar(&f.Slot, "slot", "", `as --once-per, with the slot named: run at most once per NAME (e.g. --slot "$(date -u +%F)"); 1-200 bytes`)
-	fs.IntVar(&f.History, "history", ledger.DefaultBound, "runs of KEY kept in the engine for distlock history (0-1000; 0: none for runs without --once-per or --slot)")
+	fs.IntVar(&f.History, "history", ledger.DefaultBound, "runs of KEY kept in the engine for distlock history (0-1000; 0: none for runs without --once-per or --slot); the successful run of each of its last max(100, N) slots done is kept besides, so those slots stay done")
 }
 
 // check validates the flags (exit 64); changed says whether --slot was

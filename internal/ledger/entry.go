@@ -45,8 +45,10 @@ type Entry struct {
 	Outcome  Outcome    `json:"outcome"`
 }
 
-// PinnedID names the entry that holds the key's last successful run: it
-// is never trimmed, so a slot stays done however many runs skip it.
+// PinnedID names the entry that holds a copy of the key's last successful
+// run. It is never trimmed: it keeps that slot done even where the run's
+// own entry is gone (an older distlock's trim deleted it). The trim keeps
+// the successes of the other slots recently done (trim.go).
 const PinnedID = "last-success"
 
 // EntryID is the id of the run that started at started under holder:

@@ -113,8 +113,9 @@ func TestOnlyOKMarksTheSlot(t *testing.T) {
 	}
 }
 
-// The ledger keeps at most Bound runs, the newest; the last success is
-// pinned and keeps its slot done after every run of it was trimmed.
+// The ledger keeps Bound runs, the newest, besides the success of a done
+// slot (trim.go); the last success is pinned besides, and keeps its slot
+// done once every run of it is gone (an older distlock's trim deletes it).
 func TestTrimKeepsNewestAndPinsSuccess(t *testing.T) {
 	f := newFixture()
 	if err := f.runOnce(t, 2, "s", OK, 0); err != nil {
@@ -126,12 +127,18 @@ func TestTrimKeepsNewestAndPinsSuccess(t *testing.T) {
 		}
 	}
 	h := f.history(t)
-	if got := fmt.Sprint(codes(h)); got != "[13 12]" {
-		t.Fatalf("kept runs' codes %s, want [13 12]", got)
+	if got := fmt.Sprint(codes(h)); got != "[13 12 0]" {
+		t.Fatalf("kept runs' codes %s, want [13 12 0]", got)
 	}
 	raw, _ := f.s.Entries(context.Background(), "k")
-	if len(raw) != 3 {
-		t.Fatalf("%d entries, want 2 runs and the pinned success", len(raw))
+	if len(raw) != 4 {
+		t.Fatalf("%d entries, want 2 runs, the slot's success and the pinned success", len(raw))
+	}
+	if err := f.s.DeleteEntries(context.Background(), "k", []string{EntryID(h.Runs[2].Started, h.Runs[2].Holder)}); err != nil {
+		t.Fatal(err)
+	}
+	if h := f.history(t); len(h.Runs) != 2 || h.LastSuccess == nil {
+		t.Fatalf("after deleting the slot's run: %d runs, last success %v", len(h.Runs), h.LastSuccess)
 	}
 	var sk *SkippedError
 	if err := f.runOnce(t, 2, "s", OK, 0); !errors.As(err, &sk) {

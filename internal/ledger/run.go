@@ -20,7 +20,7 @@ const DefaultBound = 100
 type Run struct {
 	Store   lock.Ledger
 	Key     string
-	Bound   int    // runs kept (oldest trimmed first); at least 1
+	Bound   int    // runs kept (oldest trimmed first) besides done slots' successes (trim.go); at least 1
 	Slot    string // --once-per / --slot: run only if no run of this slot succeeded
 	Host    string
 	PID     int
@@ -128,7 +128,8 @@ func (r *Run) put(ctx context.Context, id string, e Entry) error {
 	return r.Store.PutEntry(ctx, r.Key, id, data)
 }
 
-// trim deletes the oldest runs beyond the bound: those read before this
+// trim deletes the oldest runs beyond the bound, but not the successes
+// that keep the last slots done (trimmed): of the runs read before this
 // run's entry was written, and this one. A run written since by another
 // holder (a semaphore) is not among them and is trimmed by a later run.
 func (r *Run) trim(ctx context.Context, raw map[string][]byte) {
@@ -137,8 +138,8 @@ func (r *Run) trim(ctx context.Context, raw map[string][]byte) {
 		ids = append(ids, r.id)
 		slices.Sort(ids)
 	}
-	if extra := len(ids) - max(r.Bound, 1); extra > 0 {
-		if err := r.Store.DeleteEntries(ctx, r.Key, ids[:extra]); err != nil {
+	if old := trimmed(raw, ids, max(r.Bound, 1)); len(old) > 0 {
+		if err := r.Store.DeleteEntries(ctx, r.Key, old); err != nil {
 			r.Log.Warn("cannot trim the run ledger", "key", r.Key, "error", err)
 		}
 	}
