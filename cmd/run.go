@@ -40,7 +40,10 @@ Exit status: the command's own (128+N if killed by signal N; 127 not found,
 126 not executable); 64 usage; 69 engine unreachable; 77 credentials
 refused; 70 internal error;
 75 busy (--busy-exit-code); 76 lock lost while the command ran; 124 the
-command ran past --max-hold.
+command ran past --max-hold; 129, 130, 131, 143 interrupted (SIGHUP, SIGINT,
+SIGQUIT, SIGTERM) before the command started. The command's own status
+passes through even when it is one of these: distlock's own come with its
+one line on stderr.
 
 --once-per D (or --slot NAME): run the command at most once per slot. Once
 the lock is held, the key's run ledger is read: if a run of this slot
