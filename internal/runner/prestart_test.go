@@ -192,3 +192,44 @@ func TestRunSignalDuringLedgerNeverStartsCommand(t *testing.T) {
 	notRun(t, marker)
 	mustBeFree(t, s)
 }
+
+// The lock is broken and taken by another holder while the ledger's Begin
+// has not answered, between two renewals: the keeper has not heard of it
+// when the answer arrives, past the lease's first term time. The answer
+// counts only once a renewal sent after it succeeds; this one is refused,
+// so the command is not started (76) and the new holder keeps the lock.
+func TestRunLedgerAnswerAfterTakeoverDoesNotStartCommand(t *testing.T) {
+	s := memstore.New()
+	marker := filepath.Join(t.TempDir(), "ran")
+	ttl := 3 * time.Second
+	cfg, _ := config(s, ttl, "touch "+marker)
+	cfg.KillGrace, cfg.ReleaseTimeout = 1400*time.Millisecond, 10*time.Second
+	g := newGated(nil, false)
+	cfg.Ledger = g
+	timing := renew.Timing{TTL: ttl, KillGrace: cfg.KillGrace}
+	t0 := time.Now()
+	ch := start(cfg)
+	g.awaitEntered(t)
+	// The first renewal (at TTL/3) has moved the expiry on; the next is
+	// due at 2·TTL/3, after the answer below.
+	wait.Until(t, 10*time.Second, "the first renewal", func() bool { return expiry(t, s).After(t0.Add(ttl + ttl/6)) })
+	if _, err := s.Break(context.Background(), "k", 0); err != nil {
+		t.Fatal(err)
+	}
+	other := lock.Request{Key: "k", TTL: 10 * time.Second, Owner: "other"}
+	if _, err := lock.TryOnce(context.Background(), s, other); err != nil {
+		t.Fatal(err)
+	}
+	firstTerm := timing.TermAt(timing.ValidUntil(t0), 0)
+	wait.Until(t, 10*time.Second, "the lease's first term time to pass", func() bool { return time.Now().After(firstTerm.Add(50 * time.Millisecond)) })
+	close(g.gate)
+	o := await(t, ch)
+	var lost *LostError
+	if !errors.As(o.err, &lost) || !lost.NotStarted {
+		t.Fatalf("run: code %d, err %v; want a LostError before the start", o.code, o.err)
+	}
+	notRun(t, marker)
+	if h, held, err := s.Inspect(context.Background(), "k"); err != nil || !held || h.Owner != "other" {
+		t.Fatalf("the new holder lost the lock: %+v held=%v err=%v", h, held, err)
+	}
+}
