@@ -66,6 +66,21 @@ func (g *gatedLedger) awaitEntered(t *testing.T) {
 	}
 }
 
+// startGated starts cfg with a gated ledger (no inner one) and returns
+// once its Begin waits at the gate, with the moment before the start, t0,
+// and the latest the lease's first term time can be (it was granted after
+// t0).
+func startGated(t *testing.T, cfg Config, honorCtx bool) (g *gatedLedger, ch <-chan outcome, t0, firstTerm time.Time) {
+	t.Helper()
+	g = newGated(nil, honorCtx)
+	cfg.Ledger = g
+	timing := renew.Timing{TTL: cfg.Request.TTL, KillGrace: cfg.KillGrace}
+	t0 = time.Now()
+	ch = start(cfg)
+	g.awaitEntered(t)
+	return g, ch, t0, timing.TermAt(timing.ValidUntil(t0), 0)
+}
+
 // notRun fails the test if the command left its marker.
 func notRun(t *testing.T, marker string) {
 	t.Helper()
@@ -144,14 +159,7 @@ func TestRunSlowLedgerUnderRenewedLeaseStartsCommand(t *testing.T) {
 	ttl := time.Second
 	cfg, _ := config(s, ttl, "touch "+marker)
 	cfg.ReleaseTimeout = 10 * time.Second
-	g := newGated(nil, true)
-	cfg.Ledger = g
-	timing := renew.Timing{TTL: ttl, KillGrace: cfg.KillGrace}
-	t0 := time.Now()
-	ch := start(cfg)
-	g.awaitEntered(t)
-	// Granted after t0: past this, the first term time has surely passed.
-	firstTerm := timing.TermAt(timing.ValidUntil(t0), 0)
+	g, ch, _, firstTerm := startGated(t, cfg, true)
 	wait.Until(t, 10*time.Second, "the lease's first term time to pass, renewed", func() bool {
 		return time.Now().After(firstTerm.Add(50*time.Millisecond)) && s.Renewals() > 0
 	})
@@ -204,12 +212,7 @@ func TestRunLedgerAnswerAfterTakeoverDoesNotStartCommand(t *testing.T) {
 	ttl := 3 * time.Second
 	cfg, _ := config(s, ttl, "touch "+marker)
 	cfg.KillGrace, cfg.ReleaseTimeout = 1400*time.Millisecond, 10*time.Second
-	g := newGated(nil, false)
-	cfg.Ledger = g
-	timing := renew.Timing{TTL: ttl, KillGrace: cfg.KillGrace}
-	t0 := time.Now()
-	ch := start(cfg)
-	g.awaitEntered(t)
+	g, ch, t0, firstTerm := startGated(t, cfg, false)
 	// The first renewal (at TTL/3) has moved the expiry on; the next is
 	// due at 2·TTL/3, after the answer below.
 	wait.Until(t, 10*time.Second, "the first renewal", func() bool { return expiry(t, s).After(t0.Add(ttl + ttl/6)) })
@@ -220,7 +223,6 @@ func TestRunLedgerAnswerAfterTakeoverDoesNotStartCommand(t *testing.T) {
 	if _, err := lock.TryOnce(context.Background(), s, other); err != nil {
 		t.Fatal(err)
 	}
-	firstTerm := timing.TermAt(timing.ValidUntil(t0), 0)
 	wait.Until(t, 10*time.Second, "the lease's first term time to pass", func() bool { return time.Now().After(firstTerm.Add(50 * time.Millisecond)) })
 	close(g.gate)
 	o := await(t, ch)
