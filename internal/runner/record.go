@@ -10,14 +10,13 @@ import (
 )
 
 // begin records the run's start in the ledger, which may end the run
-// here (its slot is done, or the ledger cannot tell).
+// here (its slot is done, or the ledger cannot tell); ctx is bounded by
+// the lease and cfg.ReleaseTimeout (prestart).
 func (r *run) begin(ctx context.Context) error {
 	if r.cfg.Ledger == nil {
 		return nil
 	}
-	lctx, cancel := context.WithTimeout(ctx, r.cfg.ReleaseTimeout)
-	defer cancel()
-	return r.cfg.Ledger.Begin(lctx, r.lease)
+	return r.cfg.Ledger.Begin(ctx, r.lease)
 }
 
 // record writes the run's end in the ledger, the first of the way out's

@@ -71,23 +71,34 @@ func (e *MaxHoldError) Error() string {
 	return fmt.Sprintf("the command held %s for --max-hold %s and was terminated; the lock is released", e.Key, e.MaxHold)
 }
 
-// LostError: the lease was lost while the child ran; the child was stopped.
+// LostError: the lease was lost while the child ran; the child was
+// stopped. NotStarted: it was lost before the command started, which
+// then never did.
 type LostError struct {
-	Key    string
-	Reason error
+	Key        string
+	Reason     error
+	NotStarted bool
 }
 
 func (e *LostError) Error() string {
+	if e.NotStarted {
+		return fmt.Sprintf("lost the lock on %s before the command started: %v; the command was not started", e.Key, e.Reason)
+	}
 	return fmt.Sprintf("lost the lock on %s: %v; the command was terminated", e.Key, e.Reason)
 }
 
-// InterruptedError: a signal arrived before the command started.
+// InterruptedError: a signal arrived before the command started, while
+// acquiring or, Acquired, once the lock was held (the ledger's Begin).
 type InterruptedError struct {
-	Key    string
-	Signal syscall.Signal
+	Key      string
+	Signal   syscall.Signal
+	Acquired bool
 }
 
 func (e *InterruptedError) Error() string {
+	if e.Acquired {
+		return fmt.Sprintf("interrupted by %s after acquiring %s; the command was not started", child.SignalName(e.Signal), e.Key)
+	}
 	return fmt.Sprintf("interrupted by %s while acquiring %s; the command was not started", child.SignalName(e.Signal), e.Key)
 }
 
@@ -109,7 +120,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		return 0, err
 	}
 	defer r.keeper.Stop()
-	if err := r.begin(ctx); err != nil {
+	if err := r.prestart(ctx); err != nil {
 		return 0, err
 	}
 	if err := r.startCommand(); err != nil {
@@ -122,7 +133,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 }
 
 // run is one Run's state, one method per phase: listen, acquire, keep,
-// startCommand, watch, supervise, end.
+// prestart, startCommand, watch, supervise, end.
 type run struct {
 	cfg   Config
 	log   *slog.Logger
@@ -134,7 +145,10 @@ type run struct {
 	lease  lock.Lease
 	kept   bool // the lock stays held after we exit (--min-hold)
 	keeper *renew.Keeper
-	proc   *child.Process
+	// startBy is the lease's first term time, reckoned from its grant:
+	// a ledger answer that came by then came while the lease was ours.
+	startBy time.Time
+	proc    *child.Process
 	// outBy bounds the way out's engine calls once the command has
 	// ended: the ledger's end, then the release or hold (wayOut); silent:
 	// the engine left the ledger's end unanswered by then.
@@ -203,7 +217,8 @@ func (r *run) releaseUnlessKept() {
 func (r *run) keep() error {
 	timing := renew.Timing{TTL: r.cfg.Request.TTL, KillGrace: r.cfg.KillGrace, HeldWhileAlive: len(lockFiles(r.lease)) > 0}
 	r.keeper = renew.Start(r.lease, timing, r.log)
-	if time.Now().After(timing.TermAt(timing.ValidUntil(r.lease.Granted()), 0)) {
+	r.startBy = timing.TermAt(timing.ValidUntil(r.lease.Granted()), 0)
+	if time.Now().After(r.startBy) {
 		r.keeper.Stop()
 		return &LostError{Key: r.lease.Key(), Reason: errors.New("the engine answered too slowly to leave time to run (raise --ttl)")}
 	}
