@@ -39,7 +39,7 @@ not inherit DISTLOCK_PASSWORD: distlock's password is for distlock alone.
 Exit status: the command's own (128+N if killed by signal N; 127 not found,
 126 not executable); 64 usage; 69 engine unreachable; 77 credentials
 refused; 70 internal error;
-75 busy (--busy-exit-code); 76 lock lost while the command ran; 124 the
+75 busy (--busy-exit-code); 76 lock lost (the command was terminated, or never started); 124 the
 command ran past --max-hold; 129, 130, 131, 143 interrupted (SIGHUP, SIGINT,
 SIGQUIT, SIGTERM) before the command started. The command's own status
 passes through even when it is one of these: distlock's own come with its
