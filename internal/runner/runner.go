@@ -220,7 +220,7 @@ func (r *run) keep() error {
 	r.startBy = timing.TermAt(timing.ValidUntil(r.lease.Granted()), 0)
 	if time.Now().After(r.startBy) {
 		r.keeper.Stop()
-		return &LostError{Key: r.lease.Key(), Reason: errors.New("the engine answered too slowly to leave time to run (raise --ttl)")}
+		return &LostError{Key: r.lease.Key(), NotStarted: true, Reason: errors.New("the engine answered too slowly to leave time to run (raise --ttl)")}
 	}
 	return nil
 }
