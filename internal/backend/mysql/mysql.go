@@ -53,17 +53,13 @@ func (c Config) String() string {
 //
 // (MariaDB too). Query parameters are the driver's DSN parameters. Errors
 // are lock.ErrInvalid and never hold the user name or password (urlx's
-// rule: urlx.NetURL.Check and Reword; the driver's DSN, whose errors may
+// rule: urlx.ParseBy; the driver's DSN, whose errors may
 // quote it, is made of the host, database and query alone).
 func ParseURL(raw string) (Config, error) {
 	const form = "mysql://user[:password]@host:port/database"
-	if why := urlx.NetURL.Check(raw); why != "" {
-		return Config{}, lock.Invalidf("mysql URL is malformed: %s (expected %s)", why, form)
-	}
-	u, err := url.Parse(raw)
+	u, err := urlx.ParseBy(urlx.NetURL, raw, "mysql", form, url.Parse)
 	if err != nil {
-		why := urlx.NetURL.Reword(raw, func(s string) error { _, err := url.Parse(s); return err })
-		return Config{}, lock.Invalidf("mysql URL is malformed: %s (expected %s)", why, form)
+		return Config{}, err
 	}
 	if !strings.EqualFold(u.Scheme, "mysql") || u.Host == "" {
 		return Config{}, lock.Invalidf("mysql URL needs a host: expected %s", form)

@@ -32,7 +32,6 @@ import (
 
 	"github.com/distlock/distlock/internal/backend/sqlstore"
 	"github.com/distlock/distlock/internal/backend/urlx"
-	"github.com/distlock/distlock/internal/lock"
 )
 
 // Config is what New needs: pgx's connection settings parsed from the
@@ -58,15 +57,11 @@ func (c Config) String() string {
 // variables, as with psql. pgxpool's parser, so that its pool_*
 // parameters are still accepted (and ignored: distlock keeps no pool).
 // Errors are lock.ErrInvalid and never hold the user name or password
-// (urlx's rule, read as libpq does: urlx.LibPQ.Check and Reword).
+// (urlx.ParseBy, reading as libpq does: urlx.LibPQ).
 func ParseURL(raw string) (Config, error) {
-	const malformed = "postgres URL is malformed: %s (expected postgres://user[:password]@host:port/database?sslmode=disable)"
-	if why := urlx.LibPQ.Check(raw); why != "" {
-		return Config{}, lock.Invalidf(malformed, why)
-	}
-	pc, err := parse(raw)
+	pc, err := urlx.ParseBy(urlx.LibPQ, raw, "postgres", "postgres://user[:password]@host:port/database?sslmode=disable", parse)
 	if err != nil {
-		return Config{}, lock.Invalidf(malformed, urlx.LibPQ.Reword(raw, func(s string) error { _, err := parse(s); return err }))
+		return Config{}, err
 	}
 	return Config{Conn: pc.ConnConfig}, nil
 }

@@ -37,16 +37,11 @@ func (c Config) String() string { return c.addr + " (prefix " + strconv.Quote(c.
 
 // ParseURL parses redis:// and rediss:// URLs with go-redis's own parser
 // (user, password, db number, query options). Errors never hold the user
-// name or password (urlx's rule: urlx.NetURL.Check and Reword).
+// name or password (urlx.ParseBy).
 func ParseURL(raw string) (Config, error) {
-	const form = "redis://[user:password@]host:port[/db]"
-	if why := urlx.NetURL.Check(raw); why != "" {
-		return Config{}, lock.Invalidf("redis URL is malformed: %s (expected %s)", why, form)
-	}
-	opts, err := goredis.ParseURL(raw)
+	opts, err := urlx.ParseBy(urlx.NetURL, raw, "redis", "redis://[user:password@]host:port[/db]", goredis.ParseURL)
 	if err != nil {
-		why := urlx.NetURL.Reword(raw, func(s string) error { _, err := goredis.ParseURL(s); return err })
-		return Config{}, lock.Invalidf("redis URL is malformed: %s (expected %s)", why, form)
+		return Config{}, err
 	}
 	return Config{Options: opts, Password: opts.Password, addr: "redis at " + opts.Addr}, nil
 }

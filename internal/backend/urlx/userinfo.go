@@ -139,3 +139,20 @@ func (r Reader) Reword(raw string, parse func(string) error) string {
 	}
 	return lock.FirstLine(Cause(err))
 }
+
+// ParseBy parses raw with parse (a client library's parser, reading as r
+// does) by the rule above: an Ambiguous raw is refused before parse sees
+// it, and parse's own error is Reworded. The error is lock.ErrInvalid,
+// "<name> URL is malformed: <why> (expected <form>)".
+func ParseBy[T any](r Reader, raw, name, form string, parse func(string) (T, error)) (T, error) {
+	why := r.Check(raw)
+	if why == "" {
+		v, err := parse(raw)
+		if err == nil {
+			return v, nil
+		}
+		why = r.Reword(raw, func(s string) error { _, err := parse(s); return err })
+	}
+	var zero T
+	return zero, lock.Invalidf("%s URL is malformed: %s (expected %s)", name, why, form)
+}
