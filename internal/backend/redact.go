@@ -2,6 +2,7 @@ package backend
 
 import (
 	"net/url"
+	"regexp"
 	"strings"
 
 	"github.com/distlock/distlock/internal/backend/urlx"
@@ -30,7 +31,13 @@ func Redact(raw string) string {
 		}
 		return u.Redacted()
 	}
-	// Malformed: blank everything between "://" and the last '@' after the first ':'.
+	return secretParams.ReplaceAllString(redactUserinfo(raw), "${1}${2}=xxxxx")
+}
+
+// redactUserinfo blanks, in a backend that is malformed or not a URL,
+// everything between "://" and the last '@' after the first ':' (all
+// before the last '@' when there is no "://").
+func redactUserinfo(raw string) string {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		if i := strings.LastIndex(raw, "@"); i >= 0 {
@@ -46,6 +53,12 @@ func Redact(raw string) string {
 	}
 	return raw
 }
+
+// secretParams finds, in text that did not parse as a URL, a parameter
+// whose name isSecretParam would blank, after '?', '&', ';' or a space
+// (a query, or a libpq keyword string "host=db password=S"): its value
+// is replaced whole.
+var secretParams = regexp.MustCompile(`(?i)(^|[?&;\s])([^=?&;\s]*(?:pass|secret|token)[^=?&;\s]*)=[^&;\s]*`)
 
 func isSecretParam(k string) bool {
 	k = strings.ToLower(k)

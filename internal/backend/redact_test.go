@@ -21,6 +21,9 @@ func TestRedact(t *testing.T) {
 		{"user:s3cret@host:6379", "xxxxx@host:6379"}, // no scheme
 		{"s3/cret@host:6379", "xxxxx@host:6379"},
 		{"file:///var/lock", "file:///var/lock"},
+		{"redis+sentinel:/h:26379/m?sentinel_password=s3cret", "redis+sentinel:/h:26379/m?sentinel_password=xxxxx"}, // a slash forgotten
+		{"postgres://u:12?s3cret@db/ops?password=s3cret", "postgres://u:xxxxx@db/ops?password=xxxxx"},
+		{"host=db password=s3cret user=u", "host=db password=xxxxx user=u"}, // a libpq keyword string
 		{"", ""},
 	} {
 		got := Redact(tc.in)
