@@ -59,18 +59,52 @@ func (r Reader) at(authority string) int {
 
 // Ambiguous says whether the parser would end raw's user name or password
 // elsewhere than where the user did: no '@' in the authority but one after
-// it (a '/', '?' or '#' in them cut them short; an '@' of the path or
-// query is then percent-encoded as %40), or, for a FirstAt parser, two in
-// the authority (an '@' in them). An empty authority (file:///dir,
-// postgres:///db?host=/socket) holds no user name or password: an '@'
-// after it is the path's or the query's own.
+// it (a '/', '?' or '#' in them cut them short), or, for a FirstAt
+// parser, two in the authority (an '@' in them). An '@' after the
+// authority is the URL's own, not a cut-short password's, where it can
+// only be: in a query parameter's value ("?user=svc@tenant") behind an
+// authority whose ports are numbers, or behind no authority at all
+// (file:///dir, postgres:///db?host=/socket) or "localhost" (file://).
+// A password that a '?' cuts after digits and that then reads as a query
+// parameter ("u:12?k=v@h") is not told apart.
 func (r Reader) Ambiguous(raw string) bool {
 	_, authority, tail, ok := r.split(raw)
-	if !ok || authority == "" {
+	if !ok || authority == "" || strings.EqualFold(authority, "localhost") {
 		return false
 	}
-	n := strings.Count(authority, "@")
-	return n == 0 && strings.Contains(tail, "@") || r.FirstAt && n > 1
+	switch n := strings.Count(authority, "@"); {
+	case n > 0:
+		return r.FirstAt && n > 1
+	case !strings.Contains(tail, "@"):
+		return false
+	}
+	before, _, _ := strings.Cut(tail, "@")
+	return oddPort(authority) || !inQueryValue(before)
+}
+
+// oddPort says whether a host of authority has a port that is not a
+// number (a user name and the start of a password, read as host:port).
+func oddPort(authority string) bool {
+	for _, h := range strings.Split(authority, ",") {
+		if portRedacted(h) != h {
+			return true
+		}
+	}
+	return false
+}
+
+// inQueryValue says whether the text before (a URL's, from the end of its
+// authority) ends inside the value of a query parameter.
+func inQueryValue(before string) bool {
+	q := strings.Index(before, "?")
+	if q < 0 {
+		return false
+	}
+	param := before[q+1:]
+	if i := strings.LastIndex(param, "&"); i >= 0 {
+		param = param[i+1:]
+	}
+	return strings.Contains(param, "=")
 }
 
 // Check is Unencoded when raw is Ambiguous, else "".

@@ -18,7 +18,14 @@ func TestAmbiguous(t *testing.T) {
 		{NetURL, "r://u:p/w@h:1", true},
 		{NetURL, "r://u:p?w@h:1", true},
 		{NetURL, "r://u:p#w@h:1", true},
-		{NetURL, "r://h:1/0?name=a@b", true}, // write %40
+		{NetURL, "r://h:1/0?name=a@b", false},         // a query value's '@'
+		{NetURL, "r://h:1,g:2/0?a=1&name=a@b", false}, // the same, several hosts
+		{NetURL, "r://u:p/0?name=a@b", true},          // u:p is no host:port
+		{NetURL, "r://:12/x/y@h:1", true},             // the '@' is in the path
+		{NetURL, "r://:1?pw@h:1", true},               // a '?' that is no query's
+		{NetURL, "file://localhost/run/x@1", false},   // file's own host
+		{LibPQ, "p://db/app?user=svc@tenant", false},  // libpq: the query's
+		{LibPQ, "p://db:5432/app?sslrootcert=/a@b/c", false},
 		{NetURL, "no scheme@h", false},
 		{NetURL, "file:///tmp/a@b", false},              // no authority: the path's '@'
 		{LibPQ, "p:///db?host=/run/pg&user=a@b", false}, // a socket: no authority either
