@@ -14,6 +14,7 @@ package file
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -27,6 +28,29 @@ import (
 
 // noFollow makes an open fail (ELOOP) on a symbolic link.
 const noFollow = syscall.O_NOFOLLOW
+
+// errNotRegular: a name of ours in the lock directory is something else
+// than a file (a FIFO, a device, a directory someone put there).
+var errNotRegular = errors.New("not a regular file (distlock makes only files there: remove it)")
+
+// openFile opens the file of ours at path, never through a link, and only
+// if it is a regular file: O_NONBLOCK keeps the open of a FIFO planted at
+// the name from waiting for a writer (for ever), and the check refuses it
+// (a read from it would wait too). O_NONBLOCK does nothing to a file.
+func openFile(path string, flag int, perm os.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|noFollow|syscall.O_NONBLOCK, perm)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = &os.PathError{Op: "open", Path: path, Err: errNotRegular}
+		}
+		return nil, err
+	}
+	return f, nil
+}
 
 // tmpSalt makes this process's temporary file names unguessable.
 var tmpSalt = func() string {

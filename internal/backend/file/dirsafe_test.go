@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -144,5 +145,45 @@ func TestLedgerNotThroughALink(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(elsewhere); len(ents) != 1 {
 		t.Fatalf("the linked directory holds %d files, want the 1 put there", len(ents))
+	}
+}
+
+// TestFIFONeverWaitedOn: a FIFO planted at a name of ours in a shared
+// lock directory is refused at once, where an open (and a read) of it
+// waited for a writer for ever: a try on a free key, and its status. (A
+// record is written by rename: a grant replaces a FIFO there.)
+func TestFIFONeverWaitedOn(t *testing.T) {
+	req := lock.Request{Key: "job", TTL: 2 * time.Second, Owner: "o"}
+	names := []func(keyPaths) string{keyPaths.lock, keyPaths.token, keyPaths.recLock, keyPaths.record}
+	for _, nameOf := range names {
+		b := openTest(t)
+		name := nameOf(b.keyPaths("job"))
+		replaced := name == b.keyPaths("job").record()
+		t.Run(filepath.Base(name), func(t *testing.T) {
+			if err := syscall.Mkfifo(name, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 2)
+			go func() {
+				l, err := lock.TryOnce(context.Background(), b, req)
+				if err == nil {
+					l.Release(context.Background())
+				}
+				_, _, ierr := b.Inspect(context.Background(), "job")
+				done <- errors.Join(err, ierr)
+			}()
+			select {
+			case err := <-done:
+				if err == nil && !replaced {
+					t.Error("a FIFO at a name of ours was taken for a file")
+				}
+			case <-time.After(10 * time.Second):
+				// unblock the waiting open, so that the test can end
+				if w, err := os.OpenFile(name, os.O_WRONLY, 0); err == nil {
+					w.Close()
+				}
+				t.Fatalf("still waiting on the FIFO at %s after 10 s", filepath.Base(name))
+			}
+		})
 	}
 }

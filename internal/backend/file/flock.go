@@ -15,11 +15,11 @@ import (
 // is set, else only to probe it (read-only). An error is a
 // *lock.UnavailableError wrapping the open's.
 func openLock(path string, create bool) (*os.File, error) {
-	flags := os.O_RDONLY | noFollow
+	flags := os.O_RDONLY
 	if create {
-		flags = os.O_RDWR | os.O_CREATE | noFollow
+		flags = os.O_RDWR | os.O_CREATE
 	}
-	f, err := os.OpenFile(path, flags, 0o600)
+	f, err := openFile(path, flags, 0o600)
 	if err != nil {
 		return nil, unavailable("open lock file "+path, err)
 	}
@@ -40,7 +40,7 @@ var errStuck = errors.New("a distlock process holding it is stuck (stopped?)")
 // to make a missing file, else 0. Errors are *lock.UnavailableError,
 // except the context's own.
 func lockBrief(ctx context.Context, path string, create int, wait, delay, most time.Duration) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|create|noFollow, 0o600)
+	f, err := openFile(path, os.O_RDONLY|create, 0o600)
 	deadline := time.Now().Add(wait)
 	for ; err == nil; delay = min(2*delay, most) {
 		var taken bool

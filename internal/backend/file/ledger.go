@@ -102,7 +102,7 @@ func (b *Backend) DeleteEntries(ctx context.Context, key string, ids []string) e
 
 // readEntry reads the entry at path (never through a link).
 func readEntry(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
+	f, err := openFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -115,7 +115,7 @@ func (m meta) holder(now time.Time) lock.Holder {
 // readMeta reads the record at path and its modification time; ok is false
 // when there is none, or it is torn or foreign (no holder named).
 func readMeta(path string) (m meta, ok bool, err error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
+	f, err := openFile(path, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return m, false, nil
 	}

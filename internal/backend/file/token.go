@@ -20,7 +20,7 @@ import (
 // flock (a mutex) or its short flock (a semaphore), so writers never
 // overlap.
 func nextToken(path string, now time.Time) (uint64, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|noFollow, 0o600)
+	f, err := openFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return 0, err
 	}
