@@ -14,7 +14,10 @@ package file
 // signal is sent: the holder finds its record gone at its next renewal,
 // within a third of its TTL, as on the other engines.
 
-import "os"
+import (
+	"os"
+	"strconv"
+)
 
 // pokeHolder pokes the process that holds m, a record just removed by a
 // break on this machine, when it is sure to be the one that wrote m.
@@ -26,9 +29,11 @@ func (b *Backend) pokeHolder(m meta) {
 }
 
 // ownProcID is procID(pid) when pid is this process's, else "": a record
-// names a process to poke only when its writer is that process.
+// names a process to poke only when its writer is that process. Also ""
+// when /proc is another pid namespace's (unshare -p without a new /proc:
+// /proc/self is not our pid), where /proc/PID names someone else.
 func ownProcID(pid int) string {
-	if pid != os.Getpid() {
+	if self, err := os.Readlink("/proc/self"); pid != os.Getpid() || err != nil || self != strconv.Itoa(pid) {
 		return ""
 	}
 	id, _ := procID(pid)
