@@ -78,7 +78,7 @@ func checkOwnDir(dir string) error {
 	if err != nil {
 		return unavailable("check lock directory "+dir, err)
 	}
-	uid, fix := os.Getuid(), "remove it, or name a directory with --backend file:///path"
+	uid, fix := os.Getuid(), "remove it if you can, or point XDG_RUNTIME_DIR or TMPDIR at a directory of your own, or name one with --backend file:///path"
 	var problem string
 	sys, _ := st.Sys().(*syscall.Stat_t)
 	switch {
