@@ -123,7 +123,7 @@ func (ev env) drive(r *row, e engine, mode string) {
 	v := check(ss, ws, limit)
 	r.Sections, r.Overlaps, r.TokenRegressions, r.StaleWrites, r.RejectedWrites = v.Sections, v.Overlaps, v.TokenRegressions, v.StaleWrites, v.RejectedWrites
 	r.FaultsInjected, r.FaultErrors, r.Exits = in.injected, in.errs, wl.exitCounts()
-	r.NoProgress = noProgress(ss, in, start.Add(cfg.duration), cfg.ttl)
+	r.NoProgress = noProgress(ss, in, start.Add(cfg.duration), progressWindow(r.Engine, cfg.ttl))
 	r.Unexpected = unexpected(*r, expect(r.Engine, r.Fault, r.Mode))
 	ev.porcupine(r, ss, ws, limit)
 }
@@ -131,8 +131,8 @@ func (ev env) drive(r *row, e engine, mode string) {
 // noProgress is 1 when no section started after the last fault healed
 // and the section held through it was over (a holder that keeps its lock
 // through a restart rightly holds on for its whole stall), given at least
-// two TTLs of workload after that; else 0.
-func noProgress(ss []section, in *injector, stopped time.Time, ttl time.Duration) int {
+// window (progressWindow) of workload after that; else 0.
+func noProgress(ss []section, in *injector, stopped time.Time, window time.Duration) int {
 	if in.injected == 0 {
 		return 0
 	}
@@ -142,7 +142,7 @@ func noProgress(ss []section, in *injector, stopped time.Time, ttl time.Duration
 			healed = max(healed, s.End)
 		}
 	}
-	if stopped.UnixNano()-healed < int64(2*ttl) {
+	if stopped.UnixNano()-healed < int64(window) {
 		return 0
 	}
 	for _, s := range ss {
@@ -151,6 +151,27 @@ func noProgress(ss []section, in *injector, stopped time.Time, ttl time.Duration
 		}
 	}
 	return 1
+}
+
+// consulFailover bounds, after a fault of all three Consul servers heals,
+// the new leader's election and the renewals the paused servers had
+// queued: each restarts a session's TTL (below). Seen: up to 2.9 s.
+const consulFailover = 5 * time.Second
+
+// progressWindow is how long after the last heal a holder that died in the
+// fault may keep the lock: 2×TTL (a session or lease runs out between TTL
+// and 2×TTL after its last renewal). On three Consul servers, a fault of
+// them costs the leader (paused past the leader lease, it steps down), and
+// Consul restarts every session's TTL timer when a new leader takes over
+// (the timers live on the leader only: hashicorp/consul#524, a TTL "is
+// extended on creation, heartbeat or failover"), as it does for a renewal
+// a paused server forwards once there is a leader again: a holder that died
+// during the pause keeps its slot until 2×TTL after those.
+func progressWindow(engine string, ttl time.Duration) time.Duration {
+	if engine == "consul3" {
+		return 2*ttl + consulFailover
+	}
+	return 2 * ttl
 }
 
 // stuck: once the faults have healed and every contender is gone, a

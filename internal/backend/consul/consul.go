@@ -26,8 +26,12 @@
 // validity from just before each renewal is sent, so its command is gone
 // before the earliest moment the session could expire and anyone else
 // take the lock; a holder that died frees the key after between TTL and
-// 2×TTL. Sessions carry no health checks, live on a catalog node of
-// distlock's own (sessionNode) and have a lock-delay of 1 ms (lockDelay).
+// 2×TTL, counted from the last leader election when one came meanwhile:
+// the timers live on the leader alone, and a new leader starts every
+// session's afresh (a cluster whose servers were all paused past the
+// leader lease elects one when they resume). Sessions carry no health
+// checks, live on a catalog node of distlock's own (sessionNode) and have
+// a lock-delay of 1 ms (lockDelay).
 package consul
 
 import (
