@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"syscall"
@@ -27,7 +28,7 @@ import (
 )
 
 // noFollow makes an open fail (ELOOP) on a symbolic link.
-const noFollow = syscall.O_NOFOLLOW
+const noFollow = unix.O_NOFOLLOW
 
 // errNotRegular: a name of ours in the lock directory is something else
 // than a file (a FIFO, a device, a directory someone put there).
@@ -38,7 +39,7 @@ var errNotRegular = errors.New("not a regular file (distlock makes only files th
 // the name from waiting for a writer (for ever), and the check refuses it
 // (a read from it would wait too). O_NONBLOCK does nothing to a file.
 func openFile(path string, flag int, perm os.FileMode) (*os.File, error) {
-	f, err := os.OpenFile(path, flag|noFollow|syscall.O_NONBLOCK, perm)
+	f, err := os.OpenFile(path, flag|noFollow|unix.O_NONBLOCK, perm)
 	if err != nil {
 		return nil, err
 	}
@@ -50,6 +51,22 @@ func openFile(path string, flag int, perm os.FileMode) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// readFile reads the file of ours at path (openFile's rules) and says when
+// it was last written.
+func readFile(path string) (data []byte, modTime time.Time, err error) {
+	f, err := openFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, modTime, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, modTime, err
+	}
+	data, err = io.ReadAll(f)
+	return data, st.ModTime(), err
 }
 
 // tmpSalt makes this process's temporary file names unguessable.
@@ -80,7 +97,7 @@ func checkOwnDir(dir string) error {
 	}
 	uid, fix := os.Getuid(), "remove it if you can, or point XDG_RUNTIME_DIR or TMPDIR at a directory of your own, or name one with --backend file:///path"
 	var problem string
-	sys, _ := st.Sys().(*syscall.Stat_t)
+	sys, _ := st.Sys().(*syscall.Stat_t) // what os.Lstat gives on every unix
 	switch {
 	case st.Mode()&os.ModeSymlink != 0:
 		problem = "is a symbolic link, not a directory"
@@ -102,7 +119,7 @@ func checkOwnDir(dir string) error {
 func checkRealDir(dir string) error {
 	st, err := os.Lstat(dir)
 	if err == nil && !st.IsDir() {
-		err = &os.PathError{Op: "lstat", Path: dir, Err: syscall.ENOTDIR}
+		err = &os.PathError{Op: "lstat", Path: dir, Err: unix.ENOTDIR}
 	}
 	return err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -68,7 +67,7 @@ func (b *Backend) Entries(ctx context.Context, key string) (map[string][]byte, e
 		if !e.Type().IsRegular() || !lock.ValidEntryID(id) { // never a dot-named temporary file
 			continue
 		}
-		data, err := readEntry(filepath.Join(dir, id))
+		data, _, err := readFile(filepath.Join(dir, id))
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
@@ -98,14 +97,4 @@ func (b *Backend) DeleteEntries(ctx context.Context, key string, ids []string) e
 		}
 	}
 	return nil
-}
-
-// readEntry reads the entry at path (never through a link).
-func readEntry(path string) ([]byte, error) {
-	f, err := openFile(path, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(f)
 }

@@ -13,7 +13,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"time"
 
@@ -115,23 +114,14 @@ func (m meta) holder(now time.Time) lock.Holder {
 // readMeta reads the record at path and its modification time; ok is false
 // when there is none, or it is torn or foreign (no holder named).
 func readMeta(path string) (m meta, ok bool, err error) {
-	f, err := openFile(path, os.O_RDONLY, 0)
+	b, touched, err := readFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return m, false, nil
-	}
-	if err != nil {
-		return m, false, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	var b []byte
-	if err == nil {
-		b, err = io.ReadAll(f)
 	}
 	if err != nil || json.Unmarshal(b, &m) != nil {
 		return meta{}, false, err
 	}
-	m.touched = st.ModTime()
+	m.touched = touched
 	return m, true, nil
 }
 
