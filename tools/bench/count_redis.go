@@ -16,10 +16,6 @@ import (
 // connection's INFO commandstats (see main.go's file comment).
 type redisCounter struct{ addr string }
 
-func (redisCounter) what() string {
-	return "commands clients sent (MONITOR; a script's own commands excluded), checked against INFO commandstats"
-}
-
 type monLine struct {
 	client string // "127.0.0.1:PORT", or "lua" for a script's command
 	cmd    string // lower case; CLIENT and SCRIPT with their subcommand
@@ -64,6 +60,10 @@ func (c redisCounter) begin() (window, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+func (redisCounter) what() string {
+	return "commands clients sent (MONITOR; a script's own commands excluded), checked against INFO commandstats"
 }
 
 // read parses MONITOR lines such as
