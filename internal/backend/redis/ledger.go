@@ -73,8 +73,9 @@ func (b *Backend) DeleteEntries(ctx context.Context, key string, ids []string) e
 
 // Redlock's run ledger (lock.Ledger): every master keeps the single-master
 // hash (above), its values "<version>:<data>"; puts and deletes need a
-// quorum, a read merges a quorum's answers, the greatest version winning
-// (docs/ARCHITECTURE.md, "Redlock's ledger", says why).
+// quorum, a read merges a quorum's answers, the greatest version winning,
+// and repairs the masters that answered without it (docs/ARCHITECTURE.md,
+// "Redlock's ledger", says why).
 
 // ledgerTimeout bounds one master's part in a ledger call.
 const ledgerTimeout = 5 * time.Second
@@ -112,7 +113,7 @@ func (r *Redlock) DeleteEntries(ctx context.Context, key string, ids []string) e
 
 // Entries implements lock.Ledger: the merge of a quorum's ledgers; equal
 // versions pick the greater bytes, so every reader that sees both picks
-// the same.
+// the same. Then it repairs the masters that answered (repair).
 func (r *Redlock) Entries(ctx context.Context, key string) (map[string][]byte, error) {
 	all, errs := fan(ctx, r, ledgerTimeout, func(ctx context.Context, _ int, n *Backend) (map[string][]byte, error) {
 		return n.Entries(ctx, key)
@@ -120,16 +121,73 @@ func (r *Redlock) Entries(ctx context.Context, key string) (map[string][]byte, e
 	if err := r.quorumOf(errs, "answered"); err != nil {
 		return nil, err
 	}
-	out, vers := map[string][]byte{}, map[string]int64{}
+	best := map[string][]byte{}
 	for _, m := range all {
 		for id, raw := range m {
-			ver, data := splitVersion(raw)
-			if old, seen := vers[id]; !seen || ver > old || ver == old && bytes.Compare(data, out[id]) > 0 {
-				out[id], vers[id] = data, ver
+			if old, seen := best[id]; !seen || newer(raw, old) {
+				best[id] = raw
 			}
 		}
 	}
+	r.repair(ctx, key, all, errs, best)
+	out := make(map[string][]byte, len(best))
+	for id, raw := range best {
+		_, out[id] = splitVersion(raw)
+	}
 	return out, nil
+}
+
+// repairTimeout bounds one master's part in a read-repair.
+const repairTimeout = time.Second
+
+// repair writes best (the merge, each value "<version>:<data>" as read)
+// to every master that answered without it, or with an older version of
+// it: an entry left on fewer masters than a quorum (a put while one was
+// down, then another restarted empty) spreads back before the last that
+// holds it is lost too, and a done --once-per slot stays done. Nothing
+// is written where the masters agree; a master that does not answer in
+// time is repaired by a later read; errors are not the read's.
+//
+// The rule: each write is a compare-and-set on what that master answered
+// (ledger_repair.lua), so a repair never replaces a put made since. It
+// can bring back an entry a trim deleted between the read and the repair
+// (the trim found it on the masters that had it; the repair writes it to
+// one that answered without it), as a delete that missed a master can:
+// only an entry that was written comes back, it never reopens a slot,
+// and the next trim deletes it again. Repairing only what a quorum holds
+// would leave out the entry at risk, the one on fewer than a quorum
+// (docs/ARCHITECTURE.md, "Redlock's ledger").
+func (r *Redlock) repair(ctx context.Context, key string, all []map[string][]byte, errs []error, best map[string][]byte) {
+	r.each(ctx, repairTimeout, func(ctx context.Context, k int, n *Backend) error {
+		if errs[k] != nil {
+			return nil
+		}
+		var args []any
+		for id, raw := range best {
+			was, has := all[k][id]
+			if has && !newer(raw, was) {
+				continue
+			}
+			answered := ""
+			if has {
+				answered = "=" + string(was)
+			}
+			args = append(args, id, answered, raw)
+		}
+		if len(args) == 0 {
+			return nil
+		}
+		return ledgerRepairScript().Run(ctx, n.c, []string{n.ledgerKey(key)}, args...).Err()
+	})
+}
+
+// newer says whether the master value a ("<version>:<data>") is a later
+// write than b: the greater version, or on equal versions the greater
+// bytes.
+func newer(a, b []byte) bool {
+	va, da := splitVersion(a)
+	vb, db := splitVersion(b)
+	return va > vb || va == vb && bytes.Compare(da, db) > 0
 }
 
 // splitVersion reads a master's "<version>:<data>"; a value without a

@@ -23,6 +23,7 @@ var (
 	releaseScript      = lazyScript("slots_lib.lua", "release.lua")
 	holdScript         = lazyScript("slots_lib.lua", "hold.lua")
 	inspectScript      = lazyScript("inspect.lua")
+	ledgerRepairScript = lazyScript("ledger_repair.lua")
 	redlockRenewScript = lazyScript("clock_lib.lua", "redlock_lib.lua", "redlock_renew.lua")
 	// Redlock's try-once is acquire.lua run as a function inside the
 	// delayed restart's bookkeeping (redlock.go, redlock_lib.lua).
