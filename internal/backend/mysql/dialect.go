@@ -41,6 +41,9 @@ func (b *Backend) dialect(prefix, addr string) sqlstore.Dialect {
 		Headroom:      b.connections,
 		HeadroomReads: "max_connections and Threads_connected",
 		HeadroomFix:   "raise it (SET GLOBAL max_connections = N, and in the server's config file)",
+		// What a crash does to the grants (durability.sql, doctor.go).
+		Durability:      durabilityVerdict,
+		DurabilityReads: durabilityReads,
 	}
 }
 

@@ -46,6 +46,9 @@ func (b *Backend) dialect(addr string) sqlstore.Dialect {
 		Headroom:      b.connections,
 		HeadroomReads: "max_connections and pg_stat_activity",
 		HeadroomFix:   "raise max_connections in postgresql.conf and restart the server, or put a pooler (PgBouncer, session mode) in front",
+		// What a crash does to the grants (durability.sql, doctor.go).
+		Durability:      durabilityVerdict,
+		DurabilityReads: durabilityReads,
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"io/fs"
 	"reflect"
 	"time"
+
+	"github.com/distlock/distlock/internal/lock"
 )
 
 // Row scans the current row of a result into dest.
@@ -56,6 +58,7 @@ type Queries struct {
 	Entries       string `sql:"ledger_entries"` // prefix, key: id, data
 	DeleteEntries string `sql:"ledger_delete"`  // prefix, key, ids joined by commas
 	Clock         string `sql:"clock"`          // none: the server's clock in µs since 1970
+	Durability    string `sql:"durability"`     // none: setting, value: what decides whether a commit survives a crash
 }
 
 // ReadQueries reads every statement of Queries from fsys. A file missing
@@ -105,6 +108,12 @@ type Dialect struct {
 	// doctor.
 	Headroom                   func(ctx context.Context) (setting string, used, limit int, err error)
 	HeadroomReads, HeadroomFix string
+	// Durability judges the settings Queries.Durability read (name to
+	// value): whether a grant the server committed survives a crash of
+	// the server, or a failover, for the doctor; DurabilityReads names
+	// them.
+	Durability      func(settings map[string]string) lock.Check
+	DurabilityReads string
 }
 
 // Settings are distlock's own settings of an SQL engine, which its Config

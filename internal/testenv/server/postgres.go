@@ -23,9 +23,9 @@ const PostgresUser = "postgres"
 // per machine with initdb (trust authentication, user "postgres", UTF8, C
 // locale), and its Unix socket live in a private directory under /dev/shm
 // (or $TMPDIR)/distlock-testenv-<uid> that Close removes;
-// dir/postgres.data links to it. fsync and full_page_writes are off: a
-// killed server restarts with every committed row, only an OS crash could
-// lose some. PostgreSQL refuses to run as root: when the tests run as
+// dir/postgres.data links to it. fsync is on, as distlock's doctor wants
+// it (on /dev/shm it costs nothing); full_page_writes is off (less WAL):
+// a killed server restarts with every committed row. PostgreSQL refuses to run as root: when the tests run as
 // root, initdb and the server run as the "postgres" user (or nobody).
 // Restart keeps the data. It returns an error wrapping ErrNoBinary when
 // initdb or postgres cannot be found on PATH or in
@@ -35,7 +35,7 @@ func StartPostgres(dir string) (*Process, error) {
 }
 
 // startPostgres starts it with limit (its max_connections arguments; none:
-// the server's default).
+// the server's default), and any more -c arguments after them.
 func startPostgres(dir string, limit []string) (*Process, error) {
 	initdb, postgres, err := lookPostgres()
 	if err != nil {
@@ -64,7 +64,6 @@ func startPostgres(dir string, limit []string) (*Process, error) {
 				"-p", strconv.Itoa(port),
 				"-k", d.priv, // the Unix socket: short path, ours only
 				"-c", "listen_addresses=127.0.0.1",
-				"-c", "fsync=off",
 				"-c", "full_page_writes=off",
 				"-c", "autovacuum=off",
 				"-c", "jit=off",
