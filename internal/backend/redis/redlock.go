@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -249,7 +248,7 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 			if tries[k].lease == nil {
 				return errs[k]
 			}
-			return errors.Join(st.refresh(ctx, n, l, req.TTL, ""), errs[k])
+			return errors.Join(st.writeBack(ctx, n, l), errs[k])
 		})
 		if err == nil && validity(req.TTL, start) > 0 {
 			return l, nil
@@ -473,61 +472,4 @@ func (r *Redlock) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 	k := slices.Index(errs, nil)
 	st := &redlockStore{r: r, fields: recordFields(recs[k].Meta, recs[k].AcquiredAt)}
 	return lock.NewLease(lock.Grant{Key: h.Key, Owner: h.Owner, Token: h.Token, TTL: h.TTL(), Granted: granted}, st), nil
-}
-
-// redlockStore is the lock.LeaseStore of a lock held on a quorum of the
-// masters.
-type redlockStore struct {
-	r *Redlock
-	// fields are the record's other fields (recordFields), written when
-	// a renewal takes the key back on a master that lost it.
-	fields []any
-}
-
-// Renew implements lock.LeaseStore: a quorum must extend it (refresh).
-func (s *redlockStore) Renew(ctx context.Context, l *lock.Held) error {
-	return s.r.onQuorum(ctx, nodeTimeout(l.TTL()), "renewed "+l.Key(), func(ctx context.Context, _ int, n *Backend) error {
-		return s.refresh(ctx, n, l, l.TTL(), "")
-	})
-}
-
-// Hold implements lock.LeaseStore: a quorum must keep it (refresh, with
-// mode).
-func (s *redlockStore) Hold(ctx context.Context, l *lock.Held, d time.Duration, mode string) (time.Duration, error) {
-	return d, s.r.onQuorum(ctx, 5*time.Second, "kept "+l.Key(), func(ctx context.Context, _ int, n *Backend) error {
-		return s.refresh(ctx, n, l, d, mode)
-	})
-}
-
-// Release implements lock.LeaseStore: on every master.
-func (s *redlockStore) Release(ctx context.Context, l *lock.Held) error {
-	if errs := s.r.releaseEach(ctx, l.Key(), l.Owner(), true); !slices.Contains(errs, nil) {
-		return s.r.quorumOf(errs, "released "+l.Key())
-	}
-	return nil
-}
-
-// refresh extends the lease to ttl on master n (redlock_renew.lua), with
-// mode for a hold: a master that lost its data since the grant
-// (restarted empty, flushed) takes the key back while it is free there,
-// every master's record gets the lease's token, and a quorum must have
-// it. Unlike an acquire, a renewal counts a master that restarted too
-// recently (young) once it holds our record: the delayed restart keeps a
-// young master from helping anyone *establish* a lock it may have lost
-// there; ours was established by a quorum of masters that were not
-// young, so no other holder of the key can be live.
-func (s *redlockStore) refresh(ctx context.Context, n *Backend, l *lock.Held, ttl time.Duration, mode string) error {
-	args := append([]any{l.Owner(), max(ttl.Milliseconds(), 1), strconv.FormatUint(l.Token(), 10), mode,
-		time.Since(l.Granted()).Milliseconds(), sameBoot.Milliseconds()}, s.fields...)
-	res, err := redlockRenewScript().Run(ctx, n.c, []string{n.lockKey(l.Key()), n.tokenKey(l.Key()), n.bootKey(), n.ttlsKey()}, args...).Slice()
-	if err != nil {
-		return n.unavailable(err)
-	}
-	switch {
-	case len(res) != 3:
-		return fmt.Errorf("unexpected reply from the Redlock renew script: %v", res)
-	case res[0] == int64(0):
-		return lock.ErrNotHeld
-	}
-	return nil
 }
