@@ -5,11 +5,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/consul/api"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-// consul killleader|killfirst (the consul3 engine):
+// consul put PATH VALUE | killleader | killfirst:
 //
+//   - put: write VALUE at PATH in the KV store of the first server (the
+//     consul and consul3 engines), as something else than distlock would.
 //   - killleader: SIGKILL the Raft leader (marked "killed", as sentinel
 //     killmaster marks its kill), then wait until the living servers have
 //     elected another.
@@ -17,11 +20,18 @@ import (
 //     "killed"): the server distlock talks to.
 func cmdConsul(ts *testscript.TestScript, neg bool, args []string) {
 	st := stateOf(ts)
-	if neg || len(args) != 1 || st.consul == nil {
-		ts.Fatalf("usage: consul killleader|killfirst (the consul3 engine)")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), defaultWait)
 	defer cancel()
+	if !neg && len(args) == 3 && args[0] == "put" && st.server != nil && strings.HasPrefix(ts.Getenv("DISTLOCK_BACKEND"), "consul://") {
+		c, err := api.NewClient(&api.Config{Address: st.server.Addr()})
+		ts.Check(err)
+		_, err = c.KV().Put(&api.KVPair{Key: args[1], Value: []byte(args[2])}, (&api.WriteOptions{}).WithContext(ctx))
+		ts.Check(err)
+		return
+	}
+	if neg || len(args) != 1 || st.consul == nil {
+		ts.Fatalf("usage: consul put PATH VALUE (a Consul engine) | consul killleader|killfirst (the consul3 engine)")
+	}
 	leader, err := st.consul.Leader(ctx)
 	ts.Check(err)
 	switch args[0] {

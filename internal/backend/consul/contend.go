@@ -116,13 +116,16 @@ func (w *waiter) Take(ctx context.Context) (lock.Lease, error) {
 	if slot < 0 {
 		return nil, lock.ErrLookAgain // a slot not yet given back
 	}
+	last, err := w.b.lastToken(w.req.Key, v.counter)
+	if err != nil {
+		return nil, err
+	}
 	now := time.Now()
-	last, _ := strconv.ParseUint(string(v.counter.Value), 10, 64) // 0 when missing or unreadable
 	rec := me.rec
 	rec.Token, rec.AcquiredAt, rec.Slot, rec.Limit = lock.NextToken(last, lock.ClockMicros(now)), now, slot, w.req.Limit
 	s := &session{b: w.b, kvKey: me.kv.Key, slotKey: w.b.slotKey(w.req.Key, slot), sid: w.sid, rec: rec}
 	take := func(ctx context.Context) error { return w.takeOver(ctx, s, me.kv.ModifyIndex) }
-	granted, err := w.granted, error(nil)
+	granted := w.granted
 	if w.kept {
 		granted, err = lock.TakeRenewed(ctx, w.req.TTL, w.Keeper(), take)
 	} else {
