@@ -524,7 +524,8 @@ func forkedKillGroup(p *forkPlan, pin uintptr) {
 }
 
 // forkedGroupGone scans /proc as groupMembers does: no process of group
-// pgid runs (zombies have exited). False when /proc cannot be read.
+// pgid runs (zombies have exited, but for one whose other threads run).
+// False when /proc cannot be read.
 //
 //go:nosplit
 //go:norace
@@ -622,7 +623,34 @@ func forkedRunsIn(p *forkPlan, name uintptr, pgid int) bool {
 	for ; k < int(n) && k < len(p.stat) && p.stat[k] >= '0' && p.stat[k] <= '9'; k++ {
 		g = g*10 + int(p.stat[k]-'0')
 	}
-	return g == pgid && state != 'Z' && state != 'X'
+	if g != pgid || state == 'X' {
+		return false
+	}
+	// A zombie whose other threads run (its main thread alone has exited:
+	// pthread_exit) runs: num_threads (field 20; pgrp is field 5) above 1
+	// says so, as readMember reads it.
+	return state != 'Z' || forkedThreads(p, k, int(n)) > 1
+}
+
+// forkedThreads reads num_threads from p.stat[:n], k being the end of
+// field 5 (pgrp); 0 if it is not there.
+//
+//go:nosplit
+//go:norace
+func forkedThreads(p *forkPlan, k, n int) int {
+	for f := 5; f < 20; k++ {
+		if k >= n || k >= len(p.stat) {
+			return 0
+		}
+		if p.stat[k] == ' ' {
+			f++
+		}
+	}
+	t := 0
+	for ; k < n && k < len(p.stat) && p.stat[k] >= '0' && p.stat[k] <= '9'; k++ {
+		t = t*10 + int(p.stat[k]-'0')
+	}
+	return t
 }
 
 // pinBody is the forked pin: it leads the command's group and waits for
