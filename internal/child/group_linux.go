@@ -189,6 +189,9 @@ func readFull(fd int, buf []byte) (int, error) {
 // groupMembers lists every process of group pgid (zombies included) but
 // the one with pid except.
 func groupMembers(pgid, except int) ([]member, error) {
+	if !procTrusted() {
+		return nil, errProcUntrusted
+	}
 	d, err := os.Open("/proc")
 	if err != nil {
 		return nil, err
@@ -250,7 +253,9 @@ next:
 func anyRunning(pgid, except int) bool {
 	ms, err := groupMembers(pgid, except)
 	if err != nil {
-		// No /proc: kill(2) tells whether the group exists.
+		// No /proc of ours: kill(2) tells whether the group exists (the
+		// watcher's pin, which only the watcher reaps, keeps it existing:
+		// the watcher kills for as long as it lives).
 		return !errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
 	}
 	for _, m := range ms {
@@ -273,9 +278,7 @@ func (p *Process) groupRunning() bool {
 	}
 	ms, err := groupMembers(p.pgid, p.pin())
 	if err != nil {
-		// No /proc: kill(2) still tells whether the group exists (and a
-		// member we may not signal still counts: EPERM means alive).
-		return !errors.Is(syscall.Kill(-p.pgid, 0), syscall.ESRCH)
+		return p.groupRunningWithoutProc()
 	}
 	reapZombies(ms, p.pin(), p.pid)
 	p.known = p.known[:0]

@@ -92,12 +92,10 @@ func TestGroupScanCountsProcessWhoseMainThreadEnded(t *testing.T) {
 	}
 }
 
-// scanPlan is a forkPlan set up for forkedGroupGone, as startWatcherFork
-// sets it up.
+// scanPlan is a forkPlan set up for forkedGroupGone.
 func scanPlan() *forkPlan {
 	p := new(forkPlan)
-	copy(p.proc[:], "/proc")
-	copy(p.path[:], "/proc/")
+	p.prepareScan()
 	return p
 }
 
@@ -117,7 +115,11 @@ func TestSuperviseWaitsForProcessWhoseMainThreadEnded(t *testing.T) {
 	t.Cleanup(func() {
 		if !returned { // the group is still pinned: Supervise runs
 			p.signalGroup(syscall.SIGKILL)
-			<-done
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Error("Supervise has not returned 10 s after the group's SIGKILL")
+			}
 		}
 	})
 	pid, tid := threadOf(t, ids)
