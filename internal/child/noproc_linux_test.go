@@ -5,7 +5,6 @@ package child
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -65,28 +64,5 @@ func TestWithoutProcSuperviseWaitsForLeftChild(t *testing.T) {
 	}
 	if err := syscall.Kill(pid, 0); err != syscall.ESRCH {
 		t.Fatalf("kill(%d, 0) = %v once Supervise returned: the background process is not gone (reaped)", pid, err)
-	}
-}
-
-// The forked watcher trusts /proc as procfs.Own does: a self link that
-// does not name it is another pid namespace's /proc.
-func TestForkedWatcherTrustsOnlyOwnProc(t *testing.T) {
-	p := scanPlan()
-	if !forkedProcOwn(p) {
-		t.Fatal("the forked watcher does not trust this machine's /proc")
-	}
-	for _, target := range []string{strconv.Itoa(os.Getpid() + 1), "self"} {
-		link := filepath.Join(t.TempDir(), "self")
-		if err := os.Symlink(target, link); err != nil {
-			t.Fatal(err)
-		}
-		clear(p.self[:])
-		copy(p.self[:], link)
-		if forkedProcOwn(p) {
-			t.Errorf("a /proc whose self link names %q is trusted", target)
-		}
-		if forkedGroupGone(p, os.Getpid()) {
-			t.Errorf("with a /proc whose self link names %q, the watcher takes the group for gone", target)
-		}
 	}
 }
