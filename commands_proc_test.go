@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -342,6 +343,13 @@ func haveFreezer() bool {
 	dir, _ := freezerDir()
 	return os.Geteuid() == 0 && dir != ""
 }
+
+// havePidNamespace: `unshare -pf` can start a process in a pid namespace
+// of its own (util-linux's unshare, and the privilege it needs: root
+// outside a container that forbids it).
+var havePidNamespace = sync.OnceValue(func() bool {
+	return exec.Command("unshare", "-pf", "true").Run() == nil
+})
 
 // freeze puts process pid in a new frozen cgroup; thaw thaws it, moves it
 // back to the root cgroup and removes the new one (once; later calls do

@@ -200,6 +200,9 @@ func params(e *engine, s suite) testscript.Params {
 			if cond == "freezer" {
 				return haveFreezer(), nil
 			}
+			if cond == "pidns" {
+				return havePidNamespace(), nil
+			}
 			if cond == "isolated" {
 				// Scenarios that change the whole machine (the kernel's next
 				// pid, frozen processes) would hit other tests' processes, and

@@ -96,10 +96,21 @@ type forkPlan struct {
 	args       []byte
 	wcmd, pcmd [40]byte
 	// for the /proc scan of the kill path
-	proc  [8]byte // "/proc"
+	proc  [8]byte   // "/proc"
+	self  [128]byte // "/proc/self" (a test names another link)
+	link  [24]byte
+	fs    unix.Statfs_t
 	path  [64]byte
 	stat  [1024]byte
 	dents [8192]byte
+}
+
+// prepareScan sets the paths of the kill path's scan of /proc
+// (forkedGroupGone).
+func (p *forkPlan) prepareScan() {
+	copy(p.proc[:], "/proc")
+	copy(p.self[:], "/proc/self")
+	copy(p.path[:], "/proc/")
 }
 
 // startWatcherFork forks the watcher (and it the pin), holding no lock
@@ -139,8 +150,7 @@ func startWatcherFork() (*watcher, error) {
 	copy(p.wname[:], "distlock-watch")
 	copy(p.pname[:], "distlock-pin")
 	copy(p.null[:], "/dev/null")
-	copy(p.proc[:], "/proc")
-	copy(p.path[:], "/proc/")
+	p.prepareScan()
 	p.args = argsMemory()
 	copy(p.wcmd[:], "distlock\x00"+WatchArg)
 	copy(p.pcmd[:], "distlock\x00"+PinArg)
@@ -524,11 +534,16 @@ func forkedKillGroup(p *forkPlan, pin uintptr) {
 }
 
 // forkedGroupGone scans /proc as groupMembers does: no process of group
-// pgid runs (zombies have exited). False when /proc cannot be read.
+// pgid runs (zombies have exited, but for one whose other threads run).
+// False when /proc cannot be read, or is not this pid namespace's
+// (forkedProcOwn): a scan there would find none of the group.
 //
 //go:nosplit
 //go:norace
 func forkedGroupGone(p *forkPlan, pgid int) bool {
+	if !forkedProcOwn(p) {
+		return false
+	}
 	atFDCWD := unix.AT_FDCWD
 	d, _, e := syscall.RawSyscall6(unix.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&p.proc[0])), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0, 0, 0)
 	if e != 0 {
@@ -558,6 +573,32 @@ func forkedGroupGone(p *forkPlan, pgid int) bool {
 	}
 	syscall.RawSyscall6(unix.SYS_CLOSE, d, 0, 0, 0, 0, 0)
 	return gone
+}
+
+// forkedProcOwn is procfs.Own for the forked watcher: /proc is a proc
+// filesystem and its self link names our pid (/proc is this pid
+// namespace's).
+//
+//go:nosplit
+//go:norace
+func forkedProcOwn(p *forkPlan) bool {
+	if _, _, e := syscall.RawSyscall6(unix.SYS_STATFS, uintptr(unsafe.Pointer(&p.proc[0])), uintptr(unsafe.Pointer(&p.fs)), 0, 0, 0, 0); e != 0 || p.fs.Type != unix.PROC_SUPER_MAGIC {
+		return false
+	}
+	atFDCWD := unix.AT_FDCWD
+	n, _, e := syscall.RawSyscall6(unix.SYS_READLINKAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&p.self[0])), uintptr(unsafe.Pointer(&p.link[0])), uintptr(len(p.link)), 0, 0)
+	if e != 0 || n == 0 || n >= uintptr(len(p.link)) {
+		return false
+	}
+	v := 0
+	for i := 0; i < int(n) && i < len(p.link); i++ {
+		if p.link[i] < '0' || p.link[i] > '9' {
+			return false
+		}
+		v = v*10 + int(p.link[i]-'0')
+	}
+	pid, _, _ := syscall.RawSyscall6(unix.SYS_GETPID, 0, 0, 0, 0, 0, 0)
+	return v == int(pid)
 }
 
 // forkedRunsIn reads /proc/NAME/stat for the directory entry whose name
@@ -622,7 +663,34 @@ func forkedRunsIn(p *forkPlan, name uintptr, pgid int) bool {
 	for ; k < int(n) && k < len(p.stat) && p.stat[k] >= '0' && p.stat[k] <= '9'; k++ {
 		g = g*10 + int(p.stat[k]-'0')
 	}
-	return g == pgid && state != 'Z' && state != 'X'
+	if g != pgid || state == 'X' {
+		return false
+	}
+	// A zombie whose other threads run (its main thread alone has exited:
+	// pthread_exit) runs: num_threads (field 20; pgrp is field 5) above 1
+	// says so, as readMember reads it.
+	return state != 'Z' || forkedThreads(p, k, int(n)) > 1
+}
+
+// forkedThreads reads num_threads from p.stat[:n], k being the end of
+// field 5 (pgrp); 0 if it is not there.
+//
+//go:nosplit
+//go:norace
+func forkedThreads(p *forkPlan, k, n int) int {
+	for f := 5; f < 20; k++ {
+		if k >= n || k >= len(p.stat) {
+			return 0
+		}
+		if p.stat[k] == ' ' {
+			f++
+		}
+	}
+	t := 0
+	for ; k < n && k < len(p.stat) && p.stat[k] >= '0' && p.stat[k] <= '9'; k++ {
+		t = t*10 + int(p.stat[k]-'0')
+	}
+	return t
 }
 
 // pinBody is the forked pin: it leads the command's group and waits for

@@ -5,6 +5,7 @@ package child
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -53,6 +54,29 @@ func TestForkedWatcherNamesAndDescriptors(t *testing.T) {
 			case c.pid == p.pgid && fd > 0 && err == nil:
 				t.Errorf("the pin holds descriptor %d (%s)", fd, target)
 			}
+		}
+	}
+}
+
+// The forked watcher trusts /proc as procfs.Own does: a self link that
+// does not name it is another pid namespace's /proc.
+func TestForkedWatcherTrustsOnlyOwnProc(t *testing.T) {
+	p := scanPlan()
+	if !forkedProcOwn(p) {
+		t.Fatal("the forked watcher does not trust this machine's /proc")
+	}
+	for _, target := range []string{strconv.Itoa(os.Getpid() + 1), "self"} {
+		link := filepath.Join(t.TempDir(), "self")
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+		clear(p.self[:])
+		copy(p.self[:], link)
+		if forkedProcOwn(p) {
+			t.Errorf("a /proc whose self link names %q is trusted", target)
+		}
+		if forkedGroupGone(p, os.Getpid()) {
+			t.Errorf("with a /proc whose self link names %q, the watcher takes the group for gone", target)
 		}
 	}
 }

@@ -28,6 +28,8 @@ type member struct {
 }
 
 // running: not exited. A zombie has exited; it holds no lock, runs no code.
+// (readMember gives a process whose main thread alone has exited the state
+// of its other threads, not Z.)
 func (m member) running() bool { return m.state != 'Z' && m.state != 'X' }
 
 // stopped: not running code until continued (SIGSTOP'd, SIGTSTP'd, traced).
@@ -65,33 +67,88 @@ func stopComing(pid int) bool {
 func readMember(pid int) (m member, pgrp int, ok bool) {
 	var path [32]byte
 	name := strconv.AppendInt(append(path[:0], "/proc/"...), int64(pid), 10)
-	name = append(name, "/stat\x00"...)
+	st, ok := readStat(append(name, "/stat\x00"...))
+	if !ok {
+		return member{}, 0, false
+	}
+	m = member{pid: pid, ppid: st.ppid, state: st.state}
+	if m.state == 'Z' && st.threads > 1 {
+		m.state = threadsState(pid)
+	}
+	return m, st.pgrp, true
+}
+
+// stat is what the group check reads of /proc/PID/stat.
+type stat struct {
+	state      byte
+	ppid, pgrp int
+	threads    int // num_threads: the process's, whichever thread's file
+}
+
+// statThreads is num_threads (field 20 of /proc/PID/stat) counted from
+// the state (field 3).
+const statThreads = 20 - 3
+
+// readStat reads and parses the NUL-terminated path name, a stat file.
+func readStat(name []byte) (stat, bool) {
 	fd, err := openProc(name)
 	if err != nil {
-		return member{}, 0, false
+		return stat{}, false
 	}
 	var buf [1024]byte
 	n, err := readFull(fd, buf[:])
 	syscall.Close(fd)
 	if err != nil {
-		return member{}, 0, false
+		return stat{}, false
 	}
 	b := buf[:n]
 	// "pid (comm) state ppid pgrp ...": comm may hold spaces and ')'.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 || i+2 >= len(b) {
-		return member{}, 0, false
+		return stat{}, false
 	}
 	f := bytes.Fields(b[i+2:])
-	if len(f) < 3 || len(f[0]) != 1 {
-		return member{}, 0, false
+	if len(f) <= statThreads || len(f[0]) != 1 {
+		return stat{}, false
 	}
 	ppid, err1 := strconv.Atoi(string(f[1]))
 	pgrp, err2 := strconv.Atoi(string(f[2]))
-	if err1 != nil || err2 != nil {
-		return member{}, 0, false
+	threads, err3 := strconv.Atoi(string(f[statThreads]))
+	if err1 != nil || err2 != nil || err3 != nil {
+		return stat{}, false
 	}
-	return member{pid: pid, ppid: ppid, state: f[0][0]}, pgrp, true
+	return stat{state: f[0][0], ppid: ppid, pgrp: pgrp, threads: threads}, true
+}
+
+// threadsState is the state of process pid when /proc/PID/stat says Z
+// with more than one thread: its main thread has exited (pthread_exit)
+// and others run on, so the process runs. (A zombie proper counts one
+// thread: the kernel counts an exited thread out once it is released,
+// which for any thread but the main one is at once; the main thread goes
+// last.) It is the state of a thread that runs, one not stopped if there
+// is one, else Z (they have all exited meanwhile).
+func threadsState(pid int) byte {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	tids, err := os.ReadDir(dir)
+	if err != nil {
+		return 'Z'
+	}
+	state := byte('Z')
+	for _, t := range tids {
+		if t.Name() == strconv.Itoa(pid) {
+			continue
+		}
+		st, ok := readStat([]byte(dir + t.Name() + "/stat\x00"))
+		th := member{state: st.state}
+		switch {
+		case !ok || !th.running():
+		case !th.stopped():
+			return th.state
+		default:
+			state = th.state
+		}
+	}
+	return state
 }
 
 // openProc opens the NUL-terminated path name read-only.
@@ -132,6 +189,9 @@ func readFull(fd int, buf []byte) (int, error) {
 // groupMembers lists every process of group pgid (zombies included) but
 // the one with pid except.
 func groupMembers(pgid, except int) ([]member, error) {
+	if !procTrusted() {
+		return nil, errProcUntrusted
+	}
 	d, err := os.Open("/proc")
 	if err != nil {
 		return nil, err
@@ -193,7 +253,9 @@ next:
 func anyRunning(pgid, except int) bool {
 	ms, err := groupMembers(pgid, except)
 	if err != nil {
-		// No /proc: kill(2) tells whether the group exists.
+		// No /proc of ours: kill(2) tells whether the group exists (the
+		// watcher's pin, which only the watcher reaps, keeps it existing:
+		// the watcher kills for as long as it lives).
 		return !errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
 	}
 	for _, m := range ms {
@@ -216,9 +278,7 @@ func (p *Process) groupRunning() bool {
 	}
 	ms, err := groupMembers(p.pgid, p.pin())
 	if err != nil {
-		// No /proc: kill(2) still tells whether the group exists (and a
-		// member we may not signal still counts: EPERM means alive).
-		return !errors.Is(syscall.Kill(-p.pgid, 0), syscall.ESRCH)
+		return p.groupRunningWithoutProc()
 	}
 	reapZombies(ms, p.pin(), p.pid)
 	p.known = p.known[:0]

@@ -50,3 +50,9 @@ func (p *Process) allStopped(force bool) bool {
 func (p *Process) signalGroup(sig syscall.Signal) error { return syscall.Kill(-p.pgid, sig) }
 
 func killGroup(pgid int) { syscall.Kill(-pgid, syscall.SIGKILL) }
+
+// GroupTracked: outside Linux the group is known by kill(2) alone (see
+// groupRunning), with no /proc to trust or not.
+func GroupTracked() bool { return true }
+
+func (p *Process) termUnseen() {}

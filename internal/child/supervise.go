@@ -197,6 +197,7 @@ func (s *supervisor) leaderExited() bool {
 	s.stopping, s.confirming = false, nil
 	s.p.takeTerminal()
 	if !s.p.groupRunning() {
+		s.p.termUnseen()
 		return true
 	}
 	s.p.signalGroup(syscall.SIGTERM)

@@ -62,3 +62,20 @@ func TestKeeperExpiringLeaseLostForWantOfRenewals(t *testing.T) {
 		t.Fatal("an expiring lease with no renewal answered was not lost within two TTLs")
 	}
 }
+
+// A suspend longer than the lease does not cost a lease held while its
+// holder lives (docs/GUARANTEES.md, "System suspend"): the flock stayed
+// distlock's throughout, so the command is not stopped. (An expiring
+// lease is: TestKeeperSuspendPastTheLeaseStopsAtOnce.)
+func TestKeeperHeldWhileAliveSurvivesSuspend(t *testing.T) {
+	tm := Timing{TTL: 3 * time.Second, KillGrace: time.Second, HeldWhileAlive: true}
+	clock := &fakeClock{}
+	k := start(fileLease(t, tm.TTL), tm, nil, clock)
+	defer k.Stop()
+	clock.suspend(5 * time.Second)
+	select {
+	case loss := <-k.Lost():
+		t.Fatalf("a 5s suspend cost a lease held while alive: %v", loss.Err)
+	case <-time.After(tm.TTL):
+	}
+}

@@ -246,6 +246,9 @@ func (r *run) startCommand() error {
 	if err := p.WatcherError(); err != nil {
 		r.log.Warn("cannot start the group watcher: if distlock is killed, grandchildren of the command may outlive the lock", "error", err)
 	}
+	if !child.GroupTracked() {
+		r.log.Warn("/proc is not mounted or is another pid namespace's: the command's processes cannot be tracked precisely; the lock is kept while a child of distlock in its group runs, and the rest of the group gets SIGTERM when the command exits")
+	}
 	return nil
 }
 

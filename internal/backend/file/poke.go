@@ -16,7 +16,8 @@ package file
 
 import (
 	"os"
-	"strconv"
+
+	"github.com/distlock/distlock/internal/procfs"
 )
 
 // pokeHolder pokes the process that holds m, a record just removed by a
@@ -33,7 +34,7 @@ func (b *Backend) pokeHolder(m meta) {
 // when /proc is another pid namespace's (unshare -p without a new /proc:
 // /proc/self is not our pid), where /proc/PID names someone else.
 func ownProcID(pid int) string {
-	if self, err := os.Readlink("/proc/self"); pid != os.Getpid() || err != nil || self != strconv.Itoa(pid) {
+	if pid != os.Getpid() || !procfs.Own() {
 		return ""
 	}
 	id, _ := procID(pid)
