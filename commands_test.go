@@ -369,14 +369,45 @@ func alive(pid int) bool {
 	return state != 'Z' && state != 'X'
 }
 
+// termPending reports whether a SIGTERM is pending for process pid: sent,
+// and not yet taken by the process (which needs the CPU to take it).
+func termPending(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	const bit = 1 << (syscall.SIGTERM - 1)
+	for line := range strings.SplitSeq(string(b), "\n") {
+		name, mask, ok := strings.Cut(line, ":")
+		if !ok || (name != "SigPnd" && name != "ShdPnd") {
+			continue
+		}
+		if m, err := strconv.ParseUint(strings.TrimSpace(mask), 16, 64); err == nil && m&bit != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // death is when a watched process died: after lastAlive, before dead.
+// termSeen, if not zero, is when a SIGTERM was first seen pending for it:
+// the SIGTERM was sent by then.
 type death struct {
 	lastAlive, dead time.Time
+	termSeen        time.Time
 }
 
 // waitDeath polls pid every millisecond until it has exited, and brackets
 // the moment it died. It fails the script after timeout.
 func waitDeath(ts *testscript.TestScript, pid int, timeout time.Duration) death {
+	d, err := pollDeath(pid, timeout)
+	if err != nil {
+		ts.Fatalf("%v", err)
+	}
+	return d
+}
+
+func pollDeath(pid int, timeout time.Duration) (death, error) {
 	deadline := time.Now().Add(timeout)
 	var d death
 	for {
@@ -386,11 +417,14 @@ func waitDeath(ts *testscript.TestScript, pid int, timeout time.Duration) death 
 			if d.lastAlive.IsZero() {
 				d.lastAlive = before // already dead when we looked first
 			}
-			return d
+			return d, nil
 		}
 		d.lastAlive = before
+		if d.termSeen.IsZero() && termPending(pid) {
+			d.termSeen = before
+		}
 		if before.After(deadline) {
-			ts.Fatalf("process %d still alive after %s", pid, timeout)
+			return d, fmt.Errorf("process %d still alive after %s", pid, timeout)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -453,6 +487,14 @@ func cmdKillTiming(ts *testscript.TestScript, neg bool, args []string) {
 func checkKillTiming(ts *testscript.TestScript, d death, term time.Time, lo time.Duration, hi *time.Duration) {
 	early, late := d.lastAlive.Sub(term), d.dead.Sub(term)
 	ts.Logf("child died between %s and %s after its TERM trap ran", early.Round(time.Millisecond), late.Round(time.Millisecond))
+	// The SIGTERM was sent by the time the trap ran, and by the time it was
+	// seen pending: the trap waits for the child to be scheduled, which on
+	// a loaded machine can be 100ms and more after the signal. The earlier
+	// of the two is the closer bound on when it was sent.
+	if !d.termSeen.IsZero() && d.termSeen.Before(term) {
+		early = d.lastAlive.Sub(d.termSeen)
+		ts.Logf("the SIGTERM was seen pending %s before the trap ran: the child died at least %s after it", term.Sub(d.termSeen).Round(time.Millisecond), early.Round(time.Millisecond))
+	}
 	if early < lo {
 		ts.Fatalf("the child was dead %s after SIGTERM; the kill must not come before %s", early.Round(time.Millisecond), lo)
 	}
