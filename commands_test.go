@@ -226,7 +226,7 @@ func cmdServer(ts *testscript.TestScript, neg bool, args []string) {
 	var err error
 	switch args[0] {
 	case "stop":
-		warmDirect(ts)
+		harnessOf(ts).stopRev = warmDirect(ts)
 		err = st.server.Stop()
 	case "cont":
 		err = st.server.Cont()
@@ -245,7 +245,9 @@ type harness struct {
 	direct lock.Backend         // to the server itself, not through the proxy
 	etcd   *clientv3.Client     // the same, for etcd's lease API
 	marks  map[string]time.Time // mark NAME
-	thaw   map[int]func()       // watcher freeze
+	// stopRev is the etcd revision read just before the last server stop.
+	stopRev int64
+	thaw    map[int]func() // watcher freeze
 	// killedMaster is the address of the master sentinel killmaster killed.
 	killedMaster string
 }
@@ -298,11 +300,15 @@ func directEtcd(ts *testscript.TestScript) *clientv3.Client {
 }
 
 // etcdHolder reads KEY's holder on etcd directly: its token (from its
-// record) and its lease.
-func etcdHolder(c *clientv3.Client, key string) (uint64, clientv3.LeaseID, error) {
+// record) and its lease; as of revision rev, if not 0.
+func etcdHolder(c *clientv3.Client, key string, rev int64) (uint64, clientv3.LeaseID, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	resp, err := c.Get(ctx, "distlock/"+url.PathEscape(key)+"/", clientv3.WithFirstCreate()...)
+	opts := clientv3.WithFirstCreate()
+	if rev != 0 {
+		opts = append(opts, clientv3.WithRev(rev))
+	}
+	resp, err := c.Get(ctx, "distlock/"+url.PathEscape(key)+"/", opts...)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -334,14 +340,17 @@ func etcdLeaseLive(c *clientv3.Client, lease clientv3.LeaseID) error {
 
 // warmDirect opens the script's direct connections and makes one request
 // on each, so that a check right after a death does not pay for a dial.
-func warmDirect(ts *testscript.TestScript) {
+// On etcd it returns the revision it read at (0 elsewhere).
+func warmDirect(ts *testscript.TestScript) int64 {
 	direct(ts)
 	if c := directEtcd(ts); c != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, err := c.Get(ctx, "distlock/", clientv3.WithKeysOnly(), clientv3.WithLimit(1))
+		resp, err := c.Get(ctx, "distlock/", clientv3.WithKeysOnly(), clientv3.WithLimit(1))
 		ts.Check(err)
+		return resp.Header.Revision
 	}
+	return 0
 }
 
 // alive reports whether process pid is running. A zombie (exited, not yet
@@ -360,14 +369,45 @@ func alive(pid int) bool {
 	return state != 'Z' && state != 'X'
 }
 
+// termPending reports whether a SIGTERM is pending for process pid: sent,
+// and not yet taken by the process (which needs the CPU to take it).
+func termPending(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	const bit = 1 << (syscall.SIGTERM - 1)
+	for line := range strings.SplitSeq(string(b), "\n") {
+		name, mask, ok := strings.Cut(line, ":")
+		if !ok || (name != "SigPnd" && name != "ShdPnd") {
+			continue
+		}
+		if m, err := strconv.ParseUint(strings.TrimSpace(mask), 16, 64); err == nil && m&bit != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // death is when a watched process died: after lastAlive, before dead.
+// termSeen, if not zero, is when a SIGTERM was first seen pending for it:
+// the SIGTERM was sent by then.
 type death struct {
 	lastAlive, dead time.Time
+	termSeen        time.Time
 }
 
 // waitDeath polls pid every millisecond until it has exited, and brackets
 // the moment it died. It fails the script after timeout.
 func waitDeath(ts *testscript.TestScript, pid int, timeout time.Duration) death {
+	d, err := pollDeath(pid, timeout)
+	if err != nil {
+		ts.Fatalf("%v", err)
+	}
+	return d
+}
+
+func pollDeath(pid int, timeout time.Duration) (death, error) {
 	deadline := time.Now().Add(timeout)
 	var d death
 	for {
@@ -377,11 +417,14 @@ func waitDeath(ts *testscript.TestScript, pid int, timeout time.Duration) death 
 			if d.lastAlive.IsZero() {
 				d.lastAlive = before // already dead when we looked first
 			}
-			return d
+			return d, nil
 		}
 		d.lastAlive = before
+		if d.termSeen.IsZero() && termPending(pid) {
+			d.termSeen = before
+		}
 		if before.After(deadline) {
-			ts.Fatalf("process %d still alive after %s", pid, timeout)
+			return d, fmt.Errorf("process %d still alive after %s", pid, timeout)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -444,6 +487,14 @@ func cmdKillTiming(ts *testscript.TestScript, neg bool, args []string) {
 func checkKillTiming(ts *testscript.TestScript, d death, term time.Time, lo time.Duration, hi *time.Duration) {
 	early, late := d.lastAlive.Sub(term), d.dead.Sub(term)
 	ts.Logf("child died between %s and %s after its TERM trap ran", early.Round(time.Millisecond), late.Round(time.Millisecond))
+	// The SIGTERM was sent by the time the trap ran, and by the time it was
+	// seen pending: the trap waits for the child to be scheduled, which on
+	// a loaded machine can be 100ms and more after the signal. The earlier
+	// of the two is the closer bound on when it was sent.
+	if !d.termSeen.IsZero() && d.termSeen.Before(term) {
+		early = d.lastAlive.Sub(d.termSeen)
+		ts.Logf("the SIGTERM was seen pending %s before the trap ran: the child died at least %s after it", term.Sub(d.termSeen).Round(time.Millisecond), early.Round(time.Millisecond))
+	}
 	if early < lo {
 		ts.Fatalf("the child was dead %s after SIGTERM; the kill must not come before %s", early.Round(time.Millisecond), lo)
 	}
@@ -475,8 +526,10 @@ func checkKillTiming(ts *testscript.TestScript, d death, term time.Time, lo time
 // What "still held" means per engine: on Redis the key exists only until
 // its TTL has passed (an expired key is never returned). On etcd an
 // expired lease's keys stay until the leader revokes it (checked every
-// 500ms), so the key's existence is not enough: the server must also
-// accept a keep-alive of the lease (see etcdLeaseLive). On PostgreSQL and
+// 500ms), so the key's existence is not enough: the lease's last grant or
+// keep-alive the server answered, as the fault proxy forwarded it, plus
+// its TTL must be after the death, or else the server must still accept
+// a keep-alive of the lease (etcdDeadBeforeExpiry). On PostgreSQL and
 // MySQL an expired lease's row stays until the key is taken again, so the
 // check is exact: the lease's time left when the server read it, plus the
 // time from the death to the question, must be positive (LeaseLeft). On
@@ -523,7 +576,7 @@ func cmdDeadBeforeExpiry(ts *testscript.TestScript, neg bool, args []string) {
 		err   error
 	)
 	if ec != nil && !cont {
-		etok, lease, err = etcdHolder(ec, args[1])
+		etok, lease, err = etcdHolder(ec, args[1], 0)
 		ts.Check(err)
 	}
 	var sampled *leaseEnd // the lease's end as read before the death (leaseend_test.go)
@@ -540,17 +593,19 @@ func cmdDeadBeforeExpiry(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if ec != nil {
 		if cont {
-			if etok, lease, err = etcdHolder(ec, args[1]); err != nil {
-				ts.Fatalf("the lease on %s was gone from the server when the child was seen dead: %v", args[1], err)
+			// Read at the revision the server was stopped at: a lease that
+			// has ended since is revoked (with its key) as soon as the
+			// server runs, and what counts is the holder it had then.
+			if etok, lease, err = etcdHolder(ec, args[1], harnessOf(ts).stopRev); err != nil {
+				ts.Fatalf("no holder of %s on the server when it was stopped: %v", args[1], err)
 			}
 		}
-		if err := etcdLeaseLive(ec, lease); err != nil {
-			ts.Fatalf("the lease on %s had already expired on the server when the child was seen dead: %v", args[1], err)
-		}
-		ts.Logf("process seen dead; %s later the server still accepted a keep-alive of the lease", time.Since(d.dead).Round(100*time.Microsecond))
 		if want != 0 && etok != want {
 			ts.Fatalf("%s is held by token %d on the server, not by the child's token %d", args[1], etok, want)
 		}
+		etcdDeadBeforeExpiry(ts, st.etcdLeases, ec, args[1], lease, d)
+		checkTermTiming(ts, termFile, termMin, d)
+		return
 	}
 	h, held, err := b.Inspect(context.Background(), args[1])
 	checked := time.Now()
@@ -591,11 +646,47 @@ func cmdDeadBeforeExpiry(ts *testscript.TestScript, neg bool, args []string) {
 	if st.sessions != nil { // Consul: the session's own earliest expiry
 		consulDeadBeforeExpiry(ts, st.sessions, args[1], want, d.dead)
 	}
-	if termFile != "" {
-		lo, err := time.ParseDuration(termMin)
-		ts.Check(err)
-		checkKillTiming(ts, d, readTermTime(ts, termFile), lo, nil)
+	checkTermTiming(ts, termFile, termMin, d)
+}
+
+// checkTermTiming is deadbeforeexpiry's -term TERMFILE MIN check (none
+// when termFile is empty).
+func checkTermTiming(ts *testscript.TestScript, termFile, termMin string, d death) {
+	if termFile == "" {
+		return
 	}
+	lo, err := time.ParseDuration(termMin)
+	ts.Check(err)
+	checkKillTiming(ts, d, readTermTime(ts, termFile), lo, nil)
+}
+
+// etcdDeadBeforeExpiry fails the script unless etcd lease lease (of KEY's
+// holder) was still alive when the child was seen dead, at dead. First by
+// the fault proxy's record of the lease's last grant or keep-alive that
+// the server answered (etcdLeases): it ended no sooner than that request
+// was forwarded plus its TTL, whenever the server is asked; that needs
+// nothing of the server after the death. Failing that (the proxy saw no
+// such answer late enough: one may have been held by a pause), by a
+// keep-alive the server still accepts now (etcdLeaseLive), which proves
+// it only if it arrives before the lease's end: on a loaded machine,
+// tens of milliseconds after the death, which may be longer than the
+// margin the holder left.
+func etcdDeadBeforeExpiry(ts *testscript.TestScript, el *etcdLeases, ec *clientv3.Client, key string, lease clientv3.LeaseID, d death) {
+	dead := d.dead
+	if el != nil {
+		if s, ok := el.lastSent(int64(lease)); ok {
+			left := s.sent.Add(s.ttl).Sub(dead)
+			if left > 0 {
+				ts.Logf("the child was seen dead %s before its etcd lease could end (its last grant or keep-alive the server answered, forwarded at %s, + TTL %s)", left.Round(100*time.Microsecond), s.sent.Format(time.StampMicro), s.ttl)
+				return
+			}
+			ts.Logf("the lease's last grant or keep-alive seen answered, forwarded at %s, + TTL %s was %s before the death; asking the server", s.sent.Format(time.StampMicro), s.ttl, (-left).Round(100*time.Microsecond))
+		}
+	}
+	if err := etcdLeaseLive(ec, lease); err != nil {
+		ts.Fatalf("the lease on %s had already expired on the server when the child was seen dead (%s after it was last seen alive; %s later the server was asked): %v", key, d.dead.Sub(d.lastAlive).Round(100*time.Microsecond), time.Since(dead).Round(100*time.Microsecond), err)
+	}
+	ts.Logf("process seen dead; %s later the server still accepted a keep-alive of the lease", time.Since(dead).Round(100*time.Microsecond))
 }
 
 // mark NAME: remember this moment as NAME.

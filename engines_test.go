@@ -79,6 +79,9 @@ type engineState struct {
 	// sessions: when the consul engine's sessions were created and renewed,
 	// as its fault proxy forwarded them (commands_consul_sessions_test.go).
 	sessions *consulSessions
+	// etcdLeases: when the etcd engines' lease grants and keep-alives were
+	// forwarded (commands_etcd_leases_test.go).
+	etcdLeases *etcdLeases
 	// harness is what the harness commands remember during the script
 	// (commands_test.go).
 	harness *harness
@@ -190,7 +193,11 @@ func engines() []*engine {
 					return err
 				}
 				env.Defer(stop)
-				return st.proxyTo(env, "etcd", ep)
+				if err := st.proxyTo(env, "etcd", ep); err != nil {
+					return err
+				}
+				st.etcdLeases = tapEtcdLeases(st.proxy)
+				return nil
 			},
 		},
 		{
@@ -203,7 +210,11 @@ func engines() []*engine {
 				}
 				env.Defer(func() { p.Close() })
 				st.server = p
-				return st.proxyTo(env, "etcd", p.Addr())
+				if err := st.proxyTo(env, "etcd", p.Addr()); err != nil {
+					return err
+				}
+				st.etcdLeases = tapEtcdLeases(st.proxy)
+				return nil
 			},
 		},
 		{
