@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -38,7 +39,8 @@ import (
 // distlock holds, the ready pipe; /dev/null as stdin, stdout and stderr).
 // It forks the pin, has it lead a new group, writes "r<pin>\n" on the
 // ready pipe, and reads distlock's socket (recvmsg). A handing byte
-// brings the lock files (SCM_RIGHTS), which it keeps open until it exits.
+// brings the lock files (SCM_RIGHTS), which it keeps open until it exits;
+// it echoes the byte once it holds them (hand waits for that).
 // A goodbye: it exits. Anything else (EOF: distlock is dead, even by
 // SIGKILL): it SIGKILLs the command's group, again and again, until a scan
 // of /proc finds none of it running, holding the lock files all along;
@@ -192,26 +194,43 @@ func startWatcherFork() (*watcher, error) {
 
 // hand gives a forked watcher the lock files to hold: one byte on its
 // socket carrying duplicates of their descriptors (SCM_RIGHTS). Call it
-// before the command starts; it does not wait for the watcher to read.
+// before the command starts. It returns once the watcher has said it
+// holds them (it echoes the byte after reading them): a nil error means
+// the watcher was alive, holding the files, after they were sent.
 //
-// Why no acknowledgement is needed: sendmsg(2) takes a reference to each
-// open file before it returns, and the message that holds them sits in
-// the watcher's receive queue until the watcher reads it. A flock is let
-// go only when the last reference to its open file is dropped, so from
-// the moment sendmsg returns the lock is held by distlock's descriptors
-// and by the message, then by the watcher's descriptors. If distlock is
-// SIGKILLed right after, its descriptors close but the message stays
-// queued (closing the sending end drops nothing the peer has not read):
-// the watcher reads it, then EOF, kills the command's group until none of
-// it runs, and only its exit lets the lock go. Were the watcher to die
-// without reading it, the queue would be purged and the lock freed, as
-// with the watcher dying at any other time. If distlock dies before
-// sendmsg returns, the command has not been started: the lock may go.
+// Why the acknowledgement: a send succeeding says only that the watcher's
+// end of the socket was open, not that the watcher lives. A watcher
+// SIGKILLed just after its fork leaves that end open in its newly forked
+// pin until the pin closes its descriptors, and one that dies after the
+// send but before it reads purges the message, descriptors and all: in
+// both cases the send succeeds and nobody guards the command.
 //
-// With no files the byte still goes (without rights): a watcher that died
-// while distlock waited then fails the send (EPIPE), and the caller forks
-// another instead of running the command in a group nobody guards.
+// While distlock waits, the files are held: sendmsg(2) takes a reference
+// to each open file before it returns, and the message that holds them
+// sits in the watcher's receive queue until the watcher reads it. A flock
+// is let go only when the last reference to its open file is dropped, so
+// from the moment sendmsg returns the lock is held by distlock's
+// descriptors and by the message, then by the watcher's descriptors. If
+// distlock is SIGKILLed right after, its descriptors close but the
+// message stays queued (closing the sending end drops nothing the peer
+// has not read): the watcher reads it, then EOF, kills the command's
+// group until none of it runs, and only its exit lets the lock go. If
+// distlock dies before sendmsg returns, the command has not been started:
+// the lock may go.
+//
+// With no files the byte still goes (without rights), and is echoed: a
+// watcher that died while distlock waited fails the hand-over, and the
+// caller forks another instead of running the command in a group nobody
+// guards.
 func (w *watcher) hand(keep []*os.File) error {
+	if err := w.send(keep); err != nil {
+		return err
+	}
+	return w.awaitTaken(watcherReady)
+}
+
+// send sends the handing byte with the descriptors of keep (hand).
+func (w *watcher) send(keep []*os.File) error {
 	if len(keep) > maxKeep {
 		return errors.New("too many lock files for the group watcher")
 	}
@@ -233,6 +252,40 @@ func (w *watcher) hand(keep []*os.File) error {
 			err = errors.New("the group watcher's socket took no byte")
 		}
 		return err
+	}
+}
+
+// awaitTaken waits up to limit for the watcher's echo of the handing
+// byte: it holds the files. EOF (the watcher died, and whatever held its
+// end of the socket closed it), an error or the limit is a failure.
+func (w *watcher) awaitTaken(limit time.Duration) error {
+	fd := int(w.w.Fd())
+	deadline := time.Now().Add(limit)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return errors.New("the group watcher did not take the lock files in time")
+		}
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(pfd, int(left.Milliseconds())+1)
+		if err == unix.EINTR || (err == nil && n == 0) {
+			continue
+		}
+		if err != nil {
+			return os.NewSyscallError("poll", err)
+		}
+		var b [1]byte
+		n, err = unix.Read(fd, b[:])
+		runtime.KeepAlive(w.w)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return os.NewSyscallError("read", err)
+		case n != 1 || b[0] != handing:
+			return errors.New("the group watcher is gone: it did not take the lock files")
+		}
+		return nil
 	}
 }
 
@@ -481,10 +534,10 @@ func forkedReady(p *forkPlan, pin uintptr) {
 }
 
 // forkedAwaitGoodbye reads distlock's messages: the lock files (handing,
-// with their descriptors, which we keep open until we exit), then a
-// goodbye, on which the watcher exits. It returns when distlock is gone
-// without one (EOF, an error, anything unexpected), having closed the
-// socket.
+// with their descriptors, which we keep open until we exit; the byte is
+// echoed once we hold them), then a goodbye, on which the watcher exits.
+// It returns when distlock is gone without one (EOF, an error, anything
+// unexpected), having closed the socket.
 //
 //go:nosplit
 //go:norace
@@ -510,6 +563,9 @@ func forkedAwaitGoodbye(p *forkPlan) {
 		if p.buf[0] != handing {
 			break
 		}
+		// The files are ours: say so (hand waits for it). Should distlock
+		// be gone meanwhile, the next read tells.
+		syscall.RawSyscall6(unix.SYS_SENDTO, forkedCtlFd, uintptr(unsafe.Pointer(&p.buf[0])), 1, unix.MSG_NOSIGNAL, 0, 0)
 	}
 	syscall.RawSyscall6(unix.SYS_CLOSE, forkedCtlFd, 0, 0, 0, 0, 0)
 }

@@ -86,8 +86,9 @@ func state(pid int) byte {
 }
 
 // The lock files handed to a watcher forked ahead of the lock are kept by
-// it: once it has read them, distlock's own copies may close and the
-// flock stays held, until the watcher is let go. All maxKeep of them (the
+// it: once hand returns it holds them (it has acknowledged them), so
+// distlock's own copies may close and the flock stays held, until the
+// watcher is let go. All maxKeep of them (the
 // control buffer fits them: a message cut short would have the kernel
 // close the rest), and never more (hand refuses).
 func TestPreparedWatcherKeepsHandedFiles(t *testing.T) {
@@ -107,14 +108,12 @@ func TestPreparedWatcherKeepsHandedFiles(t *testing.T) {
 	if err := w.hand(files); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the watcher holds the handed files", func() bool {
-		for _, path := range paths {
-			if holds(w.pid, path) != 1 {
-				return false
-			}
+	// hand returns once the watcher holds them.
+	for _, path := range paths {
+		if holds(w.pid, path) != 1 {
+			t.Fatalf("%s: hand returned before the watcher held it", path)
 		}
-		return true
-	})
+	}
 	for _, f := range files {
 		f.Close()
 	}
@@ -132,8 +131,9 @@ func TestPreparedWatcherKeepsHandedFiles(t *testing.T) {
 	}
 }
 
-// distlock SIGKILLed the moment it has handed the lock files over, before
-// the watcher has even read them (here it is stopped): the files are held
+// distlock SIGKILLed the moment it has sent the lock files over, before
+// the watcher has even read them (here it is stopped), so before its
+// acknowledgement: the files are held
 // by the message queued on the watcher's socket, so the lock is not freed
 // with distlock's copies. The watcher then reads them, sees distlock's
 // end, kills the command's group, and only its exit lets the lock go: a
@@ -157,7 +157,7 @@ func TestHandedFilesHeldWhileInFlight(t *testing.T) {
 	})
 	syscall.Kill(w.pid, syscall.SIGSTOP)
 	waitFor(t, "the watcher stopped", func() bool { return state(w.pid) == 'T' })
-	if err := w.hand([]*os.File{f}); err != nil {
+	if err := w.send([]*os.File{f}); err != nil {
 		t.Fatal(err)
 	}
 	// distlock's death: every descriptor of it closes, no goodbye.
@@ -251,4 +251,42 @@ func startAfterPreparedWatcherDied(t *testing.T, keep []*os.File) *Process {
 		t.Fatal("Start kept the dead watcher")
 	}
 	return p
+}
+
+// A watcher that dies after the lock files were sent but before it read
+// them (stopped here, then SIGKILLed) has not taken them over: the kernel
+// purges its socket's queue, descriptors and all. hand must not report
+// them taken, or Start would start the command with a watcher that is
+// gone (and on the file engine a SIGKILLed distlock would then free the
+// lock while its command ran). The same stands for a watcher SIGKILLed
+// just after its fork, while its newly forked pin still held the
+// watcher's end of the socket (until the pin closes its descriptors a
+// send to the dead watcher succeeds).
+func TestHandFailsIfWatcherDiesBeforeReading(t *testing.T) {
+	w := preparedWatcher(t)
+	f, _ := lockedFile(t, "lock")
+	t.Cleanup(func() {
+		w.reap()
+		var ws syscall.WaitStatus
+		syscall.Wait4(w.pgid, &ws, 0, nil) // the pin, ours once the watcher is gone
+	})
+	syscall.Kill(w.pid, syscall.SIGSTOP)
+	waitFor(t, "the watcher stopped", func() bool { return state(w.pid) == 'T' })
+	handed := make(chan error, 1)
+	go func() { handed <- w.hand([]*os.File{f}) }()
+	// The files are on their way once distlock's end has bytes the
+	// watcher has not read (SIOCOUTQ).
+	waitFor(t, "the files sent", func() bool {
+		n, err := unix.IoctlGetInt(int(w.w.Fd()), unix.SIOCOUTQ)
+		return err == nil && n > 0
+	})
+	syscall.Kill(w.pid, syscall.SIGKILL)
+	select {
+	case err := <-handed:
+		if err == nil {
+			t.Fatal("hand reported the lock files taken by a watcher that died before reading them")
+		}
+	case <-time.After(2 * watcherReady):
+		t.Fatal("hand did not notice the watcher's death")
+	}
 }
