@@ -27,7 +27,8 @@ import (
 //     keeps the group's number the command's meanwhile (watch.go).
 //
 // Without a watcher (no pin) the group's number is the command's pid and
-// kill(-pgid, 0) tells whether the group still exists.
+// kill(-pgid, 0) tells whether the group still exists, once its exited
+// members that are distlock's children are reaped.
 
 // errProcUntrusted: /proc is not this process's (procfs.Own).
 var errProcUntrusted = errors.New("/proc is not this pid namespace's proc filesystem")
@@ -44,15 +45,17 @@ func GroupTracked() bool { return procTrusted() }
 
 // groupRunningWithoutProc is groupRunning without /proc (see above).
 func (p *Process) groupRunningWithoutProc() bool {
-	if p.watcher == nil {
-		// No pin: the group exists while a process of it does (a member
-		// we may not signal too: EPERM means alive).
-		return !errors.Is(syscall.Kill(-p.pgid, 0), syscall.ESRCH)
-	}
 	select {
 	case <-p.done:
 	default:
 		return true // the leader runs, or is not reaped yet
+	}
+	if p.watcher == nil {
+		// No pin: the group exists while a process of it does (a member
+		// we may not signal too: EPERM means alive), a zombie too: the
+		// exited ones left to us (the leader is reaped) go first.
+		childInGroup(p.pgid)
+		return !errors.Is(syscall.Kill(-p.pgid, 0), syscall.ESRCH)
 	}
 	return childInGroup(p.pgid)
 }

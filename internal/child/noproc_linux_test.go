@@ -4,6 +4,7 @@ package child
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -65,4 +66,27 @@ func TestWithoutProcSuperviseWaitsForLeftChild(t *testing.T) {
 	if err := syscall.Kill(pid, 0); err != syscall.ESRCH {
 		t.Fatalf("kill(%d, 0) = %v once Supervise returned: the background process is not gone (reaped)", pid, err)
 	}
+}
+
+// Without a watcher and without /proc, a process the command left behind
+// (distlock's child once the command has exited) is reaped when it exits:
+// its zombie does not keep the group existing, and the lock held, for
+// ever.
+func TestWithoutProcOrWatcherReapsLeftChild(t *testing.T) {
+	untrustedProc(t)
+	prepareReaping()
+	sh := exec.Command("sh", "-c", "sleep 0.2 & exit 0")
+	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pgid := sh.Process.Pid
+	t.Cleanup(func() { syscall.Kill(-pgid, syscall.SIGKILL) })
+	sh.Wait()
+	p := &Process{pid: pgid, pgid: pgid, done: make(chan struct{})}
+	close(p.done)
+	if !p.groupRunning() {
+		t.Fatal("the group counts as ended while the command's background sleep runs")
+	}
+	waitFor(t, "the group to count as ended once its background sleep exited", func() bool { return !p.groupRunning() })
 }
