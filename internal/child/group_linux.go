@@ -331,11 +331,12 @@ func (p *Process) unsignallable() []int {
 // allStopped reports whether every running member of the command's group
 // (but the pin) is stopped, or in the kernel with a SIGSTOP that takes
 // effect when it leaves (stopComing); when force is set and some are not,
-// it SIGSTOPs the group.
+// it SIGSTOPs the group. Without a /proc to trust, see
+// allStoppedWithoutProc.
 func (p *Process) allStopped(force bool) bool {
 	ms, err := groupMembers(p.pgid, p.pin())
 	if err != nil {
-		return false
+		return p.allStoppedWithoutProc(force)
 	}
 	for _, m := range ms {
 		if m.running() && !m.stopped() && !(m.state == 'D' && stopComing(m.pid)) {

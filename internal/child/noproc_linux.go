@@ -27,7 +27,14 @@ import (
 //     keeps the group's number the command's meanwhile (watch.go).
 //
 // Without a watcher (no pin) the group's number is the command's pid and
-// kill(-pgid, 0) tells whether the group still exists.
+// kill(-pgid, 0) tells whether the group still exists, once its exited
+// members that are distlock's children are reaped.
+//
+// Job control without /proc: whether each member has stopped cannot be
+// read, so the group is stopped with SIGSTOP (which cannot be caught or
+// ignored) once stopGrace is over, and counts as stopped then. A member
+// that distlock may not signal (setuid) is not stopped by it, and is not
+// waited for.
 
 // errProcUntrusted: /proc is not this process's (procfs.Own).
 var errProcUntrusted = errors.New("/proc is not this pid namespace's proc filesystem")
@@ -44,17 +51,34 @@ func GroupTracked() bool { return procTrusted() }
 
 // groupRunningWithoutProc is groupRunning without /proc (see above).
 func (p *Process) groupRunningWithoutProc() bool {
-	if p.watcher == nil {
-		// No pin: the group exists while a process of it does (a member
-		// we may not signal too: EPERM means alive).
-		return !errors.Is(syscall.Kill(-p.pgid, 0), syscall.ESRCH)
-	}
 	select {
 	case <-p.done:
 	default:
 		return true // the leader runs, or is not reaped yet
 	}
+	if p.watcher == nil {
+		// No pin: the group exists while a process of it does (a member
+		// we may not signal too: EPERM means alive), a zombie too: the
+		// exited ones left to us (the leader is reaped) go first.
+		childInGroup(p.pgid)
+		return !errors.Is(syscall.Kill(-p.pgid, 0), syscall.ESRCH)
+	}
 	return childInGroup(p.pgid)
+}
+
+// allStoppedWithoutProc is allStopped without /proc (see above): false
+// until force, then the group gets SIGSTOP and counts as stopped: every
+// member distlock may signal is then stopped, or has the SIGSTOP pending
+// and runs none of its own code before it stops. (The leader's own stop
+// is no sign to wait for: a shell waiting in vfork(2) for a child stopped
+// before its exec stays in the kernel, not stopped, until that child is
+// continued; see stopComing.)
+func (p *Process) allStoppedWithoutProc(force bool) bool {
+	if !force {
+		return false
+	}
+	p.signalGroup(syscall.SIGSTOP)
+	return true
 }
 
 // childInGroup reports whether a child of distlock in group pgid runs,

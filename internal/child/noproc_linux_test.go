@@ -4,6 +4,7 @@ package child
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -65,4 +66,105 @@ func TestWithoutProcSuperviseWaitsForLeftChild(t *testing.T) {
 	if err := syscall.Kill(pid, 0); err != syscall.ESRCH {
 		t.Fatalf("kill(%d, 0) = %v once Supervise returned: the background process is not gone (reaped)", pid, err)
 	}
+}
+
+// Job control without a /proc to trust: SIGTSTP to distlock stops the
+// whole group (SIGSTOP for what ignores SIGTSTP: here a background loop),
+// and distlock stops itself only then; continued, the group runs again,
+// and a second SIGTSTP stops it again.
+func TestWithoutProcSuspendStopsGroup(t *testing.T) {
+	untrustedProc(t)
+	confirm := make(chan error, 1)
+	script := `(trap '' TSTP; while :; do sleep 0.01; done) & echo $! > "$D/bg"; touch "$D/started"; while :; do sleep 0.01; done`
+	p, s, dir := supervised(t, script, Control{
+		KillGrace: time.Second,
+		Confirm:   func() <-chan error { return confirm },
+	})
+	waitStarted(t, dir)
+	bg := readPIDFile(t, filepath.Join(dir, "bg"))
+	// stopped: read from the real /proc, which this test has.
+	stopped := func(pid int) bool {
+		m, _, ok := readMember(pid)
+		return ok && m.stopped()
+	}
+	for round := range 2 {
+		selfStopped := 0
+		s.stopSelf = func() {
+			selfStopped++
+			// Each has stopped, or has the SIGSTOP and stops with no more
+			// from distlock (a process may take the signal a moment
+			// before it shows T).
+			waitFor(t, "the command and its background process to stop, distlock stopped", func() bool { return stopped(p.pid) && stopped(bg) })
+		}
+		s.jobSignal(syscall.SIGTSTP)
+		waitFor(t, "distlock to stop itself", func() bool { s.polled(); return selfStopped > 0 })
+		s.confirmed(nil)
+		if stopped(p.pid) || stopped(bg) {
+			t.Fatalf("round %d: continued and confirmed, yet the command (stopped %v) or its background process (stopped %v) was not continued",
+				round, stopped(p.pid), stopped(bg))
+		}
+	}
+}
+
+// Without a watcher and without /proc, a process the command left behind
+// (distlock's child once the command has exited) is reaped when it exits:
+// its zombie does not keep the group existing, and the lock held, for
+// ever.
+func TestWithoutProcOrWatcherReapsLeftChild(t *testing.T) {
+	untrustedProc(t)
+	prepareReaping()
+	sh := exec.Command("sh", "-c", "sleep 0.2 & exit 0")
+	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pgid := sh.Process.Pid
+	t.Cleanup(func() { syscall.Kill(-pgid, syscall.SIGKILL) })
+	sh.Wait()
+	p := &Process{pid: pgid, pgid: pgid, done: make(chan struct{})}
+	close(p.done)
+	if !p.groupRunning() {
+		t.Fatal("the group counts as ended while the command's background sleep runs")
+	}
+	waitFor(t, "the group to count as ended once its background sleep exited", func() bool { return !p.groupRunning() })
+}
+
+// Without /proc, a group whose shell forks all the time counts as stopped
+// even when the SIGSTOP caught a vfork child before its exec: the shell
+// then waits in the kernel (D), never stopped, until that child is
+// continued, so its own stop is no sign to wait for (waiting for it hung
+// in 10 of 100 such stops). Every member stops all the same.
+func TestWithoutProcGroupStoppedDuringVfork(t *testing.T) {
+	untrustedProc(t)
+	p, _, _ := supervised(t, "while :; do /bin/true; done", Control{KillGrace: time.Second})
+	for trial := range 50 {
+		deadline := time.Now().Add(3 * time.Second)
+		for !p.allStopped(true) {
+			if time.Now().After(deadline) {
+				t.Fatalf("trial %d: the group never counted as stopped", trial)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		waitFor(t, "every member to stop, or wait in the kernel with the SIGSTOP pending", func() bool {
+			ms, err := realMembers(p)
+			for _, m := range ms {
+				if m.running() && !m.stopped() && !(m.state == 'D' && stopComing(m.pid)) {
+					return false
+				}
+			}
+			return err == nil
+		})
+		p.signalGroup(syscall.SIGCONT)
+		time.Sleep(time.Duration(trial%5) * time.Millisecond)
+	}
+}
+
+// realMembers lists the command's group (but the pin) from the real
+// /proc, which the tests have, while the group check is told not to trust
+// it.
+func realMembers(p *Process) ([]member, error) {
+	was := procTrusted
+	procTrusted = func() bool { return true }
+	defer func() { procTrusted = was }()
+	return groupMembers(p.pgid, p.pin())
 }
