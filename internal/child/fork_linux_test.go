@@ -4,6 +4,7 @@ package child
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -30,17 +31,37 @@ func TestForkedWatcherNamesAndDescriptors(t *testing.T) {
 		p.Supervise(Control{KillGrace: time.Second})
 	}()
 	ownArgs := strings.Join(os.Args[1:], "\x00")
+	// The watcher says it is ready once the pin leads its group; the pin
+	// names itself and closes what it inherited a moment later: wait for
+	// that, then report what is still wrong.
+	var wrong []string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		wrong = forkedNamesAndDescriptors(p, ownArgs)
+		if len(wrong) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, w := range wrong {
+		t.Error(w)
+	}
+}
+
+// forkedNamesAndDescriptors says what is wrong with the names and
+// descriptors of p's watcher and pin (TestForkedWatcherNamesAndDescriptors).
+func forkedNamesAndDescriptors(p *Process, ownArgs string) (wrong []string) {
 	for _, c := range []struct {
 		pid        int
 		comm, argv string
 	}{{p.watcher.pid, "distlock-watch", WatchArg}, {p.pgid, "distlock-pin", PinArg}} {
 		comm, _ := os.ReadFile("/proc/" + strconv.Itoa(c.pid) + "/comm")
 		if strings.TrimSpace(string(comm)) != c.comm {
-			t.Errorf("process %d is called %q, want %q", c.pid, comm, c.comm)
+			wrong = append(wrong, fmt.Sprintf("process %d is called %q, want %q", c.pid, comm, c.comm))
 		}
 		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(c.pid) + "/cmdline")
 		if !bytes.Contains(cmdline, []byte("\x00"+c.argv+"\x00")) || ownArgs != "" && bytes.Contains(cmdline, []byte(ownArgs)) {
-			t.Errorf("process %d's command line is %q: want distlock %s, not ours", c.pid, cmdline, c.argv)
+			wrong = append(wrong, fmt.Sprintf("process %d's command line is %q: want distlock %s, not ours", c.pid, cmdline, c.argv))
 		}
 		// Not distlock's stdin, stdout, stderr (nor anything else of it):
 		// the watcher has /dev/null there, the pin only its pipe.
@@ -48,14 +69,15 @@ func TestForkedWatcherNamesAndDescriptors(t *testing.T) {
 			target, err := os.Readlink("/proc/" + strconv.Itoa(c.pid) + "/fd/" + strconv.Itoa(fd))
 			switch {
 			case c.pid == p.watcher.pid && target != "/dev/null":
-				t.Errorf("the watcher's descriptor %d is %q (%v), want /dev/null", fd, target, err)
+				wrong = append(wrong, fmt.Sprintf("the watcher's descriptor %d is %q (%v), want /dev/null", fd, target, err))
 			case c.pid == p.pgid && fd == 0 && !strings.HasPrefix(target, "pipe:"):
-				t.Errorf("the pin's stdin is %q (%v), want its pipe", target, err)
+				wrong = append(wrong, fmt.Sprintf("the pin's stdin is %q (%v), want its pipe", target, err))
 			case c.pid == p.pgid && fd > 0 && err == nil:
-				t.Errorf("the pin holds descriptor %d (%s)", fd, target)
+				wrong = append(wrong, fmt.Sprintf("the pin holds descriptor %d (%s)", fd, target))
 			}
 		}
 	}
+	return wrong
 }
 
 // The forked watcher trusts /proc as procfs.Own does: a self link that
