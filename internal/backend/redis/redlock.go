@@ -242,13 +242,13 @@ func (r *Redlock) acquire(ctx context.Context, req lock.Request) (lock.Lease, er
 		// A master whose grant landed but whose reply was lost gets the
 		// token from the first renewal; until then Inspect reads the
 		// token a quorum's records carry.
-		st := &redlockStore{r: r, fields: recordFields(req.Meta, start)}
+		st := newRedlockStore(r, recordFields(req.Meta, start))
 		l := lock.NewLease(lock.Grant{Key: req.Key, Owner: req.Owner, Token: tok, TTL: req.TTL, Granted: start}, st).(*lock.Held)
 		err := r.onQuorum(ctx, nodeTimeout(req.TTL), "took the fencing token", func(ctx context.Context, k int, n *Backend) error {
 			if tries[k].lease == nil {
 				return errs[k]
 			}
-			return errors.Join(st.writeBack(ctx, n, l), errs[k])
+			return errors.Join(st.writeBack(ctx, k, n, l), errs[k])
 		})
 		if err == nil && validity(req.TTL, start) > 0 {
 			return l, nil
@@ -462,7 +462,9 @@ func (r *Redlock) breakOwner(ctx context.Context, key, owner string) error {
 
 // Resume implements lock.Backend: a quorum of masters must name h's owner
 // and token (holding). Their record gives the fields a renewal writes on
-// a master that lost the key.
+// a master that lost the key; the masters that name h's owner (one per
+// acquisition) are the ones the lease knows to hold its record
+// (redlockStore.known).
 func (r *Redlock) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error) {
 	granted := time.Now()
 	recs, errs := fan(ctx, r, 5*time.Second, func(ctx context.Context, _ int, n *Backend) (lock.Holder, error) { return n.holding(ctx, h) })
@@ -470,6 +472,9 @@ func (r *Redlock) Resume(ctx context.Context, h lock.Handle) (lock.Lease, error)
 		return nil, err
 	}
 	k := slices.Index(errs, nil)
-	st := &redlockStore{r: r, fields: recordFields(recs[k].Meta, recs[k].AcquiredAt)}
+	st := newRedlockStore(r, recordFields(recs[k].Meta, recs[k].AcquiredAt))
+	for i, rec := range recs {
+		st.known[i] = rec.Owner == h.Owner && (errs[i] == nil || errors.Is(errs[i], lock.ErrNotHeld))
+	}
 	return lock.NewLease(lock.Grant{Key: h.Key, Owner: h.Owner, Token: h.Token, TTL: h.TTL(), Granted: granted}, st), nil
 }

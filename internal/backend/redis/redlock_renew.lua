@@ -21,15 +21,16 @@
 -- record's other fields as name, value pairs (used when the key is taken
 -- back).
 -- Returns {1 renewed | 2 taken back | 3 lost here since the grant, not
--- taken back | 0 not ours (free or another's), marker age ms, longest live
--- TTL ms (before this call)}.
+-- taken back | 4 free here, and this master kept its data since the grant
+-- (released, broken or expired here, or never ours here) | 0 another
+-- holder's, marker age ms, longest live TTL ms (before this call)}.
 local now = now_ms()
 local age, longest = rl_state(KEYS[3], KEYS[4], now)
 local owner = redis.call('HGET', KEYS[1], 'owner')
 local res = 1
 if owner and owner ~= ARGV[1] then return {0, age, longest} end
 if not owner then
-  if age + tonumber(ARGV[6]) >= tonumber(ARGV[5]) then return {0, age, longest} end
+  if age + tonumber(ARGV[6]) >= tonumber(ARGV[5]) then return {4, age, longest} end
   if ARGV[7] ~= '1' then return {3, age, longest} end
   res = 2
   redis.call('DEL', KEYS[1])
