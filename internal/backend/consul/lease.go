@@ -123,7 +123,7 @@ func (s *session) Hold(ctx context.Context, l *lock.Held, d time.Duration, mode 
 	ops := append(moveOps(s.kvKey, rec.encode(), s.sid, hsid), moveOps(s.slotKey, []byte(hsid), s.sid, hsid)...)
 	ok, _, _, err := s.b.txn(ctx, "hold "+l.Key(), ops)
 	if err != nil {
-		ok, err = s.settle(ctx, hsid, err)
+		ok, err = s.settle(ctx, l.Key(), hsid, d, err)
 	}
 	if err != nil {
 		return 0, err
@@ -147,27 +147,39 @@ func moveOps(key string, value []byte, from, to string) api.TxnOps {
 	}
 }
 
-// settle decides a hold whose transaction failed with txnErr, reply lost
-// or never sent, by reading our entry back: held by the new session, the
-// move was applied; by the old, it was not (the new session is destroyed
-// and txnErr returned); gone, the lease is. When it cannot tell it leaves
-// both sessions alone and returns txnErr.
-func (s *session) settle(ctx context.Context, hsid string, txnErr error) (bool, error) {
+// settle decides a hold whose transaction (moving our entry to the new
+// session hsid, of TTL d) failed with txnErr, reply lost or never sent, by
+// reading the entry back with a consistent read (the leader checks that it
+// still leads first, so the answer is not a stale copy). On hsid: the move
+// was applied (true). Gone, or on a session neither ours nor hsid: the move
+// can never apply (it checks the old session holds the entry, and nothing
+// moves an entry back to it), so hsid holds nothing (false: Hold destroys
+// it, lock.ErrNotHeld). Still on the old session, or unreadable: an error,
+// and hsid is left alone. A read cannot see a request still on its way,
+// which may yet move the entry to hsid; destroying hsid then would delete
+// the lock (its behavior is delete) while Hold reported an error, which
+// keeps the old expiry. A hsid the entry never reaches holds nothing and
+// expires by itself: it costs the servers one session's state for its TTL
+// (up to twice that).
+func (s *session) settle(ctx context.Context, key, hsid string, d time.Duration, txnErr error) (bool, error) {
+	cause := txnErr
+	if ue := (*lock.UnavailableError)(nil); errors.As(txnErr, &ue) {
+		cause = ue.Err // txn's: the op and servers are named again below
+	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.b.connTO)
 	defer cancel()
 	var kv *api.KVPair
 	if err := s.b.call(func(c *api.Client) (err error) {
-		kv, _, err = c.KV().Get(s.kvKey, qo(cctx))
+		kv, _, err = c.KV().Get(s.kvKey, (&api.QueryOptions{RequireConsistent: true}).WithContext(cctx))
 		return err
 	}); err != nil {
-		return false, txnErr
+		return false, s.b.opError(fmt.Sprintf("hold %s (no answer, and the lock could not be read back: it is held either for %s more or until it was due to expire)", key, d), cause)
 	}
 	switch {
 	case kv != nil && kv.Session == hsid:
 		return true, nil
 	case kv != nil && kv.Session == s.sid:
-		s.b.cleanup(ctx, hsid)
-		return false, txnErr
+		return false, s.b.opError(fmt.Sprintf("hold %s (not applied: the lock is still held until it was due to expire, or for %s more should the request still arrive)", key, d), cause)
 	}
 	return false, nil
 }
