@@ -74,6 +74,9 @@ func (c *contender) Look(ctx context.Context) (lock.LineLook, error) {
 		c.node, c.attempted = "", false
 		return lock.LineLook{Lost: true}, nil
 	}
+	if extra := line[mine].extra; len(extra) > 0 {
+		return lock.LineLook{}, c.dropExtra(ctx, extra)
+	}
 	var clock func(context.Context) (int64, error)
 	if mine <= c.limit {
 		clock = c.serverClock // a later waiter leaves the holds to the first
@@ -137,12 +140,32 @@ func (c *contender) openSession(ctx context.Context) error {
 	return nil
 }
 
+// dropExtra deletes our extra lock nodes (parseLine): our place is our
+// lowest one's, which every reader finds; the others would stand in line
+// after it once it went. Each name holds our nonce, so it is ours alone,
+// whatever it holds. Then the line is read again (lock.ErrLookAgain).
+func (c *contender) dropExtra(ctx context.Context, extra []string) error {
+	for _, name := range extra {
+		if err := ignore(c.s.remove(ctx, c.dir+"/"+name, -1), zk.ErrNoNode); err != nil {
+			return c.b.opError("delete an extra node of ours in the line of "+c.req.Key, err)
+		}
+	}
+	return lock.ErrLookAgain
+}
+
 // takePlace makes sure we have a node in line: a create whose answer was
 // lost may have made it, so that is looked for (by our nonce) before
 // ours is made at the back, the key's node first if it is missing (or was
-// just removed, being empty).
+// just removed, being empty). The client may have moved to another
+// server since, which need not have applied that create yet: it is
+// synced with the leader first (Sync: as Entries does). A create still
+// on its way to the leader can land after that read all the same: the
+// contender then has two nodes, which parseLine and Look deal with.
 func (c *contender) takePlace(ctx context.Context) error {
 	if c.node == "" && c.attempted {
+		if err := c.s.sync(ctx, c.dir); err != nil {
+			return c.b.opError("read the line of "+c.req.Key, err)
+		}
 		line, _, err := c.b.lineOf(ctx, c.s, c.req.Key, "read the line of ")
 		if err != nil {
 			return err
@@ -181,8 +204,10 @@ func (c *contender) takePlace(ctx context.Context) error {
 }
 
 // readLine reads the line (noting its version for Watch) and finds our
-// place in it (-1: our node is not in it, or not as we made it). Everyone
-// ahead of us must have asked for our limit (lock.Refuse's
+// place in it (-1: our node is not in it, or not as we made it). With
+// two lock nodes (parseLine), our place is the lowest one's, as every
+// reader finds it: that becomes our node, wherever our last create made
+// it. Everyone ahead of us must have asked for our limit (lock.Refuse's
 // lock.LimitMismatchError otherwise: exit 64).
 func (c *contender) readLine(ctx context.Context) (line []entry, mine int, err error) {
 	if line, c.seen, err = c.b.lineOf(ctx, c.s, c.req.Key, "read the line of "); err != nil {
@@ -190,8 +215,8 @@ func (c *contender) readLine(ctx context.Context) (line []entry, mine int, err e
 	}
 	var ahead []lock.SeenLimit
 	for i, e := range line {
-		if e.nonce == c.nonce && e.lock == c.node {
-			c.seq = e.seq
+		if e.nonce == c.nonce && e.hasLock(c.node) {
+			c.node, c.seq = e.lock, e.seq
 			return line, i, lock.Refuse(c.req.Key, c.limit, nil, ahead, false)
 		}
 		ahead = append(ahead, lock.SeenLimit{Have: e.limit})

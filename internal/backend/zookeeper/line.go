@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -41,14 +40,20 @@ type entry struct {
 	nonce string
 	seq   int64
 	limit int
-	lock  string // lock node name, "" if none
-	hold  string // newest hold node name, "" if none
-	gen   int    // generation of hold
+	lock  string   // lock node name, "" if none: the lowest-numbered of the nonce's
+	extra []string // the nonce's other lock nodes, in order (a create retried: takePlace)
+	hold  string   // newest hold node name, "" if none
+	gen   int      // generation of hold
 }
 
 // node is the entry's node that stands for it: the lock node while there
 // is one, else the hold node.
 func (e entry) node() string { return cmp.Or(e.lock, e.hold) }
+
+// hasLock: name is one of the entry's lock nodes.
+func (e entry) hasLock(name string) bool {
+	return name != "" && (e.lock == name || slices.Contains(e.extra, name))
+}
 
 func lockPrefix(limit int, nonce string) string { return fmt.Sprintf("lock-%d-%s-", limit, nonce) }
 
@@ -58,40 +63,77 @@ func holdName(limit int, nonce string, gen int, seq int64) string {
 
 func slotName(i int) string { return "slot-" + strconv.Itoa(i) }
 
+// lineNode is one lock or hold node of a key's line, its name read.
+type lineNode struct {
+	name, nonce string
+	hold        bool
+	limit, gen  int
+	seq         int64
+}
+
+// parseNode reads a child's name as a lock or hold node (ok false: a
+// slot node, or a foreign name).
+func parseNode(name string) (n lineNode, ok bool) {
+	parts := strings.Split(name, "-")
+	var err error
+	switch {
+	case parts[0] == "lock" && len(parts) == 4:
+	case parts[0] == "hold" && len(parts) == 5:
+		n.hold = true
+		n.gen, err = strconv.Atoi(parts[3])
+	default:
+		return n, false
+	}
+	limit, err1 := strconv.Atoi(parts[1])
+	seq, err2 := strconv.ParseInt(parts[len(parts)-1], 10, 64)
+	if err != nil || err1 != nil || err2 != nil || limit < 1 || parts[2] == "" {
+		return n, false
+	}
+	n.name, n.nonce, n.limit, n.seq = name, parts[2], limit, seq
+	return n, true
+}
+
 // parseLine orders the children of a key's node into its line (by
 // sequence number). Slot nodes and foreign names are left out.
+//
+// One contender may have two lock nodes: a create whose answer was lost
+// made one that takePlace's check did not see yet (another server's
+// read), and it made another. Every reader must then find it at the same
+// place, whatever order the server lists them in: the nodes are merged
+// in the order of their numbers, so a contender's place is its lowest
+// lock node's (or its hold's, which keeps the number of the place it was
+// made for), and its others are extra. That place is the one it had
+// first and never moves while that node is there (a node made later has
+// a higher number); the contender takes it as its own and deletes the
+// extra ones (Look).
 func parseLine(children []string) []entry {
-	byNonce := map[string]entry{}
+	var nodes []lineNode
 	for _, name := range children {
-		parts := strings.Split(name, "-")
-		gen, err := 0, error(nil)
-		switch {
-		case parts[0] == "lock" && len(parts) == 4:
-		case parts[0] == "hold" && len(parts) == 5:
-			gen, err = strconv.Atoi(parts[3])
-		default:
-			continue
+		if n, ok := parseNode(name); ok {
+			nodes = append(nodes, n)
 		}
-		limit, err1 := strconv.Atoi(parts[1])
-		seq, err2 := strconv.ParseInt(parts[len(parts)-1], 10, 64)
-		if err != nil || err1 != nil || err2 != nil || limit < 1 || parts[2] == "" {
-			continue
-		}
-		e, ok := byNonce[parts[2]]
-		if !ok {
-			e = entry{nonce: parts[2], seq: seq, limit: limit}
-		}
-		if parts[0] == "lock" {
-			e.lock = name
-		} else if e.hold == "" || gen > e.gen {
-			e.hold, e.gen = name, gen
-		}
-		byNonce[e.nonce] = e
 	}
-	line := slices.Collect(maps.Values(byNonce))
-	slices.SortFunc(line, func(a, b entry) int {
-		return cmp.Or(cmp.Compare(a.seq, b.seq), strings.Compare(a.nonce, b.nonce))
+	slices.SortFunc(nodes, func(a, b lineNode) int {
+		return cmp.Or(cmp.Compare(a.seq, b.seq), strings.Compare(a.name, b.name))
 	})
+	var line []entry
+	at := map[string]int{} // nonce: its index in line
+	for _, n := range nodes {
+		i, ok := at[n.nonce]
+		if !ok {
+			i, at[n.nonce] = len(line), len(line)
+			line = append(line, entry{nonce: n.nonce, seq: n.seq, limit: n.limit})
+		}
+		e := &line[i]
+		switch {
+		case !n.hold && e.lock == "":
+			e.lock = n.name
+		case !n.hold:
+			e.extra = append(e.extra, n.name)
+		case e.hold == "" || n.gen > e.gen:
+			e.hold, e.gen = n.name, n.gen
+		}
+	}
 	return line
 }
 
@@ -305,7 +347,8 @@ func (b *Backend) breakOne(ctx context.Context, s *session, dir string, h holdin
 // breakOps is one multi that deletes the holder h of a line in dir with
 // the version it was read at, with a lock node's slot node if it is still
 // that holder's (slotRead: a slot claimed since fails the multi, and the
-// holder has moved), and any hold node beside it. A holder's slot node
+// holder has moved), and any hold node and extra lock nodes (parseLine)
+// beside it: its nonce makes them its own. A holder's slot node
 // goes only with its lock node once it has its token, but one still
 // taking may give its slot back, which another then claims.
 func (b *Backend) breakOps(ctx context.Context, s *session, dir string, h holding) []any {
@@ -317,6 +360,9 @@ func (b *Backend) breakOps(ctx context.Context, s *session, dir string, h holdin
 	}
 	if h.lock != "" && h.hold != "" {
 		ops = append(ops, &zk.DeleteRequest{Path: dir + "/" + h.hold, Version: -1})
+	}
+	for _, x := range h.extra { // else the holder stays in line at the next of its places
+		ops = append(ops, &zk.DeleteRequest{Path: dir + "/" + x, Version: -1})
 	}
 	return ops
 }

@@ -68,6 +68,14 @@ func (s *session) set(ctx context.Context, path string, data []byte) (*zk.Stat, 
 	return call(ctx, func() (*zk.Stat, error) { return s.conn.Set(path, data, -1) })
 }
 
+// sync has this session's server apply everything the leader had
+// committed when it asked (path: a node under which the reads that follow
+// look; it need not exist).
+func (s *session) sync(ctx context.Context, path string) error {
+	_, err := call(ctx, func() (string, error) { return s.conn.Sync(path) })
+	return ignore(err, zk.ErrNoNode)
+}
+
 // exists stats a node; ok is false when it is missing.
 func (s *session) exists(ctx context.Context, path string) (ok bool, st *zk.Stat, err error) {
 	return call2(ctx, func() (bool, *zk.Stat, error) { return s.conn.Exists(path) })
