@@ -48,6 +48,12 @@ func (l *nodeStore) Hold(ctx context.Context, h *lock.Held, d time.Duration, mod
 	if err := s.createTTL(ctx, path, rec.encode(), time.Duration(rec.NodeTTL)*time.Millisecond); errors.Is(err, zk.ErrNoNode) {
 		return h.TTL(), h.NotOurs() // the key's node is gone, and our node with it
 	} else if err != nil {
+		// A create whose reply was lost may still be applied: delete its
+		// node (version 0: no multi has made it hold the lock), or it
+		// would keep the lock for d after this error.
+		rctx, cancel := l.b.fresh(ctx)
+		_ = s.remove(rctx, path, 0)
+		cancel()
 		return h.TTL(), l.b.opError("hold "+h.Key(), err)
 	}
 	ops := append(l.ours(h, l.holdVer), &zk.SetDataRequest{Path: path, Data: rec.encode(), Version: 0})

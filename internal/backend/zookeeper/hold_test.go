@@ -11,12 +11,14 @@ import (
 
 	"github.com/distlock/distlock/internal/lock"
 	"github.com/distlock/distlock/internal/testenv/faultproxy"
+	"github.com/distlock/distlock/internal/testenv/wait"
 )
 
 // ZooKeeper request opcodes, as a tap sees them (length, xid, opcode).
 const (
-	opDelete = 2
-	opMulti  = 14
+	opDelete    = 2
+	opMulti     = 14
+	opCreateTTL = 21
 )
 
 // opcode is the opcode of the request data starts (go-zookeeper writes
@@ -219,6 +221,61 @@ func TestHoldAfterLostRequestKeepsTheOldNode(t *testing.T) {
 			h, held, err := r.direct.Inspect(ctx(t), "k")
 			if err != nil || !held || h.Token != l.Token() || h.Hold != before.Hold {
 				t.Fatalf("after a lost multi: held=%v %+v err=%v; want the old holder %+v", held, h, err, before)
+			}
+		})
+	}
+}
+
+// holdNodes are the names of the key's hold nodes, read straight.
+func holdNodes(t *testing.T, r holdRig) []string {
+	t.Helper()
+	names, _, err := r.direct.testAdmin(t).children(ctx(t), r.direct.keyDir("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var holds []string
+	for _, n := range names {
+		if strings.HasPrefix(n, "hold-") {
+			holds = append(holds, n)
+		}
+	}
+	return holds
+}
+
+// A Hold whose new node's create is applied but whose reply is lost fails
+// and leaves no new node behind: the lock keeps the node it had, and its
+// expiry. Before, the new hold node stayed and held the key for the new
+// length after the error (after acquire's error, with no handle printed).
+func TestHoldAfterLostCreateReplyLeavesNoNewNode(t *testing.T) {
+	for _, kind := range leaseKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			r := newHoldRig(t)
+			l := kind.make(t, r)
+			had := holdNodes(t, r)
+			var armed atomic.Bool
+			armed.Store(true)
+			r.px.SetTap(func(_ uint64, toServer bool, data []byte, _ time.Time) {
+				if toServer && opcode(data) == opCreateTTL && armed.Swap(false) {
+					r.px.PauseReplies()
+				}
+			})
+			done := holdAsync(l, time.Second)
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Hold did not return within 10s of its deadline")
+			}
+			r.px.Resume()
+			t.Logf("Hold: %v", err)
+			if err == nil || errors.Is(err, lock.ErrNotHeld) {
+				t.Fatalf("Hold whose create reply was lost = %v, want an engine error", err)
+			}
+			wait.Until(t, 5*time.Second, "the key's hold nodes to be as before the Hold", func() bool {
+				return strings.Join(holdNodes(t, r), ",") == strings.Join(had, ",")
+			})
+			if h, held, err := r.direct.Inspect(ctx(t), "k"); err != nil || !held || h.Token != l.Token() {
+				t.Fatalf("after the failed Hold: held=%v %+v err=%v; want still held by token %d", held, h, err, l.Token())
 			}
 		})
 	}
