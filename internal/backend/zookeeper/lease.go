@@ -157,54 +157,6 @@ func (l *nodeStore) Release(ctx context.Context, h *lock.Held) error {
 	return nil
 }
 
-// Hold implements lock.LeaseStore: it keeps the lock for d with no
-// process. A session cannot outlive its process, so our node is replaced
-// by a TTL node (hold-...) in the same place in line, whose record says
-// how long it holds, and whose own TTL is that length; then our session
-// ends. The new hold node (of the next generation when it replaces one)
-// is created before our node is deleted, so the place is never empty; if
-// ours was already gone (broken, expired), the new one is deleted again
-// and the answer is lock.ErrNotHeld. A semaphore slot is kept the same
-// way: the hold node's record names the slot, and the slot node
-// (ephemeral) is deleted with the lock node, in one multi; new holders
-// pass over slots named by hold nodes (see claimSlot). The handle keeps
-// the TTL asked for.
-func (l *nodeStore) Hold(ctx context.Context, h *lock.Held, d time.Duration, mode string) (time.Duration, error) {
-	if l.released {
-		return h.TTL(), h.NotOurs()
-	}
-	rec := l.rec
-	rec.Hold, rec.HoldMs, rec.Token = mode, max(d, time.Millisecond).Milliseconds(), h.Token()
-	rec.NodeTTL = rec.HoldMs
-	gen := l.gen + 1
-	if l.lock != "" {
-		gen = 0
-	}
-	name := holdName(h.Limit(), l.nonce, gen, l.seq)
-	s, err := l.conn()
-	if err != nil {
-		return h.TTL(), err
-	}
-	err = s.createTTL(ctx, l.dir+"/"+name, rec.encode(), time.Duration(rec.NodeTTL)*time.Millisecond)
-	if err == nil {
-		if _, err = s.multi(ctx, l.ours(h, l.holdVer)...); err != nil {
-			_ = s.remove(context.WithoutCancel(ctx), l.dir+"/"+name, -1)
-		}
-	}
-	switch {
-	case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrBadVersion):
-		return h.TTL(), h.NotOurs() // our node is gone (or the key's, with it)
-	case err != nil:
-		return h.TTL(), l.b.opError("hold "+h.Key(), err)
-	}
-	if l.s != nil {
-		l.s.close(time.Second)
-		l.s = nil
-	}
-	l.lock, l.hold, l.gen, l.holdVer, l.rec = "", name, gen, 0, rec
-	return h.TTL(), nil
-}
-
 // Resume finds the hold node of h among the holders (by its owner and
 // token) and returns it as a lease, if it is still live by this machine's
 // clock (its record's length from its mtime); lock.ErrNotHeld otherwise.
