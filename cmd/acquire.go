@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/distlock/distlock/internal/acquire"
+	"github.com/distlock/distlock/internal/backend"
 	"github.com/distlock/distlock/internal/lock"
 )
 
@@ -67,6 +68,11 @@ func (o *acquireOptions) hold(ctx context.Context, b lock.Backend, wait time.Dur
 		return err
 	}
 	req.HeldAtOnce = true // held (Hold) at once below, never renewed
+	// Where the lock lives, for the handle: release and extend check it.
+	where, err := backend.Locate(o.g.backendURL())
+	if err != nil {
+		return err
+	}
 	l, err := o.take(ctx, b, req, wait)
 	if busy := o.busy(err, wait); busy != nil {
 		return busy
@@ -82,7 +88,7 @@ func (o *acquireOptions) hold(ctx context.Context, b lock.Backend, wait time.Dur
 		l.Release(rctx)
 		return err
 	}
-	return printHandle(o.g.stdout, o.Output, l.Handle(), o.TTL)
+	return printHandle(o.g.stdout, o.Output, l.Handle().Placed(where, o.g.Prefix), o.TTL)
 }
 
 // take acquires the lock, saying on stderr that it waits while it does

@@ -76,9 +76,21 @@ func (g *globalOptions) list(ctx context.Context, b lock.Backend, prefix string)
 }
 
 // resume opens the engine and takes up the lease named by the handle. A
-// handle that no longer holds its lock gives an error wrapping
-// lock.ErrNotHeld: extend and release each say what that means to them.
-func (g *globalOptions) resume(ctx context.Context, h lock.Handle) (lock.Backend, lock.Lease, error) {
+// handle made on another engine or prefix is refused (exit 64) before
+// the engine is opened: cmd, the command, says how. A handle that no
+// longer holds its lock gives an error wrapping lock.ErrNotHeld: extend
+// and release each say what that means to them.
+func (g *globalOptions) resume(ctx context.Context, h lock.Handle, cmd string) (lock.Backend, lock.Lease, error) {
+	if err := g.validate(); err != nil {
+		return nil, nil, err
+	}
+	where, err := backend.Locate(g.backendURL())
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := h.CheckPlace(where, g.Prefix, cmd); err != nil {
+		return nil, nil, err
+	}
 	b, err := g.open(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -91,4 +103,14 @@ func (g *globalOptions) resume(ctx context.Context, h lock.Handle) (lock.Backend
 		return nil, nil, err
 	}
 	return b, l, nil
+}
+
+// placed is h, the handle of a lease taken up on the engine in use, with
+// where its lock lives: that engine (backend.Locate) and --prefix.
+func (g *globalOptions) placed(h lock.Handle) (lock.Handle, error) {
+	where, err := backend.Locate(g.backendURL())
+	if err != nil {
+		return lock.Handle{}, err
+	}
+	return h.Placed(where, g.Prefix), nil
 }

@@ -39,8 +39,9 @@ func newExtendCommand(g *globalOptions) *cobra.Command {
 DISTLOCK_HANDLE) to --ttl (default: the TTL it was acquired with), counting
 from now. The handle stays the same, so nothing is printed on stdout (a
 line on stderr says how long the lock is held now); -o shell, env or json
-print the handle as acquire does. Exit status: 0 extended, 76 the handle no
-longer holds its lock.`,
+print the handle as acquire does. Run it with the --backend and --prefix
+of the acquire. Exit status: 0 extended, 64 a handle made on another
+engine or prefix, 76 the handle no longer holds its lock.`,
 		Args: noArgs("extend"),
 	})
 }
@@ -57,7 +58,7 @@ func (o *extendOptions) run(ctx context.Context, _ []string) error {
 	if ttl < time.Second {
 		return lock.Invalidf("--ttl must be at least 1s, got %s", ttl)
 	}
-	b, l, err := o.g.resume(ctx, h)
+	b, l, err := o.g.resume(ctx, h, "extend")
 	if errors.Is(err, lock.ErrNotHeld) {
 		return staleHandle(h)
 	}
@@ -73,7 +74,11 @@ func (o *extendOptions) run(ctx context.Context, _ []string) error {
 		return err
 	}
 	if o.Output != outNone {
-		if err := printHandle(o.g.stdout, o.Output, l.Handle(), ttl); err != nil {
+		nh, err := o.g.placed(l.Handle())
+		if err == nil {
+			err = printHandle(o.g.stdout, o.Output, nh, ttl)
+		}
+		if err != nil {
 			return err
 		}
 	}

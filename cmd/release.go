@@ -33,8 +33,11 @@ broken, was taken over, or was released before) has nothing to release:
 release says so and succeeds, so that a cleanup step that always runs
 stays green; --strict makes that exit 76.
 -o json prints {"key","token","released"}: released is false when the
-lock was already gone.
-Exit status: 0 released or already gone, 76 already gone with --strict.`,
+lock was already gone. Run it with the --backend and --prefix of the
+acquire: a handle made on another engine or prefix is refused (64), its
+lock would not be found there.
+Exit status: 0 released or already gone, 64 a handle made on another
+engine or prefix, 76 already gone with --strict.`,
 		Args: noArgs("release"),
 	})
 }
@@ -75,7 +78,7 @@ func (o *releaseOptions) run(ctx context.Context, _ []string) error {
 // release takes up the handle's lease and releases it: an error wrapping
 // lock.ErrNotHeld when the handle no longer holds its lock.
 func (o *releaseOptions) release(ctx context.Context, h lock.Handle) error {
-	b, l, err := o.g.resume(ctx, h)
+	b, l, err := o.g.resume(ctx, h, "release")
 	if err != nil {
 		return err
 	}

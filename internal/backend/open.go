@@ -34,18 +34,28 @@ type Options struct {
 // Usage mistakes are lock.ErrInvalid; an engine that cannot be reached is
 // lock.ErrUnavailable. Errors never hold the password.
 func Open(ctx context.Context, rawURL string, opts Options) (lock.Backend, error) {
+	e, rawURL, err := engineOf(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return e.open(ctx, rawURL, opts)
+}
+
+// engineOf is the engine whose scheme rawURL starts with, and rawURL
+// ("file://" for "").
+func engineOf(rawURL string) (Engine, string, error) {
 	if rawURL == "" {
 		rawURL = "file://"
 	}
 	scheme, _, ok := strings.Cut(rawURL, "://")
 	if !ok {
-		return nil, notURL(rawURL)
+		return Engine{}, "", notURL(rawURL)
 	}
 	e, ok := Lookup(scheme)
 	if !ok {
-		return nil, unsupported(scheme)
+		return Engine{}, "", unsupported(scheme)
 	}
-	return e.open(ctx, rawURL, opts)
+	return e, rawURL, nil
 }
 
 // LoadPassword returns the password from --password-file (first line) or

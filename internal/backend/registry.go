@@ -37,6 +37,9 @@ type Engine struct {
 	Lists, Checks string
 
 	open func(ctx context.Context, rawURL string, opts Options) (lock.Backend, error)
+	// locate parses a URL as open does and says where its locks live
+	// (Locate).
+	locate func(rawURL string) (place, error)
 	// kind is a nil pointer of the engine's lock.Backend type: the
 	// registry's tests check Caps against what it implements.
 	kind lock.Backend
@@ -54,10 +57,11 @@ type Caps struct {
 // every is both capabilities.
 var every = Caps{Semaphore: true, Fair: true}
 
-// opens is e with its open and kind: open parses a URL with parse, sets in
-// the parsed config what the options decide (where fill points), and
-// connects with connect; kind is connect's backend type.
-func opens[C any, B lock.Backend](e Engine, parse func(string) (C, error), connect func(context.Context, C) (B, error), fill func(*C) settings) Engine {
+// opens is e with its open, locate and kind: open parses a URL with
+// parse, sets in the parsed config what the options decide (where fill
+// points), and connects with connect; locate is where the parsed config
+// says the locks live (at); kind is connect's backend type.
+func opens[C any, B lock.Backend](e Engine, parse func(string) (C, error), connect func(context.Context, C) (B, error), fill func(*C) settings, at func(C) place) Engine {
 	e.open = func(ctx context.Context, rawURL string, opts Options) (lock.Backend, error) {
 		cfg, err := parse(rawURL)
 		if err != nil {
@@ -69,6 +73,13 @@ func opens[C any, B lock.Backend](e Engine, parse func(string) (C, error), conne
 			return nil, err // not b: a nil *B is not a nil lock.Backend
 		}
 		return b, nil
+	}
+	e.locate = func(rawURL string) (place, error) {
+		cfg, err := parse(rawURL)
+		if err != nil {
+			return place{}, err
+		}
+		return at(cfg), nil
 	}
 	var none B // a nil pointer
 	e.kind = none

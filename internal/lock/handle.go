@@ -20,6 +20,11 @@ type Handle struct {
 	Token   uint64 `json:"t"`
 	TTLms   int64  `json:"ttl"`
 	LeaseID int64  `json:"l,omitempty"` // etcd: the lease the key is attached to
+	// Where the lock lives, set by distlock acquire (empty in a handle
+	// from a build before it): the engine as backend.Locate names it (a
+	// URL with no user-info, password or parameter) and the prefix.
+	Engine string `json:"e,omitempty"`
+	Prefix string `json:"p,omitempty"`
 }
 
 // TTL is the handle's lease time-to-live.
@@ -38,8 +43,31 @@ func ParseHandle(s string) (Handle, error) {
 	if err == nil {
 		err = json.Unmarshal(b, &h)
 	}
+	if err == nil && (Printable("", h.Engine) != nil || Printable("", h.Prefix) != nil) {
+		err = ErrInvalid // shown in a message: printable text only
+	}
 	if err != nil || h.Key == "" || h.Owner == "" || h.Token == 0 {
 		return Handle{}, Invalidf("the handle is malformed: pass the DISTLOCK_HANDLE value printed by distlock acquire")
 	}
 	return h, nil
+}
+
+// Placed is h with where its lock lives: engine (backend.Locate's name
+// of it) and prefix.
+func (h Handle) Placed(engine, prefix string) Handle {
+	h.Engine, h.Prefix = engine, prefix
+	return h
+}
+
+// CheckPlace refuses (ErrInvalid, exit 64) a handle made on another
+// engine or under another prefix than engine and prefix, those of the
+// command (cmd) about to use it: there the handle's lock cannot be found,
+// and release would say it has nothing to release while the lock stays
+// held. A handle from an older build, which does not say where its lock
+// lives, passes.
+func (h Handle) CheckPlace(engine, prefix, cmd string) error {
+	if h.Engine == "" || (h.Engine == engine && h.Prefix == prefix) {
+		return nil
+	}
+	return Invalidf("this handle was made on %s, prefix %s; run %s with the same --backend and --prefix", h.Engine, h.Prefix, cmd)
 }

@@ -1,6 +1,8 @@
 package lock
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -20,5 +22,59 @@ func TestHandleRoundTrip(t *testing.T) {
 		if _, err := ParseHandle(bad); !errors.Is(err, ErrInvalid) {
 			t.Errorf("ParseHandle(%q) = %v, want ErrInvalid", bad, err)
 		}
+	}
+}
+
+// A handle says where its lock lives: CheckPlace passes it on that
+// engine and prefix, refuses it (64) elsewhere naming where it was made,
+// and passes a handle from an older build, which does not say.
+func TestHandleCheckPlace(t *testing.T) {
+	h := Handle{Key: "k", Owner: "o", Token: 7, TTLms: 1000}.Placed("redis://db1:6379/0", "ci")
+	got, err := ParseHandle(h.Encode())
+	if err != nil || got != h {
+		t.Fatalf("ParseHandle(Encode(h)) = %+v, %v; want %+v", got, err, h)
+	}
+	if err := got.CheckPlace("redis://db1:6379/0", "ci", "release"); err != nil {
+		t.Errorf("on its own engine and prefix: %v", err)
+	}
+	const want = "this handle was made on redis://db1:6379/0, prefix ci; run release with the same --backend and --prefix"
+	for _, other := range [][2]string{{"redis://db1:6379/1", "ci"}, {"file:///run/locks", "ci"}, {"redis://db1:6379/0", "distlock"}} {
+		err := got.CheckPlace(other[0], other[1], "release")
+		if !errors.Is(err, ErrInvalid) || err.Error() != want {
+			t.Errorf("CheckPlace(%q, %q) = %v; want ErrInvalid %q", other[0], other[1], err, want)
+		}
+	}
+	old := Handle{Key: "k", Owner: "o", Token: 7, TTLms: 1000}
+	if err := old.CheckPlace("file:///run/locks", "x", "extend"); err != nil {
+		t.Errorf("a handle with no place (an older build's): %v", err)
+	}
+}
+
+// A handle from an older build (no "e" or "p") still parses, and an older
+// build reading a new handle ignores the fields it does not know
+// (encoding/json's rule, which its ParseHandle kept): it accepts it as
+// before, without the check.
+func TestHandlePlaceCompatible(t *testing.T) {
+	oldJSON := `{"k":"k","o":"o","t":7,"ttl":1000}`
+	h, err := ParseHandle(base64.RawURLEncoding.EncodeToString([]byte(oldJSON)))
+	if err != nil || h.Engine != "" || h.Prefix != "" {
+		t.Fatalf("an older handle: %+v, %v", h, err)
+	}
+	type oldHandle struct {
+		Key     string `json:"k"`
+		Owner   string `json:"o"`
+		Token   uint64 `json:"t"`
+		TTLms   int64  `json:"ttl"`
+		LeaseID int64  `json:"l,omitempty"`
+	}
+	b, _ := base64.RawURLEncoding.DecodeString(h.Placed("etcd://e1:2379", "ci").Encode())
+	var o oldHandle
+	if err := json.Unmarshal(b, &o); err != nil || o != (oldHandle{Key: "k", Owner: "o", Token: 7, TTLms: 1000}) {
+		t.Fatalf("an older build's reading of a new handle: %+v, %v", o, err)
+	}
+	// what is shown in a message is printable text
+	bad := Handle{Key: "k", Owner: "o", Token: 7}.Placed("redis://h\x1b[2J", "ci").Encode()
+	if _, err := ParseHandle(bad); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a handle whose engine holds a control character: %v, want ErrInvalid", err)
 	}
 }
