@@ -86,7 +86,7 @@ func (o *acquireOptions) hold(ctx context.Context, b lock.Backend, wait time.Dur
 		rctx, rcancel := context.WithTimeout(context.Background(), o.g.ConnectTimeout)
 		defer rcancel()
 		l.Release(rctx)
-		return err
+		return holdError(err)
 	}
 	return printHandle(o.g.stdout, o.Output, l.Handle().Placed(where, o.g.Prefix), o.TTL)
 }

@@ -164,3 +164,25 @@ func TestHelpIsNotAMistake(t *testing.T) {
 		}
 	}
 }
+
+// A handle's hold or release that the engine did not answer in time is
+// exit 69 with the engine's own line (it says what became of the lock),
+// as every engine failure: etcd's settle gives such an error wrapping the
+// context's deadline, which codeFor alone takes for an internal error.
+func TestHoldTimeoutExits69(t *testing.T) {
+	err := fmt.Errorf("etcd hold k (no answer, and the lock could not be read back: it is held either for 30s more or until it was due to expire): %w", context.DeadlineExceeded)
+	if code, _ := codeFor(err); code != exitInternal {
+		t.Fatalf("codeFor of the raw error = %d; the test's premise (70 without holdError) no longer holds", code)
+	}
+	code, msg := codeFor(holdError(err))
+	if code != exitUnavailable || !strings.Contains(msg, "it is held either for 30s more or until it was due to expire") {
+		t.Fatalf("codeFor(holdError(err)) = %d, %q; want %d with the engine's line", code, msg, exitUnavailable)
+	}
+	if holdError(nil) != nil {
+		t.Fatal("holdError(nil) is not nil")
+	}
+	refused := &lock.UnavailableError{Msg: "refused", Refused: true}
+	if holdError(refused) != error(refused) {
+		t.Fatal("holdError changed an engine error that was already one")
+	}
+}

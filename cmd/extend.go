@@ -71,7 +71,7 @@ func (o *extendOptions) run(ctx context.Context, _ []string) error {
 	if err := l.Hold(hctx, ttl, lock.HoldHandle); errors.Is(err, lock.ErrNotHeld) {
 		return staleHandle(h)
 	} else if err != nil {
-		return err
+		return holdError(err)
 	}
 	if o.Output != outNone {
 		nh, err := o.g.placed(l.Handle())

@@ -85,5 +85,5 @@ func (o *releaseOptions) release(ctx context.Context, h lock.Handle) error {
 	defer b.Close()
 	rctx, cancel := context.WithTimeout(ctx, o.g.ConnectTimeout)
 	defer cancel()
-	return l.Release(rctx)
+	return holdError(l.Release(rctx))
 }
