@@ -30,6 +30,7 @@ func TestConnectionLimits(t *testing.T) {
 				Files:               []string{filepath.Join("testdata", "limits", name+".txtar")},
 				RequireExplicitExec: true,
 				Setup: func(env *testscript.Env) error {
+					isolateTmp(env)
 					url, err := fill(env)
 					if errors.Is(err, server.ErrNoBinary) && !requireServers() {
 						env.T().Skip(err)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/distlock/distlock/cmd"
+	"github.com/distlock/distlock/internal/backend/file"
 )
 
 // TestMain registers distlock as a command the scenarios can exec: the test
@@ -22,9 +24,35 @@ import (
 // processes with real signals.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"distlock": func() { os.Exit(cmd.Execute(context.Background())) },
+		"distlock": distlockMain,
 		"exitcode": exitcodeMain,
 	})
+}
+
+// testTmpRootEnv names the directory that stands for /tmp in a scenario:
+// its distlock (this test binary) keeps the file engine's default lock
+// directory there (file.SetTestTmpRoot), so that no scenario uses the
+// machine's /tmp/distlock-<uid>, nor another scenario's. The distlock
+// binary reads no such variable: its default is /tmp/distlock-<uid>,
+// whatever the environment.
+const testTmpRootEnv = "DISTLOCK_TEST_TMP_ROOT"
+
+// isolateTmp gives the scenario its own stand-in for /tmp: $WORK/tmp.
+func isolateTmp(env *testscript.Env) {
+	env.Setenv(testTmpRootEnv, filepath.Join(env.WorkDir, "tmp"))
+}
+
+// distlockMain is distlock as the scenarios run it, its default lock
+// directory in the scenario's stand-in for /tmp. It refuses to run
+// without one rather than lock in the machine's /tmp.
+func distlockMain() {
+	root := os.Getenv(testTmpRootEnv)
+	if root == "" {
+		fmt.Fprintf(os.Stderr, "distlock (test binary): %s is unset: the scenario's Setup must call isolateTmp\n", testTmpRootEnv)
+		os.Exit(2)
+	}
+	file.SetTestTmpRoot(root)
+	os.Exit(cmd.Execute(context.Background()))
 }
 
 // exitcodeMain is `exitcode [-stderr FILE] N COMMAND [ARGS...]`: run COMMAND with our

@@ -152,6 +152,7 @@ func params(e *engine, s suite) testscript.Params {
 		Setup: func(env *testscript.Env) error {
 			st := &engineState{engine: e, harness: &harness{marks: map[string]time.Time{}, thaw: map[int]func(){}}}
 			env.Defer(st.harness.close)
+			isolateTmp(env)
 			if err := e.start(env, st); err != nil {
 				return err
 			}

@@ -19,7 +19,7 @@ import (
 // separate processes do.
 
 // raceDir is a lock directory on tmpfs when the machine has one: the file
-// engine's default directory ($XDG_RUNTIME_DIR/distlock) is a tmpfs on most
+// engine's default directory (/tmp/distlock-<uid>) is on a tmpfs on many
 // systems, and there an acquisition (whose fsync costs nothing) is fast
 // enough to fall inside the window of a racing break.
 func raceDir(t *testing.T) *Backend {

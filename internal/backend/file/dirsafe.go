@@ -6,9 +6,9 @@ package file
 // writes by rename is first created under a name no one else can guess
 // (tmpName), exclusively (O_EXCL: neither a link nor a file put there by
 // someone else is written through). The default directory, which
-// distlock picks itself in a world-writable /tmp when XDG_RUNTIME_DIR is
-// unset, must also be ours alone (checkOwnDir): else whoever made it
-// could plant our files' names in it. A directory the user names is not
+// distlock picks itself in the world-writable /tmp, must also be ours
+// alone (checkOwnDir): else whoever made it could plant our files' names
+// in it. A directory the user names is not
 // held to that (a group may share one on purpose).
 
 import (
@@ -95,7 +95,7 @@ func checkOwnDir(dir string) error {
 	if err != nil {
 		return unavailable("check lock directory "+dir, err)
 	}
-	uid, fix := os.Getuid(), "remove it if you can, or point XDG_RUNTIME_DIR or TMPDIR at a directory of your own, or name one with --backend file:///path"
+	uid, fix := os.Getuid(), "remove it if you can, or name a directory of your own with --backend file:///path (or DISTLOCK_BACKEND)"
 	var problem string
 	sys, _ := st.Sys().(*syscall.Stat_t) // what os.Lstat gives on every unix
 	switch {
@@ -107,7 +107,7 @@ func checkOwnDir(dir string) error {
 		problem = fmt.Sprintf("is owned by uid %d, not you (uid %d): someone else made it", sys.Uid, uid)
 	case st.Mode().Perm()&0o022 != 0:
 		problem = fmt.Sprintf("has mode %04o: others may write in it", st.Mode().Perm())
-		fix = "run chmod go-w " + dir + ", or name a directory with --backend file:///path"
+		fix = "run chmod go-w " + dir + ", or name a directory with --backend file:///path (or DISTLOCK_BACKEND)"
 	default:
 		return nil
 	}

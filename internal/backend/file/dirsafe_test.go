@@ -14,13 +14,35 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
-// defaultDirIn makes DefaultDir /tmp-like: $TMPDIR/distlock-<uid>, under a
-// fresh TMPDIR, with XDG_RUNTIME_DIR unset (cron, CI, services).
+// defaultDirIn puts the default directory under a fresh stand-in for
+// /tmp (SetTestTmpRoot): never the machine's /tmp/distlock-<uid>.
 func defaultDirIn(t *testing.T) string {
 	t.Helper()
-	t.Setenv("XDG_RUNTIME_DIR", "")
-	t.Setenv("TMPDIR", t.TempDir())
+	setTmpRoot(t, t.TempDir())
 	return DefaultDir()
+}
+
+// setTmpRoot puts the default directory in root for the test's duration.
+func setTmpRoot(t *testing.T, root string) {
+	t.Helper()
+	old := tmpRoot
+	SetTestTmpRoot(root)
+	t.Cleanup(func() { SetTestTmpRoot(old) })
+}
+
+// A job run by hand from a login shell (systemd-logind sets
+// XDG_RUNTIME_DIR; a user may set TMPDIR) and its cron copy (neither set)
+// must lock in the same directory, or both run at once: the default is
+// /tmp/distlock-<uid>, whatever the environment.
+func TestDefaultDirIgnoresEnvironment(t *testing.T) {
+	want := fmt.Sprintf("/tmp/distlock-%d", os.Getuid())
+	for _, env := range [][2]string{{"", ""}, {t.TempDir(), ""}, {"", t.TempDir()}, {t.TempDir(), t.TempDir()}} {
+		t.Setenv("XDG_RUNTIME_DIR", env[0])
+		t.Setenv("TMPDIR", env[1])
+		if got := DefaultDir(); got != want {
+			t.Errorf("XDG_RUNTIME_DIR=%q TMPDIR=%q: DefaultDir() = %s; want %s", env[0], env[1], got, want)
+		}
+	}
 }
 
 // refused checks that opening the default directory fails as a refusal

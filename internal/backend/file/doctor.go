@@ -18,10 +18,12 @@ import (
 )
 
 // Doctor implements lock.Doctor: the directory is on a local filesystem,
-// writable, and flock(2) excludes a second open file description; the
+// writable, and flock(2) excludes a second open file description, and no
+// older build's default directory still holds locks (olddirs.go); the
 // file engine has no clock of its own to compare.
 func (b *Backend) Doctor(ctx context.Context, req lock.DoctorRequest) []lock.Check {
 	checks := append([]lock.Check{b.mountCheck("/proc/self/mountinfo")}, b.fileChecks()...)
+	checks = append(checks, b.olderDirChecks()...)
 	return append(checks, lock.Check{
 		Name: "clock", Status: lock.CheckOK,
 		Detail: "the file engine times leases with this machine's own clock: there is no other clock to compare",
@@ -71,7 +73,7 @@ func (b *Backend) mountCheck(path string) lock.Check {
 			Fix: "use a directory on a local disk (file://DIR): the file engine locks one machine, and flock(2) on " + m.fsType +
 				" is emulated by a lock protocol that does not free a dead holder's lock at once; to lock across machines use redis:// or etcd://"},
 		{When: strings.HasPrefix(m.fsType, "fuse"), Status: lock.CheckWarning, Detail: on + ": a FUSE filesystem, whose flock(2) is whatever its daemon makes of it",
-			Fix: "use a directory on a local disk (file://DIR), such as the default under $XDG_RUNTIME_DIR or /tmp"},
+			Fix: "use a directory on a local disk (file://DIR), such as the default, /tmp/distlock-<uid>"},
 	}, lock.Case{Detail: on + ": local"})
 }
 

@@ -24,6 +24,7 @@ type Backend struct {
 	prefix string
 	host   string
 	log    *slog.Logger // warnings of the leases it grants
+	picked bool         // dir is DefaultDir(), not one the user named
 	// dirErr is why the directory could not be created (OpenForDoctor
 	// only): Doctor reports it as its writable check.
 	dirErr error
@@ -52,7 +53,7 @@ func OpenForDoctor(dir, prefix string) *Backend {
 		dir = DefaultDir()
 	}
 	host, _ := os.Hostname()
-	b := &Backend{dir: dir, prefix: prefix, host: host, log: slog.Default()}
+	b := &Backend{dir: dir, prefix: prefix, host: host, log: slog.Default(), picked: picked}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		b.dirErr = unavailable("create lock directory "+dir, err)
 	} else if picked {

@@ -12,14 +12,25 @@ import (
 	"github.com/distlock/distlock/internal/lock"
 )
 
+// tmpRoot holds the default lock directory: /tmp, literally, whatever
+// the environment says. Neither $XDG_RUNTIME_DIR (which systemd-logind
+// sets for login sessions, and cron does not) nor $TMPDIR (os.TempDir):
+// a job run by hand and its cron copy must find the same directory, or
+// both run at once. Only tests change it (SetTestTmpRoot).
+var tmpRoot = "/tmp"
+
 // DefaultDir is where locks live when no directory is given:
-// $XDG_RUNTIME_DIR/distlock, else /tmp/distlock-<uid>.
+// /tmp/distlock-<uid>, the same for every process of the user that sees
+// the machine's /tmp.
 func DefaultDir() string {
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
-		return filepath.Join(d, "distlock")
-	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("distlock-%d", os.Getuid()))
+	return filepath.Join(tmpRoot, fmt.Sprintf("distlock-%d", os.Getuid()))
 }
+
+// SetTestTmpRoot is for tests only: it puts the default lock directory in
+// dir instead of /tmp, so that a test's runs never share the machine's
+// /tmp/distlock-<uid> (nor each other's). distlock itself never calls it,
+// and no environment variable reaches it.
+func SetTestTmpRoot(dir string) { tmpRoot = dir }
 
 // maxBase keeps file names (plus a suffix) well under the usual 255-byte limit.
 const maxBase = 200
