@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/distlock/distlock/internal/lock"
 )
@@ -18,12 +19,19 @@ type breakOptions struct {
 	common
 	Token uint64
 	Yes   bool
+	token *pflag.Flag // --token, to tell whether it was given: 0 names no holder
 }
 
 func (o *breakOptions) flags(c *cobra.Command) {
 	c.Flags().Uint64Var(&o.Token, "token", 0, "break only the holder with fencing token N (on a semaphore: that slot)")
 	c.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation (required when stdin is not a terminal)")
+	o.token = c.Flags().Lookup("token")
 }
+
+// tokenGiven reports whether --token was given: then break is a
+// compare-and-delete of that token only, even --token 0 (which no holder
+// has: status -o json says 0 for a free key).
+func (o *breakOptions) tokenGiven() bool { return o.token != nil && o.token.Changed }
 
 func newBreakCommand(g *globalOptions) *cobra.Command {
 	return newCommand(g, &breakOptions{}, &cobra.Command{
@@ -36,6 +44,8 @@ ttl/3; at once on the file engine on the same machine) and stops its command
 
 With --token N only the holder with fencing token N is broken (a
 compare-and-delete), so a runbook can never break the next holder by mistake.
+No holder has token 0 (status -o json says 0 for a free key): --token 0
+breaks nothing, exiting 3 when the key is free and 75 when it is held.
 On a semaphore (run --limit N) --token picks the slot; without it every
 holder is broken, and each is named.
 
@@ -83,11 +93,15 @@ func (o *breakOptions) breakKey(ctx context.Context, b lock.Backend, key string)
 	if !st.held {
 		return notHeld(key)
 	}
+	if o.tokenGiven() && o.Token == 0 {
+		// Token 0 names no holder; Break(key, 0) would break any.
+		return otherToken(key, st.h.Token, 0)
+	}
 	// An engine that lists every slot (lock.SlotInspector) shows which
 	// holder --token names; others leave it to their compare-and-delete.
 	_, complete := b.(lock.SlotInspector)
 	targets := st.all
-	if o.Token != 0 && (complete || !o.Yes) {
+	if o.tokenGiven() && (complete || !o.Yes) {
 		targets = withToken(st.all, o.Token)
 		if len(targets) == 0 {
 			return otherToken(key, st.h.Token, o.Token)
@@ -100,7 +114,7 @@ func (o *breakOptions) breakKey(ctx context.Context, b lock.Backend, key string)
 		// Break only the holders shown, not any that came since.
 		return o.breakEach(ctx, b, key, targets)
 	}
-	if o.Token == 0 && len(targets) > 1 {
+	if !o.tokenGiven() && len(targets) > 1 {
 		return o.breakEach(ctx, b, key, targets)
 	}
 	// A fresh deadline: the inspection may have taken its time.
