@@ -50,15 +50,16 @@ On a semaphore (run --limit N) --token picks the slot; without it every
 holder is broken, and each is named.
 
 On a terminal break shows the holders and asks first; the holders shown are
-the only ones it breaks. Without a terminal --yes is required.
+the only ones it breaks: if they let go meanwhile and another took the key,
+the new holder is left alone (75). Without a terminal --yes is required.
 
 With -o json: one object, key, broken (the holders broken, shaped like
 status -o json's holders), backend and guarantee. Errors stay one line on
 stderr.
 
 Exit status: 0 broken, 1 not confirmed, 3 not held, 64 usage,
-69 engine unreachable, 75 held under a token other than --token,
-77 credentials refused.`,
+69 engine unreachable, 75 held under a token other than --token (or by a
+holder other than those shown), 77 credentials refused.`,
 		Example: `  distlock break job:daily
   distlock break job:daily --token 1745312345678901 --yes
   distlock break pool --yes -o json | jq '.broken[].slot'`,
@@ -148,9 +149,26 @@ func (o *breakOptions) breakEach(ctx context.Context, b lock.Backend, key string
 		broken = append(broken, h)
 	}
 	if len(broken) == 0 {
-		return notHeld(key)
+		return o.nothingBroken(ctx, b, key)
 	}
 	return o.report(b, key, broken)
+}
+
+// nothingBroken says why breakEach broke no one: the holders shown are
+// gone and a new one holds the key (75, left alone), or no one does (3;
+// also when the only holders left are broken ones that have not let go
+// yet, on the file engine).
+func (o *breakOptions) nothingBroken(ctx context.Context, b lock.Backend, key string) error {
+	st, err := o.g.keyStatus(ctx, b, key)
+	if err != nil {
+		return err
+	}
+	for _, h := range st.all {
+		if knownHolder(h) {
+			return changedHands(key, h, time.Now())
+		}
+	}
+	return notHeld(key)
 }
 
 // breakError maps Break's error to what break says; nil on success.
