@@ -75,7 +75,7 @@ holder other than those shown), 77 credentials refused.`,
 
 func (o *breakOptions) run(ctx context.Context, args []string) error {
 	key := args[0]
-	if err := lock.ValidateKey(key); err != nil {
+	if err := lock.ValidateKeyArg(key, "break"); err != nil {
 		return err
 	}
 	if !o.Yes && !isTerminal(o.g.stdin) {

@@ -105,7 +105,7 @@ type keyStatus struct {
 
 func (o *statusOptions) run(ctx context.Context, keys []string) error {
 	for _, key := range keys {
-		if err := lock.ValidateKey(key); err != nil {
+		if err := lock.ValidateKeyArg(key, "status"); err != nil {
 			return err
 		}
 	}
