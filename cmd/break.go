@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/distlock/distlock/internal/lock"
 )
@@ -18,12 +19,19 @@ type breakOptions struct {
 	common
 	Token uint64
 	Yes   bool
+	token *pflag.Flag // --token, to tell whether it was given: 0 names no holder
 }
 
 func (o *breakOptions) flags(c *cobra.Command) {
 	c.Flags().Uint64Var(&o.Token, "token", 0, "break only the holder with fencing token N (on a semaphore: that slot)")
 	c.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation (required when stdin is not a terminal)")
+	o.token = c.Flags().Lookup("token")
 }
+
+// tokenGiven reports whether --token was given: then break is a
+// compare-and-delete of that token only, even --token 0 (which no holder
+// has: status -o json says 0 for a free key).
+func (o *breakOptions) tokenGiven() bool { return o.token != nil && o.token.Changed }
 
 func newBreakCommand(g *globalOptions) *cobra.Command {
 	return newCommand(g, &breakOptions{}, &cobra.Command{
@@ -36,19 +44,22 @@ ttl/3; at once on the file engine on the same machine) and stops its command
 
 With --token N only the holder with fencing token N is broken (a
 compare-and-delete), so a runbook can never break the next holder by mistake.
+No holder has token 0 (status -o json says 0 for a free key): --token 0
+breaks nothing, exiting 3 when the key is free and 75 when it is held.
 On a semaphore (run --limit N) --token picks the slot; without it every
 holder is broken, and each is named.
 
 On a terminal break shows the holders and asks first; the holders shown are
-the only ones it breaks. Without a terminal --yes is required.
+the only ones it breaks: if they let go meanwhile and another took the key,
+the new holder is left alone (75). Without a terminal --yes is required.
 
 With -o json: one object, key, broken (the holders broken, shaped like
 status -o json's holders), backend and guarantee. Errors stay one line on
 stderr.
 
 Exit status: 0 broken, 1 not confirmed, 3 not held, 64 usage,
-69 engine unreachable, 75 held under a token other than --token,
-77 credentials refused.`,
+69 engine unreachable, 75 held under a token other than --token (or by a
+holder other than those shown), 77 credentials refused.`,
 		Example: `  distlock break job:daily
   distlock break job:daily --token 1745312345678901 --yes
   distlock break pool --yes -o json | jq '.broken[].slot'`,
@@ -64,7 +75,7 @@ Exit status: 0 broken, 1 not confirmed, 3 not held, 64 usage,
 
 func (o *breakOptions) run(ctx context.Context, args []string) error {
 	key := args[0]
-	if err := lock.ValidateKey(key); err != nil {
+	if err := lock.ValidateKeyArg(key, "break"); err != nil {
 		return err
 	}
 	if !o.Yes && !isTerminal(o.g.stdin) {
@@ -83,11 +94,15 @@ func (o *breakOptions) breakKey(ctx context.Context, b lock.Backend, key string)
 	if !st.held {
 		return notHeld(key)
 	}
+	if o.tokenGiven() && o.Token == 0 {
+		// Token 0 names no holder; Break(key, 0) would break any.
+		return otherToken(key, st.h.Token, 0)
+	}
 	// An engine that lists every slot (lock.SlotInspector) shows which
 	// holder --token names; others leave it to their compare-and-delete.
 	_, complete := b.(lock.SlotInspector)
 	targets := st.all
-	if o.Token != 0 && (complete || !o.Yes) {
+	if o.tokenGiven() && (complete || !o.Yes) {
 		targets = withToken(st.all, o.Token)
 		if len(targets) == 0 {
 			return otherToken(key, st.h.Token, o.Token)
@@ -100,7 +115,7 @@ func (o *breakOptions) breakKey(ctx context.Context, b lock.Backend, key string)
 		// Break only the holders shown, not any that came since.
 		return o.breakEach(ctx, b, key, targets)
 	}
-	if o.Token == 0 && len(targets) > 1 {
+	if !o.tokenGiven() && len(targets) > 1 {
 		return o.breakEach(ctx, b, key, targets)
 	}
 	// A fresh deadline: the inspection may have taken its time.
@@ -134,9 +149,26 @@ func (o *breakOptions) breakEach(ctx context.Context, b lock.Backend, key string
 		broken = append(broken, h)
 	}
 	if len(broken) == 0 {
-		return notHeld(key)
+		return o.nothingBroken(ctx, b, key)
 	}
 	return o.report(b, key, broken)
+}
+
+// nothingBroken says why breakEach broke no one: the holders shown are
+// gone and a new one holds the key (75, left alone), or no one does (3;
+// also when the only holders left are broken ones that have not let go
+// yet, on the file engine).
+func (o *breakOptions) nothingBroken(ctx context.Context, b lock.Backend, key string) error {
+	st, err := o.g.keyStatus(ctx, b, key)
+	if err != nil {
+		return err
+	}
+	for _, h := range st.all {
+		if knownHolder(h) {
+			return changedHands(key, h, time.Now())
+		}
+	}
+	return notHeld(key)
 }
 
 // breakError maps Break's error to what break says; nil on success.

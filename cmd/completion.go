@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -91,4 +93,26 @@ func completeFlagValues(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		completeFlagValues(sub)
 	}
+}
+
+// shellArgs makes "distlock completion SHELL" with a SHELL it has no script
+// for a usage error: cobra's completion command runs nothing, so it showed
+// its help and exited 0. Without a SHELL it still shows its help.
+func shellArgs(root *cobra.Command) {
+	c, _, err := root.Find([]string{"completion"})
+	if err != nil || c == root {
+		return
+	}
+	var shells []string
+	for _, s := range c.Commands() {
+		shells = append(shells, s.Name())
+	}
+	c.Args = func(_ *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return fmt.Errorf("no completion script for shell %q: name one of %s", args[0], strings.Join(shells, ", "))
+		}
+		return nil
+	}
+	c.Use = "completion SHELL"
+	c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 }

@@ -150,6 +150,12 @@ func otherToken(key string, now, want uint64) error {
 	return &statusError{code: exitBusy, msg: fmt.Sprintf("%s is now held under token %d, not %d; left alone", key, now, want)}
 }
 
+// changedHands: break found the holders it showed gone and h holding key
+// now; h is left alone.
+func changedHands(key string, h lock.Holder, now time.Time) error {
+	return &statusError{code: exitBusy, msg: fmt.Sprintf("%s is now %s; left alone", printable(key), printable(lock.DescribeHolder(h, now)))}
+}
+
 // staleHandle: extend or release was given a handle that no longer holds
 // its lock.
 func staleHandle(h lock.Handle) error {

@@ -71,7 +71,7 @@ type historyJSON struct {
 
 func (o *historyOptions) run(ctx context.Context, args []string) error {
 	key := args[0]
-	if err := lock.ValidateKey(key); err != nil {
+	if err := lock.ValidateKeyArg(key, "history"); err != nil {
 		return err
 	}
 	if o.Last < 0 {

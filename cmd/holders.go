@@ -56,6 +56,7 @@ type holderFields struct {
 	AcquiredAt  *time.Time `json:"acquired_at"`
 	TTLms       int64      `json:"ttl_ms"`
 	ExpiresInMs *int64     `json:"expires_in_ms"`
+	Hold        string     `json:"hold"` // "" renewed by a running distlock, else lock.HoldMinHold or lock.HoldHandle
 }
 
 func toHolderJSON(h lock.Holder) holderJSON {
@@ -65,7 +66,7 @@ func toHolderJSON(h lock.Holder) holderJSON {
 func toHolderFields(h lock.Holder) holderFields {
 	f := holderFields{Token: h.Token, HolderID: h.ID(),
 		Host: h.Meta.Host, PID: h.Meta.PID, User: h.Meta.User, Command: h.Meta.Command, Note: h.Meta.Note,
-		TTLms: h.TTL.Milliseconds()}
+		TTLms: h.TTL.Milliseconds(), Hold: h.Hold}
 	if !h.AcquiredAt.IsZero() {
 		at := h.AcquiredAt.UTC().Truncate(time.Millisecond)
 		f.AcquiredAt = &at

@@ -31,7 +31,9 @@ How each engine finds them:
 ` + engineTable(func(e backend.Engine) string { return e.Lists }) + `
 
 With -o json the output is an array with one object per key, shaped like
-those of status -o json (an empty array when nothing is held).
+those of status -o json (an empty array when nothing is held); hold says
+whether a holder is a lock kept with no process renewing it: "min-hold",
+"handle" or "" (a running distlock renews it).
 
 Exit status: 0 (also when nothing is held), 64 usage, 69 engine
 unreachable, 77 credentials refused.`,

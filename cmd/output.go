@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/distlock/distlock/internal/lock"
 )
@@ -22,30 +23,27 @@ func formatsOf(def, usage string, formats ...string) outputFlag {
 	return outputFlag{def, usage, formats, oneOf(formats...)}
 }
 
-var (
-	// textOrJSON is the -o of the commands that print a report.
-	textOrJSON = outputFlag{"text", "output format: text or json", []string{"text", outJSON}, checkOutput}
-	// textOrJSONOf is textOrJSON refused in the words of oneOf (release,
-	// version).
-	textOrJSONOf = formatsOf("text", "output format: text or json", "text", outJSON)
-)
+// textOrJSON is the -o of the commands that print a report.
+var textOrJSON = formatsOf("text", "output format: text or json", "text", outJSON)
 
-// checkOutput is the check of -o text|json.
-func checkOutput(o string) error {
-	if o != "text" && o != "json" {
-		return lock.Invalidf("--output must be text or json, got %q", o)
-	}
-	return nil
-}
-
-// oneOf is the check of an -o that takes the formats allowed.
+// oneOf is the check of an -o that takes the formats allowed; it refuses
+// any other in the same words for every command: "--output must be text
+// or json", "--output must be shell, env or json".
 func oneOf(allowed ...string) func(format string) error {
 	return func(o string) error {
 		if slices.Contains(allowed, o) {
 			return nil
 		}
-		return lock.Invalidf("--output must be one of %v, got %q", allowed, o)
+		return lock.Invalidf("--output must be %s, got %q", orList(allowed), o)
 	}
+}
+
+// orList is "a", "a or b", "a, b or c".
+func orList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
 }
 
 // outJSON is -o json.

@@ -21,7 +21,7 @@ func (o *releaseOptions) flags(c *cobra.Command) {
 	c.Flags().BoolVar(&o.Strict, "strict", false, "exit 76 when the handle's lock is already gone")
 }
 
-func (*releaseOptions) output() outputFlag { return textOrJSONOf }
+func (*releaseOptions) output() outputFlag { return textOrJSON }
 
 func newReleaseCommand(g *globalOptions) *cobra.Command {
 	return newCommand(g, &releaseOptions{}, &cobra.Command{

@@ -55,6 +55,7 @@ func NewRootCommandWith(f Factory) *cobra.Command {
 	root.SetFlagErrorFunc(flagError)
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
+	shellArgs(root)
 	completeFlagValues(root)
 	argsAreUsage(root)
 	return root

@@ -38,7 +38,8 @@ not inherit DISTLOCK_PASSWORD: distlock's password is for distlock alone.
 
 Exit status: the command's own (128+N if killed by signal N; 127 not found,
 126 not executable); 64 usage; 69 engine unreachable; 77 credentials
-refused; 70 internal error;
+refused (64 also for a --limit other than the one the key's current
+holders use: at once, even with --wait); 70 internal error;
 75 busy (--busy-exit-code); 76 lock lost (the command was terminated, or never started); 124 the
 command ran past --max-hold; 129, 130, 131, 143 interrupted (SIGHUP, SIGINT,
 SIGQUIT, SIGTERM) before the command started. The command's own status
@@ -74,7 +75,7 @@ DISTLOCK_RUN_SLOT. Every run is recorded for distlock history
 	o.lockFlags.add(c, 30*time.Second, "lease time-to-live (at least 1s); renewed every ttl/3")
 	f := c.Flags()
 	f.DurationVar(&o.KillGrace, "kill-grace", 0, "time between SIGTERM and SIGKILL when the command must stop (default min(10s, ttl/3); less than ttl/2)")
-	f.DurationVar(&o.MinHold, "min-hold", 0, "keep the lock until this long after acquiring it, even if the command ends sooner (cron replicas firing seconds apart run the job once)")
+	f.DurationVar(&o.MinHold, "min-hold", 0, "keep the lock until this long after acquiring it, even if the command ends sooner (cron replicas firing seconds apart run the job once); not kept if distlock itself is SIGKILLed while the command runs")
 	f.DurationVar(&o.MaxHold, "max-hold", 0, "stop the command (TERM, kill-grace, KILL) this long after acquiring; exit 124")
 	f.IntVar(&o.Limit, "limit", 1, "semaphore: up to N holders at once, each in a slot (DISTLOCK_SLOT); all holders must agree on N")
 	f.StringVar(&o.Metrics, "metrics-file", "", "after the run, record it in this Prometheus textfile (node_exporter's textfile collector; env DISTLOCK_METRICS_FILE)")

@@ -32,12 +32,16 @@ With -o json: an array with one object per KEY, in the order named (also
 for a single KEY):
   key, held, token, holder_id, host, pid, user, command, note,
   acquired_at (RFC 3339, null when free), ttl_ms,
-  expires_in_ms (null when free or unknown), backend (password redacted),
+  expires_in_ms (null when free or unknown), hold, backend (password redacted),
   guarantee, limit (1 a mutex, N a semaphore, 0 free), holders.
 The holder fields describe the oldest holder; holders lists every one
 (one for a mutex, each held slot of a semaphore) with slot, token,
-holder_id, host, pid, user, command, note, acquired_at, ttl_ms and
-expires_in_ms.
+holder_id, host, pid, user, command, note, acquired_at, ttl_ms,
+expires_in_ms and hold.
+hold is "min-hold" (kept by run --min-hold after its command ended) or
+"handle" (taken by distlock acquire) for a lock kept with no process
+renewing it, shown as (min-hold) and (handle) in the text output; "" when
+a running distlock renews it.
 holder_id is a public id derived one-way from the holder's secret owner id
 (DISTLOCK_OWNER), which is never shown.
 waiting is how many contenders stand in the key's line, on an engine that
@@ -101,7 +105,7 @@ type keyStatus struct {
 
 func (o *statusOptions) run(ctx context.Context, keys []string) error {
 	for _, key := range keys {
-		if err := lock.ValidateKey(key); err != nil {
+		if err := lock.ValidateKeyArg(key, "status"); err != nil {
 			return err
 		}
 	}

@@ -13,7 +13,7 @@ type versionOptions struct {
 	common
 }
 
-func (*versionOptions) output() outputFlag { return textOrJSONOf }
+func (*versionOptions) output() outputFlag { return textOrJSON }
 
 // newVersionCommand builds `distlock version`: one line with the version,
 // commit, build date, Go version and platform, the same line --version prints.

@@ -8,11 +8,23 @@ import (
 // MaxKeyLen is the longest key accepted, in bytes.
 const MaxKeyLen = 512
 
-// ValidateKey checks that key is 1–512 bytes of printable UTF-8.
+// ValidateKey checks that key, given with --key, is 1–512 bytes of
+// printable UTF-8.
 func ValidateKey(key string) error {
+	return validateKey(key, "give --key a name such as job:daily")
+}
+
+// ValidateKeyArg is ValidateKey for a key given as the KEY argument of
+// command (status, break, history): an empty one is named as such.
+func ValidateKeyArg(key, command string) error {
+	return validateKey(key, "name it, as in distlock "+command+" job:daily")
+}
+
+// validateKey checks key; how says how to name one when it is empty.
+func validateKey(key, how string) error {
 	switch {
 	case key == "":
-		return Invalidf("key is empty: give --key a name such as job:daily")
+		return Invalidf("key is empty: %s", how)
 	case len(key) > MaxKeyLen:
 		return Invalidf("key is %d bytes long; the limit is %d", len(key), MaxKeyLen)
 	}
