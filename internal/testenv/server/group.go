@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -62,15 +63,50 @@ func startGroup(n, per int, wait time.Duration, build func(i int, ports []int) (
 		}
 		ps = append(ps, p)
 	}
+	exited := anyExited(ps)
 	for _, p := range ps {
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
-		err := waitReady(ctx, p.spec, p.pid, p.done)
+		err := waitReady(ctx, p.spec, p.pid, exited)
 		cancel()
+		if errors.Is(err, errExited) {
+			return ps, memberExited(ps)
+		}
 		if err != nil {
 			return ps, err
 		}
 	}
 	return ps, nil
+}
+
+// anyExited is closed as soon as any member of ps has exited: a member
+// that could not start (a port taken since freePorts chose it) leaves the
+// others without a quorum, and the wait for them must end then, with
+// errExited (which the callers' retry on fresh ports looks for), not at
+// its deadline.
+func anyExited(ps []*Process) <-chan struct{} {
+	exited := make(chan struct{})
+	var once sync.Once
+	for _, p := range ps {
+		go func(done <-chan struct{}) {
+			<-done
+			once.Do(func() { close(exited) })
+		}(p.done)
+	}
+	return exited
+}
+
+// memberExited is the errExited error of the first member of ps that has
+// exited, with its log.
+func memberExited(ps []*Process) error {
+	for _, p := range ps {
+		select {
+		case <-p.done:
+			s := p.spec
+			return fmt.Errorf("%s %w on %s; log %s:\n%s", s.name, errExited, s.addr, s.logPath, logTail(s.logPath))
+		default:
+		}
+	}
+	return errExited
 }
 
 // startedOrClosed returns g once start (its error err) has started it, or
