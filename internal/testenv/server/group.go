@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -84,14 +83,18 @@ func startGroup(n, per int, wait time.Duration, build func(i int, ports []int) (
 // errExited (which the callers' retry on fresh ports looks for), not at
 // its deadline.
 func anyExited(ps []*Process) <-chan struct{} {
-	exited := make(chan struct{})
-	var once sync.Once
+	one := make(chan struct{}, len(ps)) // a send per member that exits
 	for _, p := range ps {
 		go func(done <-chan struct{}) {
 			<-done
-			once.Do(func() { close(exited) })
+			one <- struct{}{}
 		}(p.done)
 	}
+	exited := make(chan struct{})
+	go func() {
+		<-one
+		close(exited)
+	}()
 	return exited
 }
 
