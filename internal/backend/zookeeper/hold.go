@@ -47,6 +47,11 @@ func (l *nodeStore) Hold(ctx context.Context, h *lock.Held, d time.Duration, mod
 	path := l.dir + "/" + name
 	if err := s.createTTL(ctx, path, rec.encode(), time.Duration(rec.NodeTTL)*time.Millisecond); errors.Is(err, zk.ErrNoNode) {
 		return h.TTL(), h.NotOurs() // the key's node is gone, and our node with it
+	} else if errors.Is(err, zk.ErrNodeExists) {
+		// Another extend of this handle made the node first (Hold never
+		// sends its create twice). It is not ours to delete: an older
+		// build's holds the lock at version 0.
+		return h.TTL(), l.b.opError("hold "+h.Key()+" (another extend of this handle came first)", err)
 	} else if err != nil {
 		// A create whose reply was lost may still be applied: delete its
 		// node (version 0: no multi has made it hold the lock), or it

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -279,4 +280,65 @@ func TestHoldAfterLostCreateReplyLeavesNoNewNode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A Hold whose create finds its node's name taken (another extend of the
+// same handle made it first: here an older build's, which never writes to
+// its new hold node, so it holds the lock at version 0) leaves that node
+// alone and fails: before, it deleted the node at version 0, the key was
+// free, and the other extend had reported success (review).
+func TestHoldLeavesANodeItDidNotMake(t *testing.T) {
+	r := newHoldRig(t)
+	l, err := lock.TryOnce(ctx(t), r.direct, request("k", "alice", 2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Hold(ctx(t), 30*time.Second, lock.HoldHandle); err != nil {
+		t.Fatal(err)
+	}
+	late, err := r.direct.Resume(ctx(t), l.Handle()) // read before the other extend
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The other extend, as an older build made it: the next generation's
+	// hold node created, then the one it replaces deleted.
+	s, done, err := r.direct.useAdmin(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	dir := r.direct.keyDir("k")
+	names, _, err := s.children(ctx(t), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old string
+	for _, n := range names {
+		if strings.HasPrefix(n, "hold-") {
+			old = n
+		}
+	}
+	f := strings.Split(old, "-") // hold, limit, nonce, gen, seq
+	if len(f) != 5 {
+		t.Fatalf("hold node %q (of %v): not hold-LIMIT-NONCE-GEN-SEQ", old, names)
+	}
+	gen, err := strconv.Atoi(f[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := strings.Join([]string{f[0], f[1], f[2], strconv.Itoa(gen + 1), f[4]}, "-")
+	d, ok, err := s.get(ctx(t), dir+"/"+old)
+	if err != nil || !ok {
+		t.Fatalf("read %s: %v %v", old, ok, err)
+	}
+	if err := s.createTTL(ctx(t), dir+"/"+next, d.raw, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.remove(ctx(t), dir+"/"+old, -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := late.Hold(ctx(t), 30*time.Second, lock.HoldHandle); err == nil {
+		t.Fatal("the late Hold succeeded, though its node's name was taken")
+	}
+	wantHeldBy(t, r, l.Token())
 }
