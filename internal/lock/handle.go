@@ -3,6 +3,8 @@ package lock
 import (
 	"encoding/base64"
 	"encoding/json"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -66,8 +68,45 @@ func (h Handle) Placed(engine, prefix string) Handle {
 // held. A handle from an older build, which does not say where its lock
 // lives, passes.
 func (h Handle) CheckPlace(engine, prefix, cmd string) error {
-	if h.Engine == "" || (h.Engine == engine && h.Prefix == prefix) {
+	if h.Engine == "" || (sameEngine(h.Engine, engine) && h.Prefix == prefix) {
 		return nil
 	}
 	return Invalidf("this handle was made on %s, prefix %s; run %s with the same --backend and --prefix", h.Engine, h.Prefix, cmd)
+}
+
+// clusterSchemes are the engines whose URL names members of one cluster,
+// any of which reaches all of it: the same cluster may be named by other
+// members (an etcd endpoint, a cluster seed node, a sentinel, a ZooKeeper
+// or Consul server). Redlock is not among them: its masters are the lock.
+var clusterSchemes = []string{"redis+sentinel", "redis+cluster", "etcd", "zk", "consul"}
+
+// sameEngine reports whether a and b, two names backend.Locate gave,
+// name one engine: equal, or of one cluster scheme and the same path and
+// parameters, their member lists sharing a member.
+func sameEngine(a, b string) bool {
+	if a == b {
+		return true
+	}
+	sa, ha, ra := splitEngine(a)
+	sb, hb, rb := splitEngine(b)
+	if sa != sb || ra != rb || !slices.Contains(clusterSchemes, sa) {
+		return false
+	}
+	members := strings.Split(hb, ",")
+	for _, m := range strings.Split(ha, ",") {
+		if m != "" && slices.Contains(members, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// splitEngine splits a Locate name into its scheme, its comma-separated
+// hosts and the rest (path and parameters).
+func splitEngine(s string) (scheme, hosts, rest string) {
+	scheme, after, _ := strings.Cut(s, "://")
+	if i := strings.IndexAny(after, "/?"); i >= 0 {
+		return scheme, after[:i], after[i:]
+	}
+	return scheme, after, ""
 }

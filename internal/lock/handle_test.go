@@ -78,3 +78,36 @@ func TestHandlePlaceCompatible(t *testing.T) {
 		t.Errorf("a handle whose engine holds a control character: %v, want ErrInvalid", err)
 	}
 }
+
+// One cluster named by other members is the same engine (an etcd
+// endpoint, a cluster seed node, a sentinel, a ZooKeeper or Consul
+// server): a handle made through one member is released through another.
+// Members that share none, another path or parameters, another scheme,
+// or Redlock's masters (they are the lock) are not.
+func TestSameEngineByAMember(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		same bool
+	}{
+		{"etcd://e1:2379,e2:2379,e3:2379", "etcd://e2:2379", true},
+		{"redis+cluster://n1:7000,n2:7001", "redis+cluster://n2:7001,n3:7002", true},
+		{"redis+sentinel://s1:26379,s2:26379/mymaster", "redis+sentinel://s2:26379/mymaster", true},
+		{"zk://z1:2181,z2:2181/apps/ci", "zk://z2:2181/apps/ci", true},
+		{"consul://c1:8500,c2:8500/kv/ci", "consul://c2:8500/kv/ci", true},
+		{"etcd://e1:2379,e2:2379", "etcd://e3:2379", false},
+		{"redis+sentinel://s1:26379/a", "redis+sentinel://s1:26379/b", false},
+		{"redis+sentinel://s1:26379/a", "redis+sentinel://s1:26379/a?db=1", false},
+		{"zk://z1:2181/apps", "zk://z1:2181/apps/ci", false},
+		{"redlock://a:6379,b:6379,c:6379", "redlock://a:6379,b:6379", false},
+		{"redis://db1:6379/0", "redis+cluster://db1:6379", false},
+		{"file:///run/locks", "file:///run/other", false},
+	} {
+		if got := sameEngine(tc.a, tc.b); got != tc.same {
+			t.Errorf("sameEngine(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.same)
+		}
+		h := Handle{Key: "k", Owner: "o", Token: 7}.Placed(tc.a, "ci")
+		if err := h.CheckPlace(tc.b, "ci", "release"); (err == nil) != tc.same {
+			t.Errorf("CheckPlace(%q) of a handle made on %q = %v", tc.b, tc.a, err)
+		}
+	}
+}
