@@ -2,7 +2,6 @@ package backend
 
 import (
 	"net/url"
-	"regexp"
 	"strings"
 
 	"github.com/distlock/distlock/internal/backend/urlx"
@@ -31,7 +30,7 @@ func Redact(raw string) string {
 		}
 		return u.Redacted()
 	}
-	return secretParams.ReplaceAllString(redactUserinfo(raw), "${1}${2}=xxxxx")
+	return urlx.BlankSecretParams(redactUserinfo(raw))
 }
 
 // redactUserinfo blanks, in a backend that is malformed or not a URL,
@@ -53,12 +52,6 @@ func redactUserinfo(raw string) string {
 	}
 	return raw
 }
-
-// secretParams finds, in text that did not parse as a URL, a parameter
-// whose name isSecretParam would blank, after '?', '&', ';' or a space
-// (a query, or a libpq keyword string "host=db password=S"): its value
-// is replaced whole.
-var secretParams = regexp.MustCompile(`(?i)(^|[?&;\s])([^=?&;\s]*(?:pass|secret|token)[^=?&;\s]*)=[^&;\s]*`)
 
 func isSecretParam(k string) bool {
 	k = strings.ToLower(k)

@@ -1,6 +1,7 @@
 package urlx
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/distlock/distlock/internal/lock"
@@ -167,12 +168,26 @@ func (r Reader) Reword(raw string, parse func(string) error) string {
 	if r.Ambiguous(raw) {
 		return Unencoded
 	}
-	err := parse(r.Redacted(raw))
+	err := parse(BlankSecretParams(r.Redacted(raw)))
 	if err == nil {
 		return Unencoded
 	}
-	return lock.FirstLine(Cause(err))
+	// The library may quote what it read: a keyword string
+	// ("host=db password=S") has no user-info to blank.
+	return BlankSecretParams(lock.FirstLine(Cause(err)))
 }
+
+// secretParams finds a parameter whose name holds "pass", "secret" or
+// "token" after '?', '&', ';' or a space (a query, or a libpq keyword
+// string "host=db password=S"): its value is replaced whole, a quoted one
+// ('s3 cret') to its closing quote, an unquoted one to the next space,
+// '&', ';' or '"' (a library's quote of what it read ends there).
+var secretParams = regexp.MustCompile(`(?i)(^|[?&;\s])([^=?&;\s]*(?:pass|secret|token)[^=?&;\s]*)=(?:'[^']*'?|[^&;\s"]*)`)
+
+// BlankSecretParams is s with the value of every such parameter replaced
+// by "xxxxx", for text that did not parse as a URL, or a library's error
+// that may quote it.
+func BlankSecretParams(s string) string { return secretParams.ReplaceAllString(s, "${1}${2}=xxxxx") }
 
 // ParseBy parses raw with parse (a client library's parser, reading as r
 // does) by the rule above: an Ambiguous raw is refused before parse sees
